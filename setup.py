@@ -1,0 +1,28 @@
+"""Package build from settings.ini (nbdev 2 layout)."""
+from configparser import ConfigParser
+from pathlib import Path
+import setuptools
+
+cfg = ConfigParser(delimiters=['='])
+cfg.read(Path(__file__).parent / 'settings.ini', encoding='utf-8')
+c = cfg['DEFAULT']
+split = lambda k: c.get(k, '').split()
+extras = {k[len('extra_'):]: split(k) for k in c if k.startswith('extra_')}
+extras['dev'] = split('dev_requirements')
+extras['all'] = sorted({r for k, v in extras.items() if k not in ('dev', 'ray') for r in v})
+
+setuptools.setup(
+    name=c['lib_name'], version=c['version'], description=c['description'],
+    long_description=(Path(__file__).parent / 'README.md').read_text(encoding='utf-8'),
+    long_description_content_type='text/markdown',
+    author=c['author'], author_email=c['author_email'], license='Apache-2.0',
+    url=c['git_url'], keywords=c['keywords'],
+    classifiers=['Development Status :: 3 - Alpha', 'Intended Audience :: Science/Research',
+                 'License :: OSI Approved :: Apache Software License',
+                 'Programming Language :: Python :: 3.11'],
+    packages=setuptools.find_packages(include=['trustlib', 'trustlib.*']),
+    include_package_data=True, package_data={'trustlib': ['py.typed']},
+    python_requires=f">={c['min_python']}", install_requires=split('requirements'),
+    extras_require=extras, zip_safe=False,
+    entry_points={'console_scripts': split('console_scripts'), 'nbdev': ['trustlib=trustlib._modidx:d']},
+)
