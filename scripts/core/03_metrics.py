@@ -1,0 +1,280 @@
+# %% [markdown]
+# # metrics — calibration and group-fairness metrics
+#
+# > Pure-function metrics shared by the papers: accuracy, NLL, Brier, ECE/MCE/ACE/RMS-CE, reliability diagrams, and per-group fairness rates.
+#
+# Conventions: `probs` is either a 1-d array of positive-class probabilities (binary tasks) or an `N×C`
+# matrix of class probabilities; labels are integers. Calibration metrics are *top-label* (confidence =
+# largest probability, correct = argmax equals the label), as in Guo et al. (2017) and torchmetrics.
+# Group-fairness differences are **signed, privileged minus unprivileged**, with group `1` privileged
+# (the convention of the disparate-benefits paper); fairlearn's versions are absolute — the tests below
+# cross-check absolute values against fairlearn and calibration errors against torchmetrics.
+
+# %%
+#| default_exp metrics
+
+# %%
+#| export
+from __future__ import annotations
+import numpy as np
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_fail, test_close
+
+# %% [markdown]
+# ## Input checks
+
+# %%
+#| export
+def as_prob_matrix(probs) -> np.ndarray:
+    "`probs` as an `N×C` float64 matrix (a 1-d array is read as P(y=1) of a binary task); validated."
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim == 1: p = np.stack([1 - p, p], axis=1)
+    if p.ndim != 2 or p.shape[0] == 0: raise ValueError(f"probs must be a non-empty 1-d or 2-d array, got shape {np.shape(probs)}")
+    if not np.all(np.isfinite(p)): raise ValueError("probs contains NaN or inf")
+    if p.min() < -1e-6 or p.max() > 1 + 1e-6: raise ValueError("probs must lie in [0, 1]")
+    if not np.allclose(p.sum(1), 1, atol=1e-4): raise ValueError("rows of probs must sum to 1")
+    return np.clip(p, 0, 1)
+
+def _labels(y, n:int, n_classes:int|None=None) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n: raise ValueError(f"labels must be 1-d with {n} entries, got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        if not np.all(np.equal(np.mod(y, 1), 0)): raise ValueError("labels must be integers")
+        y = y.astype(np.int64)
+    if n_classes is not None and (y.min() < 0 or y.max() >= n_classes): raise ValueError(f"labels must lie in 0..{n_classes-1}")
+    return y
+
+# %%
+test_close(as_prob_matrix([0.2, 0.9]), np.array([[0.8, 0.2], [0.1, 0.9]]))
+test_fail(lambda: as_prob_matrix([[0.5, 0.6]]), contains="sum to 1")
+test_fail(lambda: as_prob_matrix([np.nan]), contains="NaN")
+test_fail(lambda: _labels([0, 1], 3), contains="3 entries")
+
+# %% [markdown]
+# ## Accuracy, NLL, Brier
+
+# %%
+#| export
+def accuracy(y_true, probs_or_pred) -> float:
+    "Fraction correct; accepts hard predictions (1-d ints) or probabilities."
+    x = np.asarray(probs_or_pred)
+    pred = x.argmax(1) if x.ndim == 2 else (x if np.issubdtype(x.dtype, np.integer) else (x >= 0.5).astype(int))
+    y = _labels(y_true, len(pred))
+    return float(np.mean(pred == y))
+
+def nll(y_true, probs, eps:float=1e-12) -> float:
+    "Mean negative log-likelihood (natural log) of the true labels."
+    p = as_prob_matrix(probs); y = _labels(y_true, len(p), p.shape[1])
+    return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], eps, 1))))
+
+def brier(y_true, probs) -> float:
+    "Multi-class Brier score: mean over samples of the squared distance to the one-hot label (binary: 2× the usual 1-d score)."
+    p = as_prob_matrix(probs); y = _labels(y_true, len(p), p.shape[1])
+    onehot = np.eye(p.shape[1])[y]
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+# %%
+y = np.array([0, 1, 1, 0]); p = np.array([0.1, 0.8, 0.4, 0.3])
+test_eq(accuracy(y, p), 0.75)
+test_eq(accuracy(y, np.array([0, 1, 0, 0])), 0.75)
+from sklearn.metrics import log_loss, brier_score_loss
+test_close(nll(y, p), log_loss(y, p))
+test_close(brier(y, p), 2 * brier_score_loss(y, p))
+
+# %% [markdown]
+# ## Calibration: ECE, MCE, RMS-CE (equal-width bins) and ACE (equal-mass bins)
+#
+# With bins $B_b$ over the confidence $\hat p_i = \max_c p_{ic}$,
+# $\mathrm{ECE} = \sum_b \frac{|B_b|}{N}\,|\mathrm{acc}(B_b) - \mathrm{conf}(B_b)|$,
+# $\mathrm{MCE} = \max_b |\mathrm{acc}(B_b) - \mathrm{conf}(B_b)|$,
+# $\mathrm{RMS} = \sqrt{\sum_b \frac{|B_b|}{N}(\mathrm{acc}(B_b) - \mathrm{conf}(B_b))^2}$.
+# Equal-width bins are `[0, 1/n), [1/n, 2/n), …, [(n-1)/n, 1]` (torchmetrics' rule). ACE uses `n_bins`
+# bins holding (nearly) equal numbers of samples.
+
+# %%
+#| export
+def calibration_bins(y_true, probs, n_bins:int=15, strategy:str="uniform"):
+    "Per-bin table (pandas): lower/upper edge, count, mean confidence, accuracy, |gap|; empty bins dropped."
+    import pandas as pd
+    if not isinstance(n_bins, (int, np.integer)) or n_bins < 1: raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    p = as_prob_matrix(probs); y = _labels(y_true, len(p), p.shape[1])
+    conf = p.max(1); correct = (p.argmax(1) == y).astype(float)
+    if strategy == "uniform":
+        edges = np.linspace(0, 1, n_bins + 1)
+        idx = np.clip(np.searchsorted(edges, conf, side='right') - 1, 0, n_bins - 1)
+        lo, hi = edges[:-1], edges[1:]
+    elif strategy == "quantile":
+        order = np.argsort(conf, kind='stable'); idx = np.empty(len(conf), dtype=int)
+        for b, chunk in enumerate(np.array_split(order, n_bins)): idx[chunk] = b
+        lo = np.array([conf[idx == b].min() if np.any(idx == b) else np.nan for b in range(n_bins)])
+        hi = np.array([conf[idx == b].max() if np.any(idx == b) else np.nan for b in range(n_bins)])
+    else: raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+    count = np.bincount(idx, minlength=n_bins)
+    s_conf = np.bincount(idx, conf, minlength=n_bins); s_acc = np.bincount(idx, correct, minlength=n_bins)
+    nz = count > 0
+    df = pd.DataFrame(dict(lower=lo[nz], upper=hi[nz], count=count[nz], confidence=s_conf[nz] / count[nz], accuracy=s_acc[nz] / count[nz]))
+    df['gap'] = (df.accuracy - df.confidence).abs()
+    return df
+
+def ece(y_true, probs, n_bins:int=15) -> float:
+    "Expected calibration error, equal-width bins (top-label)."
+    b = calibration_bins(y_true, probs, n_bins); return float(np.sum(b['count'] * b.gap) / b['count'].sum())
+
+def mce(y_true, probs, n_bins:int=15) -> float:
+    "Maximum calibration error over non-empty equal-width bins."
+    return float(calibration_bins(y_true, probs, n_bins).gap.max())
+
+def rms_ce(y_true, probs, n_bins:int=15) -> float:
+    "Root-mean-square calibration error (the l2 version of ECE), equal-width bins."
+    b = calibration_bins(y_true, probs, n_bins); return float(np.sqrt(np.sum(b['count'] * b.gap ** 2) / b['count'].sum()))
+
+def ace(y_true, probs, n_bins:int=15) -> float:
+    "Adaptive calibration error: ECE with equal-mass (quantile) bins."
+    b = calibration_bins(y_true, probs, n_bins, strategy="quantile"); return float(np.sum(b['count'] * b.gap) / b['count'].sum())
+
+# %% [markdown]
+# A hand-computed example with two bins: confidences 0.6, 0.7 (bin `[0.5, 1]`, one correct) and
+# 0.2 → top-label confidence 0.8 (correct). Bin `[0.5,1]` holds all three: mean confidence 0.7, accuracy 2/3.
+
+# %%
+p = np.array([0.6, 0.7, 0.2]); y = np.array([1, 0, 0])
+test_close(ece(y, p, n_bins=2), abs(2/3 - 0.7))
+test_close(mce(y, p, n_bins=2), abs(2/3 - 0.7))
+perfect = np.array([1.0, 0.0, 1.0]); test_eq(ece([1, 0, 1], perfect), 0.0)
+test_fail(lambda: ece(y, p, n_bins=0), contains="positive int")
+
+# %% [markdown]
+# Cross-check against torchmetrics on random multi-class and binary data:
+
+# %%
+import torch
+from torchmetrics.functional.classification import multiclass_calibration_error
+rng = np.random.default_rng(0)
+for C in (2, 5):
+    logits = rng.normal(size=(2000, C)) * 2; pr = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    yy = rng.integers(0, C, 2000)
+    for norm, fn in (('l1', ece), ('max', mce), ('l2', rms_ce)):
+        ref = multiclass_calibration_error(torch.tensor(pr), torch.tensor(yy), num_classes=C, n_bins=10, norm=norm).item()
+        test_close(fn(yy, pr, n_bins=10), ref, eps=1e-5)
+test_close(ace(yy, pr, n_bins=10), ece(yy, pr, n_bins=10), eps=0.05)  # close on large random data, not equal
+calibration_bins(yy, pr, n_bins=10).round(3).head()
+
+# %%
+#| export
+def reliability_diagram(y_true, probs, n_bins:int=10, ax=None, label:str|None=None, strategy:str="uniform"):
+    "Plot accuracy vs confidence per bin (with the diagonal) and return the bin table."
+    import matplotlib.pyplot as plt
+    b = calibration_bins(y_true, probs, n_bins, strategy)
+    if ax is None: _, ax = plt.subplots(figsize=(4, 4))
+    ax.plot([0, 1], [0, 1], ls='--', c='grey', lw=1)
+    e = ece(y_true, probs, n_bins)
+    ax.plot(b.confidence, b.accuracy, marker='o', label=f"{label or 'model'} (ECE {e:.3f})")
+    ax.set_xlabel('confidence (mean top-label probability in bin)'); ax.set_ylabel('accuracy in bin')
+    ax.set_xlim(0, 1); ax.set_ylim(0, 1); ax.legend(loc='upper left', fontsize=8)
+    return b
+
+# %%
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(4, 4))
+_ = reliability_diagram(yy, pr, ax=ax, label='random'); plt.show()
+
+# %% [markdown]
+# ## Group fairness
+#
+# `group_rates` gives the per-group table (size, selection rate, TPR, FPR, accuracy), in the spirit of
+# fairlearn's `MetricFrame`. The differences below are signed **privileged (1) − unprivileged (0)**:
+#
+# - statistical parity difference $\mathrm{SPD} = P(\hat Y=1\mid A=1) - P(\hat Y=1\mid A=0)$;
+# - equal opportunity difference $\mathrm{EOD} = \mathrm{TPR}_1 - \mathrm{TPR}_0$;
+# - average odds difference $\mathrm{AOD} = \tfrac12|\mathrm{TPR}_1-\mathrm{TPR}_0| + \tfrac12|\mathrm{FPR}_1-\mathrm{FPR}_0|$ (absolute);
+# - equalized odds difference $\max(|\Delta\mathrm{TPR}|, |\Delta\mathrm{FPR}|)$ (fairlearn's definition, absolute).
+#
+# A rate that is undefined in a group (no positives for TPR, no negatives for FPR) is NaN.
+
+# %%
+#| export
+def _binary(name, v, n=None):
+    v = np.asarray(v)
+    if v.ndim != 1 or (n is not None and len(v) != n): raise ValueError(f"{name} must be 1-d" + (f" with {n} entries" if n else "") + f", got shape {v.shape}")
+    if not np.isin(v, (0, 1)).all(): raise ValueError(f"{name} must be binary (0/1), got values {np.unique(v)[:5].tolist()}")
+    return v.astype(np.int64)
+
+def _safe_mean(x): return float(np.mean(x)) if len(x) else float('nan')
+
+def group_rates(y_true, y_pred, groups):
+    "Per-group table: n, selection rate, TPR, FPR, accuracy (binary y and predictions; any group labels)."
+    import pandas as pd
+    yp = _binary('y_pred', y_pred); y = _binary('y_true', y_true, len(yp)); g = np.asarray(groups)
+    if g.shape != yp.shape: raise ValueError(f"groups must have shape {yp.shape}, got {g.shape}")
+    rows = {}
+    for a in np.unique(g):
+        m = g == a
+        rows[a] = dict(n=int(m.sum()), selection_rate=_safe_mean(yp[m]), tpr=_safe_mean(yp[m & (y == 1)]),
+                       fpr=_safe_mean(yp[m & (y == 0)]), accuracy=_safe_mean(yp[m] == y[m]))
+    df = pd.DataFrame.from_dict(rows, orient='index'); df.index.name = 'group'
+    return df
+
+def _two_groups(a, n):
+    a = _binary('groups (1 = privileged)', a, n)
+    if len(np.unique(a)) < 2: raise ValueError("both groups (0 and 1) must be present")
+    return a
+
+def statistical_parity_difference(y_pred, groups) -> float:
+    "SPD = P(ŷ=1|A=1) − P(ŷ=1|A=0), signed."
+    yp = _binary('y_pred', y_pred); a = _two_groups(groups, len(yp))
+    return float(yp[a == 1].mean() - yp[a == 0].mean())
+
+def equal_opportunity_difference(y_true, y_pred, groups) -> float:
+    "EOD = TPR(A=1) − TPR(A=0), signed."
+    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
+    return float(r.loc[1, 'tpr'] - r.loc[0, 'tpr'])
+
+def average_odds_difference(y_true, y_pred, groups) -> float:
+    "AOD = ½|ΔTPR| + ½|ΔFPR| (absolute)."
+    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
+    return float(0.5 * abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']) + 0.5 * abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr']))
+
+def equalized_odds_difference(y_true, y_pred, groups) -> float:
+    "max(|ΔTPR|, |ΔFPR|) between the two groups (fairlearn's definition)."
+    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
+    return float(max(abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']), abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr'])))
+
+def fairness_report(y_true, y_pred, groups) -> dict[str, float]:
+    "Accuracy and the four differences in one dict."
+    return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, groups),
+                eod=equal_opportunity_difference(y_true, y_pred, groups), aod=average_odds_difference(y_true, y_pred, groups),
+                eq_odds=equalized_odds_difference(y_true, y_pred, groups))
+
+# %% [markdown]
+# A hand-built 8-sample example. Group 1: predictions 1,1,1,0 for labels 1,1,0,0 → PR 0.75, TPR 1, FPR 0.5.
+# Group 0: predictions 1,0,0,0 for labels 1,1,0,0 → PR 0.25, TPR 0.5, FPR 0.
+
+# %%
+y  = np.array([1, 1, 0, 0, 1, 1, 0, 0]); yp = np.array([1, 1, 1, 0, 1, 0, 0, 0]); a = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+test_close(statistical_parity_difference(yp, a), 0.5)
+test_close(equal_opportunity_difference(y, yp, a), 0.5)
+test_close(average_odds_difference(y, yp, a), 0.5)
+test_close(equalized_odds_difference(y, yp, a), 0.5)
+test_close(statistical_parity_difference(yp, 1 - a), -0.5)   # signed: swapping the privileged group flips it
+test_fail(lambda: statistical_parity_difference(yp, np.ones(8, int)), contains="both groups")
+test_fail(lambda: statistical_parity_difference(yp, a[:4]), contains="8 entries")
+test_fail(lambda: group_rates(y, yp * 2, a), contains="binary")
+group_rates(y, yp, a)
+
+# %% [markdown]
+# Cross-check the absolute values against fairlearn on random data:
+
+# %%
+from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference as fl_eqodds, MetricFrame, true_positive_rate, false_positive_rate, selection_rate
+rng = np.random.default_rng(1)
+for _ in range(5):
+    y = rng.integers(0, 2, 500); yp = rng.integers(0, 2, 500); a = rng.integers(0, 2, 500)
+    test_close(abs(statistical_parity_difference(yp, a)), demographic_parity_difference(y, yp, sensitive_features=a))
+    test_close(equalized_odds_difference(y, yp, a), fl_eqodds(y, yp, sensitive_features=a))
+    mf = MetricFrame(metrics=dict(tpr=true_positive_rate, fpr=false_positive_rate, sr=selection_rate), y_true=y, y_pred=yp, sensitive_features=a)
+    r = group_rates(y, yp, a)
+    test_close(r.tpr.values, mf.by_group['tpr'].values); test_close(r.fpr.values, mf.by_group['fpr'].values)
+    test_close(abs(equal_opportunity_difference(y, yp, a)), abs(mf.by_group['tpr'][1] - mf.by_group['tpr'][0]))
+fairness_report(y, yp, a)

