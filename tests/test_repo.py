@@ -69,3 +69,7 @@ def test_import_trustlib_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", f"`import trustlib` pulls in heavy modules: {out.stdout}"
+
+def test_readme_is_generated_from_index():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "readme.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

