@@ -2,7 +2,8 @@
 # # trustlib
 #
 # > Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy machine learning.
-#
+
+# %% [markdown]
 # trustlib is a notebook-first reproducibility repository. Each paper gets one
 # [nbdev](https://nbdev.fast.ai) notebook that explains the method in our own words, exports the code into the
 # importable library `trustlib`, and runs a parameterised experiment that tests the paper's headline

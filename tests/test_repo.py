@@ -73,3 +73,8 @@ def test_import_trustlib_is_light():
 def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "readme.py"), "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+def test_notebooks_fit_nbdev_docs_build():
+    "Title cells hold only title + summary; no non-exported cell mixes imports with other code (tools/nbfix.py)."
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "nbfix.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

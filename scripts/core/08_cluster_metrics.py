@@ -2,7 +2,8 @@
 # # cluster metrics — flat and hierarchical clustering quality
 #
 # > Leaf-level (NMI, ARI, Hungarian ACC, purity) and tree-level (dendrogram purity, leaf purity) clustering metrics.
-#
+
+# %% [markdown]
 # Metrics shared by the clustering papers. The flat ones wrap scikit-learn and scipy. The tree-level ones
 # work on a **cluster tree**: a scipy linkage matrix `Z` whose `n = len(Z) + 1` leaves are flat clusters,
 # plus the leaf (flat cluster) of every data point. That is the setting of hierarchical clustering on top
@@ -131,6 +132,8 @@ test_fail(lambda: nmi(y, p[:5]), contains="differ in length")
 
 # %%
 from itertools import permutations
+
+# %%
 _rng = np.random.default_rng(0)
 for _ in range(20):
     yt, yp = _rng.integers(0, 4, 30), _rng.integers(0, 4, 30)
@@ -358,11 +361,13 @@ def cut_linkage(Z, # linkage matrix over n leaves
 
 
 # %%
+from scipy.cluster.hierarchy import fcluster
+
+# %%
 test_eq(cut_linkage(Zok, 2), np.array([0, 0, 1, 1]))
 test_eq(cut_linkage(Zmix, 2), np.array([0, 1, 0, 1]))
 test_eq(cut_linkage(Zok, 4), np.arange(4))
 test_eq(cut_linkage(Zok, 1), np.zeros(4, int))
-from scipy.cluster.hierarchy import fcluster
 _Zr = random_linkage(12, np.random.default_rng(3))
 for k in range(1, 13):
     ours, sp = cut_linkage(_Zr, k), fcluster(_Zr, k, 'maxclust')

@@ -2,7 +2,8 @@
 # # From Logits to Hierarchies (L2H)
 #
 # > L2H: a hierarchy over the clusters of any flat model, built from its logits alone, without features or training.
-#
+
+# %% [markdown]
 # Palumbo, Vandenhirtz, Ryser, Daunhawer and Vogt (ICML 2025) argue that deep hierarchical clustering models
 # (DeepECT, TreeVAE) scale badly and lose leaf-level accuracy, and that a few lines of post-processing on top
 # of a good *flat* clustering model do better. Their procedure, L2H, only needs the flat model's logits: it
@@ -54,9 +55,12 @@ from trustlib.clustering.metrics import (leaf_metrics, dendrogram_purity, leaf_p
 from fastcore.test import test_eq, test_close, test_fail
 from trustlib.config import resolve_profile
 from threadpoolctl import threadpool_limits
-_threads = threadpool_limits(limits=1)   # the examples below fit small models: one thread avoids oversubscription
 from trustlib.results import record
 import pandas as pd
+
+# %%
+#| hide
+_threads = threadpool_limits(limits=1)   # the examples below fit small models: one thread avoids oversubscription
 
 # %% tags=["parameters"]
 profile: str = "smoke"               # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale: needs precomputed logits)
@@ -394,6 +398,9 @@ def l2h(logits, # (N, K) logits of a flat model
 # valid scipy linkage; `cut(3)` recovers the superclasses.
 
 # %%
+from scipy.cluster.hierarchy import is_valid_linkage
+
+# %%
 _rng = np.random.default_rng(0)
 _mu = np.repeat(np.array([[0, 0], [10, 0], [0, 10]], float), 2, axis=0) + np.tile([[0, 0], [1.5, 0]], (3, 1))
 _z = _rng.integers(0, 6, 600)
@@ -402,7 +409,6 @@ _logits = -((_X[:, None, :] - _mu[None]) ** 2).sum(-1) / (2 * 0.4 ** 2)
 m = L2H().fit(_logits)
 test_eq(len(m.merges_), 5)
 test_eq(sorted(tuple(sorted(a + b)) for a, b in m.merges_[:3]), [(0, 1), (2, 3), (4, 5)])
-from scipy.cluster.hierarchy import is_valid_linkage
 assert is_valid_linkage(m.linkage_)
 test_eq(m.linkage_[-1, 3], 6)
 test_eq(m.cut(3), np.array([0, 0, 1, 1, 2, 2]))
@@ -666,6 +672,8 @@ def fit_digits_mlp(X, y, hidden:int, max_iter:int, seed:int):
 
 # %%
 from sklearn.datasets import load_digits
+
+# %%
 _d = load_digits(); _Xd = _d.data / 16.0
 assert (_Xd[:, WATERMARK_PIXELS] > 0).any(1).mean() < 0.01 and _Xd[:, WATERMARK_PIXELS].max() <= 0.25   # almost always blank
 _Xw = add_watermark(_Xd, _d.target, (0, 7), 0.9, np.random.default_rng(0))
@@ -735,8 +743,10 @@ def load_logits_file(path) -> dict:
 
 
 # %%
-test_fail(lambda: load_logits_file('/nonexistent/l2h.npz'), contains="not available offline")
 import tempfile
+
+# %%
+test_fail(lambda: load_logits_file('/nonexistent/l2h.npz'), contains="not available offline")
 _tmp = Path(tempfile.mkdtemp()) / 'l.npz'
 np.savez(_tmp, logits=_logits, labels=_z)
 test_eq(load_logits_file(_tmp)['logits'].shape, (600, 6))

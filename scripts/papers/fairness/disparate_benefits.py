@@ -2,7 +2,8 @@
 # # The Disparate Benefits of Deep Ensembles
 #
 # > Deep Ensembles raise accuracy, but the gain can go unevenly to protected groups; per-group predictive diversity explains it, and Hardt post-processing of the ensemble fixes it.
-#
+
+# %% [markdown]
 # Schweighofer, Arnaiz-Rodriguez, Hochreiter and Oliver (ICML 2025) observe that averaging the
 # predictions of independently trained networks — a Deep Ensemble — improves accuracy but does not share
 # the improvement equally between protected groups. On face and chest X-ray data the group-fairness gaps
@@ -65,6 +66,7 @@ variants: list | None = None      # subset of ['noise', 'concat']
 epochs: int | None = None         # training epochs per member (best validation checkpoint kept)
 adult_control: bool | None = None # also run the Adult (sex) negative control
 
+
 # %%
 #| export
 @dataclass
@@ -98,6 +100,7 @@ class Config(BaseConfig):
         bad = set(self.variants) - {"noise", "concat"}
         if bad or not self.variants: raise ConfigError(f"parameter 'variants': {sorted(bad) or '[]'} not allowed; choose a non-empty subset of ['noise', 'concat']")
         if "noise" in self.variants and not self.noise_levels: raise ConfigError("parameter 'noise_levels': must not be empty when variant 'noise' is run")
+
 
 # %%
 cfg = Config.from_params(resolve_profile(profile), seed=seed, n_members=n_members, n_seeds=n_seeds, noise_levels=noise_levels,
@@ -152,6 +155,7 @@ def disparate_benefit(y, a, member_probs, n_bins:int=10) -> dict[str, dict[str, 
     ens = model_metrics(y, a, ensemble_probs(P), n_bins)
     return dict(member=member, ensemble=ens, delta={k: ens[k] - member[k] for k in ens})
 
+
 # %% [markdown]
 # An ensemble of identical members has no effect at all — Δ is 0 for every metric:
 
@@ -166,6 +170,7 @@ test_fail(lambda: ensemble_probs(P1), contains="[M, N, C]")
 # Δ of "1 − SPD" is −Δ of SPD: one scale throughout
 d = disparate_benefit(y_, a_, np.stack([P1, np.roll(P1, 1, axis=0), np.roll(P1, 2, axis=0)]))['delta']
 test_close((1 - (d['spd'] + 0)) - 1, -d['spd'])
+
 
 # %% [markdown]
 # ### Predictive diversity per (label, group) cell
@@ -187,6 +192,7 @@ def diversity(y, a, member_probs, eps:float=1e-12) -> dict[tuple[int, int], floa
     return {(yy, aa): (float(gap[(y == yy) & (a == aa)].mean()) if np.any((y == yy) & (a == aa)) else float('nan'))
             for yy in (0, 1) for aa in (0, 1)}
 
+
 # %%
 div_same = diversity(y_, a_, np.stack([P1, P1]))
 test_close(np.array(list(div_same.values())), 0)                      # identical members: no diversity
@@ -194,6 +200,7 @@ for trial in range(20):                                                 # Jensen
     Q = rng.dirichlet([1, 1], size=(4, 400))
     assert min(diversity(y_, a_, Q).values()) >= -1e-12
 diversity(y_, a_, Q)
+
 
 # %% [markdown]
 # ### Significance over seeds
@@ -210,11 +217,13 @@ def ttest_delta(deltas) -> tuple[float, float, float]:
     if np.allclose(d, d[0]): return float(d.mean()), 0.0, (1.0 if abs(d[0]) < 1e-15 else 0.0)
     return float(d.mean()), float(d.std(ddof=1)), float(ttest_1samp(d, 0.0).pvalue)
 
+
 # %%
 g = np.random.default_rng(3)
 assert ttest_delta(g.normal(1.0, 0.1, 5))[2] < 0.05
 assert ttest_delta(g.normal(0.0, 1.0, 5))[2] > 0.05
 test_eq(np.isnan(ttest_delta([0.3])[2]), True)
+
 
 # %% [markdown]
 # ## Hardt post-processing with a tolerance
@@ -280,12 +289,17 @@ class RelaxedThresholdOptimizer:
         t = np.where(a == 1, self.thresholds_[1], self.thresholds_[0])
         return (s >= t).astype(int)
 
+
 # %% [markdown]
 # Checks: the constraint holds on the fitting data; with τ = ∞ each group gets its accuracy-optimal
 # threshold; with a near-zero τ (0.01; demographic parity) the result matches fairlearn's strict
 # `ThresholdOptimizer` in fairness and is close in accuracy. (Exactly τ = 0 is not comparable: with
 # deterministic thresholds on finite data, exact parity is often only met by trivial all-positive
 # thresholds, whereas fairlearn randomises between two thresholds to hit parity exactly.)
+
+# %%
+from fairlearn.postprocessing import ThresholdOptimizer
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 # %%
 rng = np.random.default_rng(1)
@@ -300,8 +314,6 @@ for gg in (0, 1):   # per-group accuracy-optimal threshold
     m = aa == gg; accs = [((sc[m] >= t) == yy[m]).mean() for t in free.grid_]
     test_close(((sc[m] >= free.thresholds_[gg]) == yy[m]).mean(), max(accs))
 strict = RelaxedThresholdOptimizer('demographic_parity', 0.01).fit(sc, yy, aa)
-from fairlearn.postprocessing import ThresholdOptimizer
-from sklearn.base import BaseEstimator, ClassifierMixin
 class _Score(BaseEstimator, ClassifierMixin):
     "Identity 'model': column 0 of X is already P(y=1)."
     def fit(self, X, y): self.classes_ = np.array([0, 1]); return self
@@ -346,6 +358,7 @@ def hpp_table(val, test, member_val_probs, member_test_probs, tolerance:float=0.
         rows.append(dict(setting=f"member + HPP @ {tolerance:g}", constraint=c, acc=np.mean([r[0] for r in res]),
                          unfairness=np.mean([r[1] for r in res]), unfairness_member_std=float(np.std([r[1] for r in res])), tolerance=tolerance))
     return rows
+
 
 # %% [markdown]
 # ## Data
@@ -405,6 +418,7 @@ def digits_task(variant:str, level:float, seed:int, base_noise:float=0.1, group1
     te = np.tile(te, test_copies)
     return tuple(Split(_inputs(X0, y, a, i, variant, level, base_noise, rng).astype(np.float32), y[i], a[i]) for i in (tr, va, te))
 
+
 # %%
 tr, va, te = digits_task("noise", 0.6, seed=0)
 test_eq(len(tr.y) + len(va.y) + len(te.y), 1797)
@@ -417,6 +431,7 @@ assert same_half[trc.a == 0].mean() < same_half[trc.a == 1].mean()   # group 1 s
 test_eq(digits_task("noise", 0.6, seed=0)[2].X, te.X)                 # deterministic
 test_eq(len(digits_task("noise", 0.6, seed=0, test_copies=3)[2].y), 3 * len(te.y))
 test_fail(lambda: digits_task("blur", 0.6, seed=0), contains="variant must be")
+
 
 # %% [markdown]
 # ### The Adult negative control
@@ -437,6 +452,7 @@ def adult_task(seed:int, n_train:int=15000) -> tuple[Split, Split, Split]:
     mu, sd = d.X[tr].mean(0), d.X[tr].std(0) + 1e-6
     f = lambda i: Split(((d.X[i] - mu) / sd).astype(np.float32), d.y[i].astype(np.int64), d.a[i].astype(np.int64))
     return f(tr), f(va), f(te)
+
 
 # %% [markdown]
 # ## Training an ensemble
@@ -462,8 +478,11 @@ def train_members(train:Split, val:Split, cfg:Config, seed:int, epochs:int|None=
         lr=cfg.lr, seed=seed, progress=progress, desc=f"members (seed {seed})", monitor=cfg.monitor)
     return ens
 
+
 # %%
 from trustlib.models import predict_proba
+
+# %%
 _c = Config.from_params("smoke")
 ens = train_members(tr, va, _c, seed=0)
 P = predict_proba(ens, te.X); test_eq(P.shape, (_c.n_members, len(te.y), 2))
@@ -471,6 +490,7 @@ db = disparate_benefit(te.y, te.a, P)
 assert db['member']['acc'] > 0.75, db['member']['acc']
 test_eq(predict_proba(train_members(tr, va, _c, seed=0), te.X), P)    # same seed, same members
 {k: round(v, 4) for k, v in db['delta'].items() if k in ('acc', 'spd', 'eod', 'aod', 'ece')}
+
 
 # %% [markdown]
 # ## The whole experiment: `run`
@@ -545,6 +565,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     hpp_mean = hpp.groupby(['variant', 'level', 'constraint', 'setting'], sort=False)[['acc', 'unfairness']].agg(['mean', 'std']).round(4)
     return Result(paper="disparate_benefits", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts,
                   tables=dict(points=points, summary=summary, curves=curves, hpp=hpp, hpp_mean=hpp_mean), figures=figures)
+
 
 # %% [markdown]
 # ### How each claim is judged
@@ -634,6 +655,7 @@ def judge(cfg, points, summary, hpp):
                      "FairFace/UTK/CheXpert and ResNet-50 training need downloads and a GPU; the Adult control is a different, low-diversity setting"))
     return m, v
 
+
 # %%
 #| export
 def make_figures(points, curves, summary) -> dict:
@@ -681,11 +703,14 @@ def make_figures(points, curves, summary) -> dict:
     plt.close('all')
     return figs
 
+
 # %% [markdown]
 # ## The experiment
 
 # %%
 import time
+
+# %%
 _t0 = time.time()
 result = run(cfg)
 print(f"profile {cfg.profile}: {time.time() - _t0:.1f} s")
@@ -699,6 +724,8 @@ record(result);
 
 # %%
 import pandas as pd
+
+# %%
 pd.set_option('display.width', 200)
 result.tables['summary'].round(4)
 

@@ -1,0 +1,350 @@
+# %% [markdown]
+# # report — collecting runs into the results table and the dashboard
+#
+# > Collect run folders into one results table, pick the latest run per paper, and build the results dashboard.
+
+# %% [markdown]
+# Every run folder (`runs/<paper>/<run_id>/`, see `trustlib.runs`) holds a `metrics.json`. This notebook
+# turns them into one pandas table, a "paper vs. us" verdict table for all 19 papers, and the website's
+# results dashboard (`nbs/results/dashboard.ipynb`), a notebook built from stored outputs: it is written, not
+# executed.
+
+# %%
+#| default_exp report
+
+# %%
+#| export
+from __future__ import annotations
+import base64, html, io, json, os, re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from trustlib.config import PAPERS
+from trustlib.results import VERDICTS, atomic_write_text
+from trustlib.runs import iter_runs, default_runs_dir, find_root, nbs_path
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_fail
+import tempfile, nbformat
+from IPython.display import Image
+from trustlib.results import write_json
+
+# %% [markdown]
+# ## Collecting runs
+#
+# `collect_runs` reads every published run folder (hidden `.tmp-*` folders of runs in progress or killed
+# runs are ignored) into one row: the run's identity and status, its parameters as `params.<name>` columns
+# and its metrics, flattened, as `metrics.<name>` columns.
+
+# %%
+#| export
+_BASE_COLS = ['paper', 'run_id', 'status', 'profile', 'started', 'finished', 'duration_s', 'git_commit', 'git_dirty',
+              'n_verdicts', 'error', 'path']
+
+def _flatten(d:dict, prefix:str) -> dict[str, Any]:
+    out = {}
+    for k, v in (d or {}).items():
+        if isinstance(v, dict): out.update(_flatten(v, f"{prefix}{k}."))
+        else: out[f"{prefix}{k}"] = v
+    return out
+
+def collect_runs(runs_dir:str|Path|None=None # default: $TRUSTLIB_RUNS or <repo>/runs
+                ):
+    "One row per run folder with a `metrics.json`: identity, status, `params.*` and `metrics.*` columns."
+    import pandas as pd
+    runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    rows = []
+    for rd in iter_runs(runs_dir):
+        try: m = json.loads((rd/'metrics.json').read_text(encoding='utf-8'))
+        except (OSError, ValueError) as e:
+            rows.append(dict(paper=rd.parent.name, run_id=rd.name, status='unreadable', error=str(e), path=str(rd))); continue
+        row = {k: m.get(k) for k in _BASE_COLS if k not in ('n_verdicts', 'path', 'error')}
+        row.update(paper=m.get('paper', rd.parent.name), run_id=m.get('run_id', rd.name), n_verdicts=len(m.get('verdicts') or []),
+                   error=m.get('error'), path=str(rd))
+        row.update(_flatten(m.get('params'), 'params.')); row.update(_flatten(m.get('metrics'), 'metrics.'))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for c in _BASE_COLS:
+        if c not in df.columns: df[c] = None
+    extra = sorted(c for c in df.columns if c not in _BASE_COLS)
+    df = df[_BASE_COLS + extra]
+    return df.sort_values(['paper', 'finished'], na_position='first', kind='stable').reset_index(drop=True)
+
+# %% [markdown]
+# An example runs folder, written by hand (the format `trustlib.runs.run_notebook` writes): two `cpu` runs
+# and one `smoke` run of one paper, a failed run, and a hidden temporary folder of a killed run.
+
+# %%
+def _fake_run(runs, paper, rid, status='complete', profile='cpu', finished='2026-01-01T00:00:00+00:00', verdicts=(), **metrics):
+    write_json(runs/paper/rid/'metrics.json', dict(paper=paper, run_id=rid, status=status, profile=profile, params=dict(seed=0),
+               metrics=metrics, verdicts=list(verdicts), started=finished, finished=finished, duration_s=1.5,
+               git_commit='abc1234def', git_dirty=False, **({'error': 'RuntimeError: boom'} if status == 'failed' else {})))
+
+V = lambda c, v: dict(claim=c, paper='0.10', ours='0.08', verdict=v, reason='same direction, smaller scale')
+runs = Path(tempfile.mkdtemp())/'runs'
+_fake_run(runs, 'disparate_benefits', 'cpu-aaaaaaaaaa', finished='2026-01-01T00:00:00+00:00', verdicts=[V('ensembles help', 'partially')], acc=0.8)
+_fake_run(runs, 'disparate_benefits', 'cpu-bbbbbbbbbb', finished='2026-02-01T00:00:00+00:00',
+          verdicts=[V('ensembles help', 'reproduced'), V('gap grows', 'not_reproduced')], acc=0.9, group=dict(a=0.1))
+_fake_run(runs, 'disparate_benefits', 'smoke-cccccccccc', profile='smoke', finished='2026-03-01T00:00:00+00:00', acc=0.5)
+_fake_run(runs, 'l2h', 'cpu-dddddddddd', status='failed', finished='2026-03-02T00:00:00+00:00')
+(runs/'l2h'/'.tmp-cpu-eeeeeeeeee-1234').mkdir()
+write_json(runs/'l2h'/'.tmp-cpu-eeeeeeeeee-1234'/'metrics.json', dict(paper='l2h', status='complete'))   # must be ignored
+df = collect_runs(runs)
+test_eq(list(df.run_id), ['cpu-aaaaaaaaaa', 'cpu-bbbbbbbbbb', 'smoke-cccccccccc', 'cpu-dddddddddd'])
+test_eq(list(df.status), ['complete', 'complete', 'complete', 'failed'])
+test_eq(df['metrics.acc'].tolist()[:3], [0.8, 0.9, 0.5])
+test_eq(df.loc[1, 'metrics.group.a'], 0.1)
+test_eq(df.loc[1, 'n_verdicts'], 2)
+test_eq(len(collect_runs(Path(tempfile.mkdtemp())/'nothing')), 0)
+df[['paper', 'run_id', 'status', 'profile', 'finished', 'metrics.acc']]
+
+# %% [markdown]
+# ## The latest run per paper
+#
+# The dashboard shows, for each paper, its latest *complete* run of one profile (`cpu` by default, the profile
+# of published results).
+
+# %%
+#| export
+def latest_runs(df, # the output of `collect_runs`
+                profile:str|None="cpu" # only runs of this profile (None: any profile)
+               ):
+    "The latest complete run per paper (by `finished` time), one row per paper."
+    d = df[df.status == 'complete']
+    if profile is not None: d = d[d.profile == profile]
+    return d.sort_values('finished', kind='stable').groupby('paper', sort=True).tail(1).sort_values('paper').reset_index(drop=True)
+
+# %%
+test_eq(list(latest_runs(df).run_id), ['cpu-bbbbbbbbbb'])
+test_eq(list(latest_runs(df, profile=None).run_id), ['smoke-cccccccccc'])
+test_eq(len(latest_runs(df, profile='full')), 0)
+
+# %% [markdown]
+# ## The verdict table: all 19 papers
+#
+# One row per claim of each paper's latest complete run (the `verdicts` its notebook recorded). A paper
+# without a complete run gets a single row whose verdict says why: `not yet run` when its notebook exists,
+# `planned` when it does not; a run that recorded no verdicts shows `no verdicts recorded`.
+
+# %%
+#| export
+_VT_COLS = ['number', 'name', 'area', 'title', 'implemented', 'claim', 'paper', 'ours', 'verdict', 'reason',
+            'run_id', 'date', 'profile', 'path']
+
+def _nbs_dir(nbs_dir=None) -> Path|None:
+    if nbs_dir is not None: return Path(nbs_dir)
+    try: return nbs_path()
+    except Exception: return None
+
+def verdict_table(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
+                  profile:str|None="cpu", # the profile of the runs shown (None: any)
+                  nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's), to tell implemented from planned
+                  runs=None # optional: an already collected `collect_runs` table
+                 ):
+    "Paper-vs-us table for all 19 papers: one row per claim of the latest complete run, or one row saying why there is none."
+    import pandas as pd
+    runs = collect_runs(runs_dir) if runs is None else runs
+    latest = {r.paper: r for r in latest_runs(runs, profile).itertuples()} if len(runs) else {}
+    nbs = _nbs_dir(nbs_dir)
+    rows = []
+    for p in PAPERS:
+        implemented = bool(nbs is not None and (nbs/p.notebook).is_file())
+        base = dict(number=p.number, name=p.name, area=p.area, title=p.title, implemented=implemented)
+        r = latest.get(p.name)
+        if r is None:
+            rows.append(dict(base, claim='', paper='', ours='', verdict='not yet run' if implemented else 'planned', reason='',
+                             run_id=None, date=None, profile=None, path=None)); continue
+        m = json.loads((Path(r.path)/'metrics.json').read_text(encoding='utf-8'))
+        run = dict(run_id=r.run_id, date=(r.finished or '')[:10], profile=r.profile, path=r.path)
+        vs = m.get('verdicts') or [dict(claim='', paper='', ours='', verdict='no verdicts recorded', reason='')]
+        for v in vs: rows.append(dict(base, **{k: v.get(k, '') for k in ('claim', 'paper', 'ours', 'verdict', 'reason')}, **run))
+    return pd.DataFrame(rows, columns=_VT_COLS)
+
+# %%
+_nbs = Path(tempfile.mkdtemp())
+(_nbs/'papers'/'clustering').mkdir(parents=True); (_nbs/'papers'/'clustering'/'l2h.ipynb').write_text('{}')
+vt = verdict_table(runs, nbs_dir=_nbs)
+test_eq(sorted(set(vt.number)), list(range(1, 20)))
+test_eq(len(vt), 19 + 1)   # disparate_benefits has two claims
+test_eq(list(vt[vt.name == 'disparate_benefits'].verdict), ['reproduced', 'not_reproduced'])
+test_eq(vt[vt.name == 'l2h'].verdict.item(), 'not yet run')   # its only run failed
+test_eq(vt[vt.name == 'dsda'].verdict.item(), 'planned')
+test_eq(verdict_table(runs, profile='smoke', nbs_dir=_nbs).query("name == 'disparate_benefits'").verdict.item(), 'no verdicts recorded')
+vt.head(4)
+
+# %% [markdown]
+# ## The dashboard notebook
+#
+# `build_dashboard` writes `nbs/results/dashboard.ipynb`: markdown cells with the tables (Quarto renders
+# markdown tables natively, and the site check in `trustlib site` verifies their links) and one code cell
+# holding a stored PNG output, a seaborn bar chart of the verdicts. Nothing in it is executed: it carries
+# `skip_exec`/`skip_showdoc` front matter, the `nbs/results/` folder has a `.notest` marker, and the website
+# renders with `execute: enabled: false`. The file is written atomically, and so is its py:percent pair
+# (`scripts/results/dashboard.py`, like every notebook in `nbs/`; `write_pair` renders it as `tools/pairs.py` does).
+
+# %%
+#| export
+_VERDICT_ORDER = list(VERDICTS) + ['no verdicts recorded', 'not yet run', 'planned']
+_LABELS = dict(reproduced='reproduced', partially='partially', not_reproduced='not reproduced',
+               not_testable_offline='not testable offline')
+_COLORS = dict(reproduced='#2e7d32', partially='#f9a825', not_reproduced='#c62828', not_testable_offline='#757575',
+               **{'no verdicts recorded': '#90a4ae', 'not yet run': '#b0bec5', 'planned': '#cfd8dc'})
+
+def _md(x) -> str:
+    "A value as text for a markdown table cell."
+    if x is None or (isinstance(x, float) and x != x): return ''
+    s = re.sub(r'\s+', ' ', str(x)).strip()
+    return html.escape(s, quote=False).replace('|', '\\|')
+
+def _records(df) -> list[dict]:
+    "DataFrame rows as dicts, with missing values (NaN/NaT) as None."
+    isna = lambda v: v is None or (isinstance(v, float) and v != v) or str(v) in ('NaT', 'nan')
+    return [{k: (None if isna(v) else v) for k, v in r.items()} for r in df.to_dict('records')]
+
+def md_table(rows:list[dict], cols:list[str], header:list[str]|None=None) -> str:
+    "A markdown (pipe) table; cell values are escaped unless a column name ends with `!` (raw markdown)."
+    header = header or [c.rstrip('!') for c in cols]
+    out = ['| ' + ' | '.join(header) + ' |', '|' + '|'.join('---' for _ in cols) + '|']
+    for r in rows: out.append('| ' + ' | '.join(str(r.get(c[:-1]) or '') if c.endswith('!') else _md(r.get(c.rstrip('!'))) for c in cols) + ' |')
+    return '\n'.join(out)
+
+def verdict_chart(vt) -> bytes:
+    "PNG bytes of a horizontal bar chart: number of claims per verdict (papers, for the rows without a run)."
+    import pandas as pd, seaborn as sns
+    from matplotlib.figure import Figure   # no pyplot: no global state, no GUI backend
+    counts = vt.verdict.value_counts()
+    d = pd.DataFrame(dict(verdict=[v for v in _VERDICT_ORDER if counts.get(v, 0)],))
+    d['count'] = [int(counts[v]) for v in d.verdict]
+    d['label'] = [_LABELS.get(v, v) for v in d.verdict]
+    fig = Figure(figsize=(6.4, 0.45 * len(d) + 1.2))
+    ax = fig.subplots()
+    sns.barplot(data=d, x='count', y='label', hue='label', palette=[_COLORS[v] for v in d.verdict], legend=False, ax=ax)
+    for i, c in enumerate(d['count']): ax.text(c + 0.1, i, str(c), va='center')
+    ax.set_xlabel('number of claims (papers, for "not yet run" / "planned")'); ax.set_ylabel('verdict')
+    ax.set_title(f"Paper vs. us: {vt.name.nunique()} papers, {int((vt.run_id.notna()).sum())} claims checked")
+    fig.tight_layout()
+    buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100); return buf.getvalue()
+
+# %%
+png = verdict_chart(vt)
+test_eq(png[:8], b'\x89PNG\r\n\x1a\n')
+test_eq(md_table([dict(a='x|y', b='[l](p.ipynb)')], ['a', 'b!']), '| a | b |\n|---|---|\n| x\\|y | [l](p.ipynb) |')
+
+# %%
+#| export
+def write_pair(nb_path:str|Path, root:str|Path|None=None) -> Path|None:
+    "Write the py:percent pair `scripts/<path>.py` of notebook `nbs/<path>.ipynb` (as `tools/pairs.py --write` does); None if not paired."
+    nb_path = Path(nb_path).resolve()
+    try: root = find_root(root or nb_path.parent); nbs = nbs_path(root).resolve()
+    except Exception: return None
+    if not (root/'jupytext.toml').is_file() or nbs not in nb_path.parents: return None
+    try: import jupytext
+    except ImportError: return None
+    n = jupytext.read(nb_path)
+    for c in n.cells:   # papermill adds `tags: []` everywhere; an empty list carries no information
+        if c.metadata.get('tags') == []: del c.metadata['tags']
+    n.metadata.setdefault('jupytext', {}).update(notebook_metadata_filter='-all', cell_metadata_filter='tags,-all')
+    sp = root/'scripts'/nb_path.relative_to(nbs).with_suffix('.py')
+    atomic_write_text(sp, jupytext.writes(n, fmt=dict(extension='.py', format_name='percent')))
+    return sp
+
+def _rel(p, start) -> str:
+    try: return str(Path(p).resolve().relative_to(Path(start).resolve()))
+    except ValueError: return Path(p).name
+
+def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
+                    out:str|Path|None=None, # default: <repo>/nbs/results/dashboard.ipynb
+                    profile:str|None="cpu", # profile of the runs shown in the verdict table
+                    nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's)
+                    history:int=200, # at most this many runs in the run-history table
+                    pair:bool=True, # also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
+                   ) -> Path:
+    "Write the results dashboard notebook (markdown tables + a stored chart; nothing to execute); return its path."
+    import nbformat
+    from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
+    runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    nbs = _nbs_dir(nbs_dir)
+    if out is None:
+        if nbs is None: raise ValueError("not inside a checkout: pass out= (and nbs_dir=)")
+        out = nbs/'results'/'dashboard.ipynb'
+    out = Path(out)
+    runs = collect_runs(runs_dir)
+    vt = verdict_table(runs_dir, profile, nbs, runs=runs)
+    rows, seen = [], set()
+    for r in _records(vt):
+        first = r['name'] not in seen; seen.add(r['name'])
+        link = os.path.relpath(nbs/Path(get_notebook(r['name'])), out.parent) if nbs is not None else None
+        title = f"[{_md(r['title'])}]({Path(link).as_posix()})" if (r['implemented'] and link) else _md(r['title'])
+        run = f"`{r['run_id']}`<br>{r['date']} · {r['profile']}" if r['run_id'] else ''
+        rows.append(dict(r, title_md=title if first else '', run_md=run, verdict_md=f"**{_LABELS.get(r['verdict'], r['verdict'])}**"
+                         if r['verdict'] in _LABELS else _md(r['verdict'])))
+    table = md_table(rows, ['number', 'title_md!', 'claim', 'paper', 'ours', 'verdict_md!', 'reason', 'run_md!'],
+                     ['#', 'Paper', 'Claim', 'Paper reports', 'We measure', 'Verdict', 'Reason', 'Run'])
+    hist = _records(runs.sort_values('finished', ascending=False, na_position='last').head(history)) if len(runs) else []
+    for h in hist:
+        h['commit'] = str(h.get('git_commit') or '')[:10] + ('+dirty' if h.get('git_dirty') else '')
+        h['when'] = str(h.get('finished') or '')[:19].replace('T', ' ')
+        h['duration'] = '' if h.get('duration_s') is None else f"{float(h['duration_s']):.1f}"
+        h['error_short'] = str(h['error']).splitlines()[0][:120] if h.get('error') else ''
+    hist_md = md_table(hist, ['paper', 'run_id', 'profile', 'status', 'when', 'duration', 'commit', 'error_short'],
+                       ['Paper', 'Run id', 'Profile', 'Status', 'Finished (UTC)', 'Duration (s)', 'Commit', 'Error']) if hist else '_No runs yet._'
+    n_checked = int(vt.run_id.notna().sum())
+    built = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    cells = [
+        new_markdown_cell("# Results dashboard — paper vs. us\n\n"
+                          "> The headline claims of the 19 papers beside our CPU-scale numbers, with a verdict per claim.\n\n"
+                          "- skip_exec: true\n- skip_showdoc: true"),
+        new_markdown_cell(f"Built by `trustlib report` on {built} from {len(runs)} run(s) in `{_rel(runs_dir, find_root_or(runs_dir))}`; "
+                          f"the table shows each paper's latest complete `{profile or 'any'}`-profile run. Verdicts are data recorded "
+                          "by each paper notebook's \"Paper vs. us\" section: **reproduced**, **partially**, **not reproduced** or "
+                          "**not testable offline**, each with its reason. Papers without a run are listed as *not yet run* "
+                          "(the notebook exists) or *planned*. Rebuild with `trustlib report`."),
+        new_markdown_cell("## Verdicts at a glance"),
+        new_code_cell("#| echo: false\n# Chart of verdict counts, generated by trustlib.report.build_dashboard (stored output; not executed).",
+                      outputs=[new_output('display_data', data={'image/png': base64.b64encode(verdict_chart(vt)).decode(),
+                                                               'text/plain': [f'<verdict chart: {n_checked} claims>']})]),
+        new_markdown_cell("## The 19 papers\n\n" + table),
+        new_markdown_cell("## Run history\n\nEvery run folder found (latest first; failed runs keep their traceback in "
+                          "`metrics.json`).\n\n" + hist_md),
+    ]
+    for i, c in enumerate(cells): c['id'] = f"dashboard-{i}"
+    nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='Python 3', language='python', name='python3')))
+    nb.nbformat_minor = 5
+    nbformat.validate(nb)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    notest = out.parent/'.notest'
+    if nbs is not None and out.parent.resolve() == (nbs/'results').resolve() and not notest.exists(): atomic_write_text(notest, '')
+    atomic_write_text(out, nbformat.writes(nb) + '\n')
+    if pair: write_pair(out)
+    return out
+
+def get_notebook(name:str) -> str:
+    "The notebook path of paper `name`, relative to `nbs/`."
+    from trustlib.config import get_paper
+    return get_paper(name).notebook
+
+def find_root_or(p) -> Path:
+    "The checkout holding `p`, or `p`'s parent if it is outside one."
+    try: return find_root(p if Path(p).exists() else Path(p).parent)
+    except Exception: return Path(p).parent
+
+# %% [markdown]
+# The dashboard for the example runs folder, written into a temporary `results/` folder next to the example
+# notebooks folder (so the link to the implemented `l2h` notebook resolves):
+
+# %%
+dash = build_dashboard(runs, out=_nbs/'results'/'dashboard.ipynb', nbs_dir=_nbs)
+nb = nbformat.read(dash, as_version=4)
+test_eq(nb.cells[0].source.splitlines()[0], '# Results dashboard — paper vs. us')
+table_md = nb.cells[4].source
+for p in PAPERS: assert p.title in table_md, p.name
+assert '[From Logits to Hierarchies: Hierarchical Clustering made Simple](../papers/clustering/l2h.ipynb)' in table_md
+test_eq(table_md.count('**reproduced**'), 1)
+test_eq(table_md.count('| planned |'), 17)
+assert nb.cells[3].outputs[0]['data']['image/png'].startswith('iVBOR')
+assert 'cpu-dddddddddd' in nb.cells[5].source and 'RuntimeError: boom' in nb.cells[5].source
+test_eq((_nbs/'results'/'.notest').exists(), True)
+test_eq(sorted(p.name for p in (_nbs/'results').iterdir()), ['.notest', 'dashboard.ipynb'])
+Image(base64.b64decode(nb.cells[3].outputs[0]['data']['image/png']))

@@ -1,0 +1,535 @@
+# %% [markdown]
+# # cli — the `trustlib` command
+#
+# > The trustlib command line: list papers, run and publish notebooks, sweep grids, report results, build the site.
+
+# %% [markdown]
+# ```
+# trustlib list [--params PAPER]
+# trustlib run PAPER [-p KEY VALUE]... [--profile smoke|cpu|full] [--runs-dir DIR] [--publish]
+# trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR]
+# trustlib report [--runs-dir DIR] [--profile cpu] [--out NOTEBOOK]
+# trustlib site [--run] [--runs-dir DIR]
+# ```
+#
+# Every subcommand is a plain function of the parsed arguments, and `main(argv)` returns the exit code
+# (0 success, 1 a run or check failed, 2 invalid parameters), so everything here is testable in-process.
+# Heavy libraries (papermill, pandas, nbdev) are imported inside the functions: `trustlib --help` is instant.
+
+# %%
+#| default_exp cli
+
+# %%
+#| export
+from __future__ import annotations
+import argparse, io, json, os, shutil, subprocess, sys
+from pathlib import Path
+
+from trustlib.config import PAPERS, PROFILES, ConfigError
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_fail
+import contextlib, io, tempfile, yaml
+from trustlib.runs import find_root
+
+
+# %%
+#| hide
+
+def run_cli(*args) -> tuple[int, str, str]:
+    "Run `main(args)`, capturing stdout and stderr."
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main(list(args))
+    return rc, out.getvalue(), err.getvalue()
+
+
+# %% [markdown]
+# ## Small helpers
+#
+# Plain-text tables (no pandas needed), and `-p KEY VALUE` parsing: values are read with `yaml.safe_load`,
+# like papermill's `-y`: `3` is an int, `0.5` a float, `true` a bool, `[1, 2]` a list, `null` None, anything
+# else a string. Parameters are data, never code.
+
+# %%
+#| export
+def text_table(rows:list[dict], cols:list[str]|None=None, max_width:int=60) -> str:
+    "A fixed-width text table of `rows`."
+    if not rows: return '(none)'
+    cols = cols or list(rows[0])
+    cell = lambda v: ('' if v is None else str(v)).replace('\n', ' ')
+    trunc = lambda s: s if len(s) <= max_width else s[:max_width - 1] + '…'
+    w = {c: max(len(c), *(len(trunc(cell(r.get(c)))) for r in rows)) for c in cols}
+    lines = ['  '.join(c.ljust(w[c]) for c in cols).rstrip(), '  '.join('-' * w[c] for c in cols)]
+    lines += ['  '.join(trunc(cell(r.get(c))).ljust(w[c]) for c in cols).rstrip() for r in rows]
+    return '\n'.join(lines)
+
+def parse_params(pairs:list[list[str]]|None) -> dict:
+    "`[[key, value], ...]` from `-p KEY VALUE` options to a dict, values parsed with `yaml.safe_load`."
+    import yaml
+    res = {}
+    for k, v in pairs or []:
+        if k in res: raise ConfigError(f"parameter {k!r} given twice")
+        try: res[k] = yaml.safe_load(v)
+        except yaml.YAMLError: res[k] = v
+    return res
+
+
+# %%
+test_eq(parse_params([['seed', '3'], ['lr', '0.5'], ['fast', 'true'], ['sizes', '[1, 2]'], ['name', 'abc'], ['x', 'null']]),
+        dict(seed=3, lr=0.5, fast=True, sizes=[1, 2], name='abc', x=None))
+test_fail(lambda: parse_params([['seed', '1'], ['seed', '2']]), contains="'seed' given twice")
+test_eq(text_table([dict(a=1, b='x')]), 'a  b\n-  -\n1  x')
+
+
+# %% [markdown]
+# ## `trustlib list`
+#
+# The 19 papers with their status (`implemented` when the notebook exists) and profiles; with
+# `--params PAPER`, the paper's parameters: type, allowed values, value per profile and help, from the
+# paper's `Config.describe()` (or, if its module cannot be imported yet, from the notebook's parameters cell).
+
+# %%
+#| export
+def _implemented(p, nbs) -> bool: return nbs is not None and (nbs/p.notebook).is_file()
+
+def _nbs_or_none():
+    from trustlib.runs import nbs_path
+    try: return nbs_path()
+    except ConfigError: return None
+
+def cmd_list(args) -> int:
+    "trustlib list [--params PAPER]"
+    nbs = _nbs_or_none()
+    if args.params: return _list_params(args.params, nbs)
+    rows = [dict(number=p.number, name=p.name, area=p.area, status='implemented' if _implemented(p, nbs) else 'planned',
+                 profiles=', '.join(PROFILES), title=p.title) for p in PAPERS]
+    print(text_table(rows, max_width=70))
+    if nbs is None: print("\n(not inside a checkout: every paper shows as planned)")
+    return 0
+
+def _list_params(name:str, nbs) -> int:
+    import importlib
+    from trustlib.runs import _get_paper, notebook_parameters, _public
+    p = _get_paper(name)
+    try: Config = getattr(importlib.import_module(p.module), 'Config', None)
+    except ImportError: Config = None
+    if Config is not None:
+        rows = Config.describe()
+        print(f"{p.name} (#{p.number}, {p.module}.Config)\n")
+        print(text_table(rows, ['name', 'type', 'allowed', *PROFILES, 'help'], max_width=50))
+        return 0
+    if not _implemented(p, nbs): raise ConfigError(f"paper {name!r} (#{p.number}) is planned: its notebook nbs/{p.notebook} does not exist yet")
+    info = _public(notebook_parameters(nbs/p.notebook) or {})
+    print(f"{p.name} (#{p.number}): parameters cell of nbs/{p.notebook} ({p.module} is not importable yet)\n")
+    print(text_table([dict(name=k, **v) for k, v in info.items()], ['name', 'type', 'default', 'help'], max_width=50))
+    return 0
+
+
+# %% [markdown]
+# ## `trustlib run`
+#
+# Validates the parameters (exit code 2 with the message if they are wrong), runs the paper's notebook with
+# `trustlib.runs.run_notebook`, and prints the run folder and the headline metrics (exit code 1 if the run
+# failed; its folder holds the traceback). `PAPER` may also be the path of a notebook (`*.ipynb`).
+#
+# `--publish` (complete runs only) copies the executed notebook over the committed paper notebook, so the
+# website page carries the outputs of this run (papermill's `injected-parameters` cell is kept: it records
+# what was run), cleans it with nbdev's `clean_nb` and the settings.ini rules, and rewrites its py:percent pair
+# (`trustlib.report.write_pair`: what `jupytext --sync` does, normalised like `tools/pairs.py`, so the pair check passes).
+# It refuses if the paper notebook changed since the run started.
+
+# %%
+#| export
+def _settings(root:Path) -> dict:
+    import configparser
+    cp = configparser.ConfigParser(delimiters=['='], interpolation=None)
+    cp.read(root/'settings.ini', encoding='utf-8')
+    return dict(cp['DEFAULT'])
+
+def publish_run(run_dir:str|Path, root:str|Path|None=None) -> Path:
+    "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
+    from trustlib.runs import load_run, find_root, _get_paper, _sha1_file
+    from trustlib.results import atomic_write_text
+    run_dir = Path(run_dir); m = load_run(run_dir)
+    if m.get('status') != 'complete': raise ConfigError(f"only a complete run can be published; {run_dir} is {m.get('status')!r}")
+    p = _get_paper(m['paper'])
+    root = find_root(root)
+    s = _settings(root)
+    target = root/s.get('nbs_path', 'nbs')/p.notebook
+    if m.get('source_sha1') and target.exists() and _sha1_file(target) != m['source_sha1']:
+        raise ConfigError(f"nbs/{p.notebook} changed since run {m['run_id']} started; run it again before publishing")
+    from nbdev.clean import clean_nb
+    from execnb.nbio import nb2str
+    nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
+    clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
+             allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
+             clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))
+    atomic_write_text(target, nb2str(nb))
+    from trustlib.report import write_pair
+    write_pair(target, root)   # the py:percent pair, rendered like `jupytext --sync` / tools/pairs.py
+    return target
+
+def _headline(m:dict, n:int=12) -> list[str]:
+    items = [(k, v) for k, v in (m.get('metrics') or {}).items() if isinstance(v, (int, float, str, bool)) or v is None]
+    return [f"  {k} = {v:.4g}" if isinstance(v, float) else f"  {k} = {v}" for k, v in items[:n]]
+
+def cmd_run(args) -> int:
+    "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--runs-dir DIR] [--publish]"
+    from trustlib.runs import run_notebook, validate_params, load_run, RunFailed
+    params = parse_params(args.param)
+    paper, notebook = (None, args.paper) if args.paper.endswith('.ipynb') else (args.paper, None)
+    if args.publish and notebook: raise ConfigError("--publish needs a paper name, not a notebook path")
+    validate_params(paper, params, args.profile, notebook=notebook)
+    try: d = run_notebook(paper, params, args.profile, notebook=notebook, runs_dir=args.runs_dir, progress=not args.quiet, timeout=args.timeout)
+    except RunFailed as e:
+        print(f"run failed: {e.error}", file=sys.stderr)
+        if e.run_dir: print(f"run folder (status failed, traceback in metrics.json): {e.run_dir}", file=sys.stderr)
+        return 1
+    m = load_run(d)
+    print(f"run complete: {d}")
+    print(f"  duration: {m.get('duration_s')} s, profile {m['profile']}, params {m['params']}")
+    lines = _headline(m)
+    if lines: print("metrics:"); print('\n'.join(lines))
+    for v in m.get('verdicts') or []: print(f"  verdict: {v.get('verdict')}: {v.get('claim')}")
+    if args.publish: print(f"published: {publish_run(d)}")
+    return 0
+
+
+# %% [markdown]
+# ## `trustlib sweep` and `trustlib report`
+
+# %%
+#| export
+def cmd_sweep(args) -> int:
+    "trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR]"
+    from trustlib.runs import sweep
+    df = sweep(args.spec, workers=args.workers, backend=args.backend, ray_address=args.address, runs_dir=args.runs_dir,
+               progress=not args.quiet)
+    rows = df.drop(columns=['path']).to_dict('records')
+    print(text_table(rows, max_width=60))
+    n_fail, n_skip = int((df.status != 'complete').sum()), int(df.skipped.sum())
+    print(f"\n{len(df)} grid point(s): {len(df) - n_fail} complete ({n_skip} skipped as already complete), {n_fail} failed")
+    return 1 if n_fail else 0
+
+def cmd_report(args) -> int:
+    "trustlib report [--runs-dir DIR] [--profile cpu] [--out NB]: collect runs, write the dashboard, print the verdict table."
+    from trustlib.report import build_dashboard, verdict_table
+    out = build_dashboard(args.runs_dir, out=args.out, profile=args.profile)
+    vt = verdict_table(args.runs_dir, profile=args.profile)
+    print(text_table(vt[['number', 'name', 'verdict', 'claim', 'ours', 'run_id']].to_dict('records'), max_width=50))
+    print(f"\ndashboard: {out}")
+    return 0
+
+
+# %% [markdown]
+# ## `trustlib site`
+#
+# Builds the website's source tree the way `nbdev_docs` does, without Quarto's auto-installer (nbdev would
+# try to download Quarto; these machines are offline): nbdev's `_pre_docs` refreshes `nbs/nbdev.yml`, keeps
+# the `nbs/_quarto.yml` symlink (nbdev only writes that file when it is missing), writes `nbs/sidebar.yml` and
+# processes every notebook into `_proc/`. `check_site` then verifies the tree: `_proc/_quarto.yml` is the
+# top-level `_quarto.yml`, the sidebar lists every page, every relative link in the pages' markdown and in the
+# navbar resolves, and no page loses text to nbdev's front matter processor (it turns the first markdown cell
+# with a `# title` into the page's title and description and drops everything else in that cell). If `quarto` is on PATH the site is rendered into `_docs/` (like `nbdev_docs`).
+
+# %%
+#| export
+def build_proc(root:str|Path|None=None, n_workers:int|None=None) -> Path:
+    "Run nbdev's `_pre_docs` (Quarto installer disabled) in a fresh `_proc/`; return `_proc`."
+    from trustlib.runs import find_root
+    root = find_root(root)
+    import nbdev.quarto as nq, nbdev.config
+    from fastcore.xtras import working_directory
+    nbdev.config.get_config.cache_clear()
+    saved = nq._ensure_quarto
+    nq._ensure_quarto = lambda: None   # never download/install Quarto from here
+    try:
+        with working_directory(root):
+            shutil.rmtree(root/'_proc', ignore_errors=True)
+            cache, cfg, path = nq._pre_docs(n_workers=n_workers if n_workers is not None else min(os.cpu_count() or 1, 4))
+    finally:
+        nq._ensure_quarto = saved
+        nbdev.config.get_config.cache_clear()
+    return Path(cache)
+
+
+# %%
+#| export
+import re as _re
+_LINK = _re.compile(r'\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)')
+_PAGE_SUFFIXES = ('.ipynb', '.qmd', '.md')
+
+def _pages(proc:Path) -> list[str]:
+    "Site pages in `_proc` (notebooks and .qmd files outside hidden/underscore folders), relative posix paths."
+    res = []
+    for f in proc.rglob('*'):
+        rel = f.relative_to(proc)
+        if f.suffix in ('.ipynb', '.qmd') and f.is_file() and not any(part.startswith(('_', '.')) for part in rel.parts): res.append(rel.as_posix())
+    return sorted(res)
+
+def _sidebar_hrefs(node) -> set[str]:
+    out = set()
+    if isinstance(node, str): out.add(node)
+    elif isinstance(node, list):
+        for x in node: out |= _sidebar_hrefs(x)
+    elif isinstance(node, dict):
+        for k in ('href', 'file'):
+            if isinstance(node.get(k), str): out.add(node[k])
+        for k in ('contents', 'sidebar', 'website'):
+            if k in node: out |= _sidebar_hrefs(node[k])
+    return out
+
+def _target_ok(base:Path, target:str, proc:Path) -> bool|None:
+    "None if `target` is not a relative page link; else whether it resolves to a file in `proc`."
+    if _re.match(r'^[a-zA-Z][a-zA-Z0-9+.-]*:', target) or target.startswith(('#', '/')): return None
+    path = target.split('#')[0].split('?')[0]
+    if not path.endswith(_PAGE_SUFFIXES): return None
+    from urllib.parse import unquote
+    f = (base/unquote(path)).resolve()
+    return f.is_file() and (f == proc.resolve() or proc.resolve() in f.parents)
+
+def _title_cell_extra(nb:dict) -> list[str]:
+    "Lines of the notebook's title cell that nbdev's front matter processor drops from the page."
+    for c in nb.get('cells', []):
+        if c.get('cell_type') != 'markdown': continue
+        src = ''.join(c['source']) if isinstance(c['source'], list) else (c['source'] or '')
+        if not _re.search(r'^#\s+\S', src, flags=_re.M): continue   # nbdev takes the first markdown cell with a `# title`
+        lines = [l for l in src.splitlines() if l.strip()]
+        desc = [l for l in lines if _re.match(r'^>\s+\S', l)][:1]
+        return [l for l in lines if not (_re.match(r'^#\s+\S', l) or l in desc or _re.match(r'^-\s+\S.*:.*\S\s*$', l))]
+    return []
+
+def check_site(root:str|Path|None=None) -> list[str]:
+    "Problems found in the `_proc/` tree (empty list: ready for `quarto render`)."
+    import yaml
+    from trustlib.runs import find_root
+    root = find_root(root); proc = root/'_proc'
+    problems = []
+    qy = proc/'_quarto.yml'
+    if not qy.is_file(): return [f"{qy} is missing"]
+    if (root/'_quarto.yml').is_file() and qy.read_text() != (root/'_quarto.yml').read_text():
+        problems.append("_proc/_quarto.yml differs from the top-level _quarto.yml (nbs/_quarto.yml must be a symlink to ../_quarto.yml)")
+    q = yaml.safe_load(qy.read_text()) or {}
+    if (q.get('project') or {}).get('type') != 'website': problems.append("_quarto.yml: project.type is not 'website'")
+    if (q.get('execute') or {}).get('enabled') is not False: problems.append("_quarto.yml: execute.enabled must be false (pages carry stored outputs)")
+    if 'sidebar.yml' not in (q.get('metadata-files') or []): problems.append("_quarto.yml: metadata-files does not include sidebar.yml")
+    nav = ((q.get('website') or {}).get('navbar') or {})
+    for item in (nav.get('left') or []) + (nav.get('right') or []):
+        href = item.get('href') if isinstance(item, dict) else item
+        if isinstance(href, str) and _target_ok(proc, href, proc) is False: problems.append(f"_quarto.yml: navbar link {href!r} does not resolve")
+    sb = proc/'sidebar.yml'
+    if not sb.is_file(): problems.append("_proc/sidebar.yml is missing")
+    else:
+        listed = _sidebar_hrefs(yaml.safe_load(sb.read_text()) or {})
+        for page in _pages(proc):
+            if page not in listed: problems.append(f"sidebar.yml does not list {page}")
+        for h in sorted(listed):
+            if h.endswith(_PAGE_SUFFIXES) and not (proc/h).is_file(): problems.append(f"sidebar.yml lists {h}, which does not exist")
+    nbs = root/_settings(root).get('nbs_path', 'nbs')
+    for page in _pages(proc):
+        if not page.endswith('.ipynb'): continue
+        src_nb = nbs/page
+        if src_nb.is_file():
+            extra = _title_cell_extra(json.loads(src_nb.read_text(encoding='utf-8')))
+            if extra: problems.append(f"{page}: the title cell has more than '# title', '> summary' and '- key: value' lines; nbdev turns "
+                                      f"that cell into front matter and drops the rest from the page (move it into a second markdown cell): {extra[0][:60]!r}")
+        nb = json.loads((proc/page).read_text(encoding='utf-8'))
+        for c in nb.get('cells', []):
+            if c.get('cell_type') != 'markdown': continue
+            src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+            for t in _LINK.findall(src):
+                if _target_ok((proc/page).parent, t, proc) is False: problems.append(f"{page}: link {t!r} does not resolve")
+    return problems
+
+
+# %% [markdown]
+# The site check on a hand-made `_proc` tree: one good page, one page that is missing from the sidebar and
+# has a broken link.
+
+# %%
+_r = Path(tempfile.mkdtemp()); (_r/'settings.ini').write_text('[DEFAULT]\n'); _p = _r/'_proc'
+(_p/'core').mkdir(parents=True)
+_q = dict(project=dict(type='website'), execute=dict(enabled=False), website=dict(navbar=dict(left=[dict(text='Home', href='index.ipynb')])),
+          **{'metadata-files': ['nbdev.yml', 'sidebar.yml']})
+(_r/'_quarto.yml').write_text(yaml.safe_dump(_q)); (_p/'_quarto.yml').write_text(yaml.safe_dump(_q))
+(_p/'sidebar.yml').write_text(yaml.safe_dump(dict(website=dict(sidebar=dict(contents=['index.ipynb', dict(section='core', contents=['core/a.ipynb'])])))))
+_mk = lambda md: json.dumps(dict(cells=[dict(cell_type='markdown', source=md, metadata={})]))
+(_p/'index.ipynb').write_text(_mk('See [a](core/a.ipynb), [b](core/b.ipynb#x) and [the web](https://example.com/x.md).'))
+(_p/'core'/'a.ipynb').write_text(_mk('Back [home](../index.ipynb).'))
+(_p/'core'/'b.ipynb').write_text(_mk('Broken [link](missing.ipynb).'))
+test_eq(check_site(_r), ["sidebar.yml does not list core/b.ipynb", "core/b.ipynb: link 'missing.ipynb' does not resolve"])
+(_p/'core'/'b.ipynb').unlink(); (_p/'index.ipynb').write_text(_mk('See [a](core/a.ipynb).'))
+test_eq(check_site(_r), [])
+(_r/'nbs').mkdir(); (_r/'nbs'/'index.ipynb').write_text(_mk('# Home\n\n> The home page.\n\nSee [a](core/a.ipynb).'))
+test_eq(check_site(_r), ["index.ipynb: the title cell has more than '# title', '> summary' and '- key: value' lines; nbdev turns that cell "
+                         "into front matter and drops the rest from the page (move it into a second markdown cell): 'See [a](core/a.ipynb).'"])
+(_r/'nbs'/'index.ipynb').write_text(_mk('# Home\n\n> The home page.\n\n- skip_exec: true'))
+test_eq(check_site(_r), [])
+test_eq(_title_cell_extra(json.loads(_mk('Intro without a title'))), [])
+(_r/'_quarto.yml').write_text('project: {type: website}\n')
+test_eq(check_site(_r), ["_proc/_quarto.yml differs from the top-level _quarto.yml (nbs/_quarto.yml must be a symlink to ../_quarto.yml)"])
+
+# %%
+#| export
+QUARTO_MISSING = ("Quarto not found on PATH: the _proc/ tree is ready and checked, but the site was not rendered.\n"
+                  "Install Quarto from https://quarto.org/docs/get-started/ and rerun `trustlib site`.")
+
+def render_site(root:str|Path|None=None) -> Path|None:
+    "`quarto render` in `_proc/` and move the output to the doc path (as `nbdev_docs`); None if Quarto is not installed."
+    from trustlib.runs import find_root
+    root = find_root(root)
+    if not shutil.which('quarto'): return None
+    subprocess.run(['quarto', 'render', '--no-cache'], cwd=root/'_proc', check=True)
+    doc = _settings(root).get('doc_path', '_docs')
+    shutil.rmtree(root/doc, ignore_errors=True)
+    shutil.move(str(root/'_proc'/Path(doc).name), str(root/doc))
+    return root/doc
+
+def cmd_site(args) -> int:
+    "trustlib site [--run] [--runs-dir DIR]: (run papers,) report, build and check `_proc/`, render if Quarto exists."
+    from trustlib.runs import run_notebook, find_root, RunFailed, default_runs_dir, iter_runs
+    from trustlib.report import build_dashboard
+    root = find_root(); nbs = _nbs_or_none()
+    failed = []
+    if args.run:
+        for p in PAPERS:
+            if not _implemented(p, nbs): continue
+            print(f"running {p.name} (profile cpu)")
+            try: run_notebook(p.name, {}, 'cpu', runs_dir=args.runs_dir, progress=not args.quiet)
+            except RunFailed as e: failed.append(p.name); print(f"  failed: {e.error}", file=sys.stderr)
+    runs_dir = Path(args.runs_dir) if args.runs_dir else default_runs_dir(root)
+    dash = nbs/'results'/'dashboard.ipynb'
+    if any(True for _ in iter_runs(runs_dir)) or not dash.exists(): print(f"dashboard: {build_dashboard(runs_dir, profile='cpu')}")
+    else: print(f"no runs in {runs_dir}: keeping the committed {dash.relative_to(root)}")
+    try: proc = build_proc(root)
+    except Exception as e:   # nbdev's processing failed: say where, and the usual cause
+        msg = str(e).strip()
+        print(f"site: nbdev_proc_nbs failed: {msg[:2000]}\n\nnbdev executes, while building the docs, every exported cell "
+              "and every cell containing an import statement (to render show_doc); a cell that mixes an import with "
+              "example code that needs earlier cells fails there. Move the import into the notebook's import cell.", file=sys.stderr)
+        return 1
+    problems = check_site(root)
+    if problems:
+        print(f"site check: {len(problems)} problem(s) in {proc}:", file=sys.stderr)
+        for p in problems: print(f"  - {p}", file=sys.stderr)
+        return 1
+    print(f"site check passed: {proc}")
+    out = render_site(root)
+    if out is None: print(QUARTO_MISSING)
+    else: print(f"site rendered: {out}")
+    return 1 if failed else 0
+
+
+# %% [markdown]
+# ## The parser and `main`
+
+# %%
+#| export
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog='trustlib', description="Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy ML.")
+    sub = ap.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    p = sub.add_parser('list', help="the 19 papers; --params PAPER: a paper's parameters")
+    p.add_argument('--params', metavar='PAPER', help="show this paper's parameters (types, allowed values, per-profile values)")
+    p.set_defaults(func=cmd_list)
+    p = sub.add_parser('run', help="run a paper notebook with papermill into runs/<paper>/<run_id>/")
+    p.add_argument('paper', metavar='PAPER', help="paper name (see `trustlib list`) or a notebook path (*.ipynb)")
+    p.add_argument('-p', '--param', nargs=2, action='append', metavar=('KEY', 'VALUE'), help="parameter override (value parsed as YAML); repeatable")
+    p.add_argument('--profile', default='cpu', choices=PROFILES, help="smoke (CI, < 60 s) | cpu (published results; default) | full (paper scale)")
+    p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS or <repo>/runs)")
+    p.add_argument('--timeout', type=float, help="per-cell timeout in seconds")
+    p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook>")
+    p.add_argument('-q', '--quiet', action='store_true', help="no progress bar")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser('sweep', help="run a grid of parameters from a YAML spec (finished runs are skipped)")
+    p.add_argument('spec', metavar='SPEC.yaml')
+    p.add_argument('--workers', type=int, default=1, help="parallel runs (local backend)")
+    p.add_argument('--backend', default='local', choices=('local', 'ray'))
+    p.add_argument('--address', help="Ray cluster address (ray.init(address=...))")
+    p.add_argument('--runs-dir')
+    p.add_argument('-q', '--quiet', action='store_true')
+    p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser('report', help="collect runs, write nbs/results/dashboard.ipynb, print the verdict table")
+    p.add_argument('--runs-dir'); p.add_argument('--profile', default='cpu', choices=PROFILES)
+    p.add_argument('--out', help="dashboard notebook to write (default: nbs/results/dashboard.ipynb)")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser('site', help="(run papers,) report, build and check the website tree; render it if Quarto is installed")
+    p.add_argument('--run', action='store_true', help="first run every implemented paper with profile cpu")
+    p.add_argument('--runs-dir'); p.add_argument('-q', '--quiet', action='store_true')
+    p.set_defaults(func=cmd_site)
+    return ap
+
+def main(argv:list[str]|None=None) -> int:
+    "The `trustlib` command; returns the exit code (0 ok, 1 failed run/check, 2 invalid arguments or parameters)."
+    ap = _parser()
+    try: args = ap.parse_args(argv)
+    except SystemExit as e: return int(e.code or 0)
+    try: return args.func(args)
+    except ConfigError as e:
+        print(f"trustlib {args.command}: error: {e}", file=sys.stderr); return 2
+    except ImportError as e:
+        print(f"trustlib {args.command}: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr); return 130
+    except BrokenPipeError:   # `trustlib list | head`: the reader went away; no traceback
+        try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation): pass
+        return 0
+
+
+# %% [markdown]
+# ## Examples
+#
+# `list`:
+
+# %%
+rc, out, err = run_cli('list')
+test_eq(rc, 0)
+test_eq(len([l for l in out.splitlines() if l.split() and l.split()[0].isdigit()]), 19)
+assert 'disparate_benefits' in out and 'saebench' in out
+print(out[:600])
+
+# %% [markdown]
+# Invalid parameters are rejected before any work, with exit code 2 and a message naming the parameter:
+
+# %%
+TOY = str(find_root()/'tests'/'fixtures'/'toy.ipynb')
+runs = tempfile.mkdtemp()
+rc, out, err = run_cli('run', TOY, '-p', 'seeed', '1', '--runs-dir', runs)
+test_eq(rc, 2); assert "unknown parameter(s) ['seeed']" in err and "allowed: ['fail', 'seed', 'sleep']" in err, err
+rc, out, err = run_cli('run', TOY, '-p', 'seed', 'three', '--runs-dir', runs)
+test_eq(rc, 2); assert "parameter 'seed': expected int" in err, err
+rc, out, err = run_cli('run', 'disparate', '--runs-dir', runs)
+test_eq(rc, 2); assert "unknown paper 'disparate'" in err
+rc, out, err = run_cli('run', TOY, '--profile', 'gpu')
+test_eq(rc, 2); assert "invalid choice: 'gpu'" in err
+test_eq(os.listdir(runs), [])   # nothing ran
+print(err)
+
+# %% [markdown]
+# A run, and a failed run (exit code 1):
+
+# %%
+rc, out, err = run_cli('run', TOY, '-p', 'seed', '4', '--profile', 'smoke', '--runs-dir', runs, '-q')
+test_eq(rc, 0); assert 'value = 8' in out, out
+print(out)
+rc, out, err = run_cli('run', TOY, '-p', 'fail', 'true', '--profile', 'smoke', '--runs-dir', runs, '-q')
+test_eq(rc, 1); assert 'toy failure requested' in err
+print(err)
+
+# %% [markdown]
+# `sweep` and `report`:
+
+# %%
+spec = Path(tempfile.mkdtemp())/'toy.yaml'
+spec.write_text(yaml.safe_dump(dict(notebook=TOY, profile='smoke', grid=dict(seed=[4, 5]))))
+rc, out, err = run_cli('sweep', str(spec), '--runs-dir', runs, '-q')
+test_eq(rc, 0); assert '2 grid point(s): 2 complete (1 skipped as already complete), 0 failed' in out, out
+print(out)
+
+# %%
+_dash = Path(tempfile.mkdtemp())/'dashboard.ipynb'
+rc, out, err = run_cli('report', '--runs-dir', runs, '--out', str(_dash))
+test_eq(rc, 0); test_eq(_dash.exists(), True)
+test_eq(len([l for l in out.splitlines() if l.split() and l.split()[0].isdigit()]), 19)   # toy runs are not papers
+print(out[:500])
