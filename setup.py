@@ -8,8 +8,8 @@ cfg.read(Path(__file__).parent / 'settings.ini', encoding='utf-8')
 c = cfg['DEFAULT']
 split = lambda k: c.get(k, '').split()
 extras = {k[len('extra_'):]: split(k) for k in c if k.startswith('extra_')}
-extras['dev'] = split('dev_requirements')
-extras['all'] = sorted({r for k, v in extras.items() if k not in ('dev', 'ray') for r in v})
+extras['all'] = sorted({r for k, v in extras.items() if k != 'ray' for r in v})
+extras['dev'] = split('dev_requirements') + extras['all']
 
 setuptools.setup(
     name=c['lib_name'], version=c['version'], description=c['description'],

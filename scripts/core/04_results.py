@@ -129,9 +129,20 @@ class Result:
         return to_jsonable(dict(paper=self.paper, config=self.config, metrics=self.metrics,
                                 verdicts=[asdict(v) for v in self.verdicts], tables=sorted(self.tables), figures=sorted(self.figures)))
     def verdict_table(self):
-        "The verdicts as a pandas DataFrame."
-        import pandas as pd
-        return pd.DataFrame([asdict(v) for v in self.verdicts], columns=['claim', 'paper', 'ours', 'verdict', 'reason'])
+        "The verdicts as a pandas DataFrame (shown in notebooks without truncating the text columns)."
+        return _verdict_frame()([asdict(v) for v in self.verdicts], columns=['claim', 'paper', 'ours', 'verdict', 'reason'])
+
+def _verdict_frame():
+    import pandas as pd
+    class VerdictTable(pd.DataFrame):
+        "A DataFrame whose notebook display shows every character of the claims and reasons."
+        @property
+        def _constructor(self): return VerdictTable
+        def _repr_html_(self):
+            with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
+        def __repr__(self):
+            with pd.option_context('display.max_colwidth', None): return super().__repr__()
+    return VerdictTable
 
 def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     "Write `result` into `run_dir` (default: `$TRUSTLIB_RUN_DIR`); return the folder, or None outside a run."
@@ -160,4 +171,8 @@ out = record(r, _d/'run')
 test_eq(json.loads((out/'result.json').read_text())['metrics'], dict(acc=0.9))
 test_eq(json.loads((out/'result.json').read_text())['verdicts'][0]['verdict'], 'partially')
 assert (out/'figures'/'f.png').stat().st_size > 100 and (out/'tables'/'t.csv').exists()
-r.verdict_table()
+vt = r.verdict_table()
+assert 'partially' in vt._repr_html_() and list(vt.columns) == ['claim', 'paper', 'ours', 'verdict', 'reason']
+long = Result('demo', {}, verdicts=[Verdict('c' * 300, 'p', 'o', 'reproduced', 'r')]).verdict_table()
+assert 'c' * 300 in long._repr_html_()          # nothing is cut off
+vt
