@@ -31,6 +31,7 @@ from trustlib.results import write_json
 from fastcore.test import test_eq, test_fail, test_close
 import importlib.util, tempfile, yaml
 
+
 # %% [markdown]
 # ## Where things are
 #
@@ -64,11 +65,13 @@ def _get_paper(name:str):
     import trustlib.config   # looked up at call time, so tests can substitute the registry
     return trustlib.config.get_paper(name)
 
+
 # %%
 _root = find_root()
 test_eq((_root/'settings.ini').exists(), True)
 test_eq(nbs_path(), _root/'nbs')
 test_fail(lambda: find_root(tempfile.mkdtemp()), contains="not inside a trustlib checkout")
+
 
 # %% [markdown]
 # `resolve_notebook` maps a paper name (or an explicit notebook path, for tests and user notebooks) to the
@@ -92,12 +95,14 @@ def resolve_notebook(paper:str|None=None, # paper name (notebook stem, see `trus
         raise ConfigError(f"paper {paper!r} (#{p.number}) is planned: its notebook nbs/{p.notebook} does not exist yet")
     return paper, nb, p
 
+
 # %%
 TOY = _root/'tests'/'fixtures'/'toy.ipynb'
 test_eq(resolve_notebook(notebook=TOY)[:2], ('toy', TOY))
 test_fail(lambda: resolve_notebook('disparate'), contains="unknown paper 'disparate'")
 test_fail(lambda: resolve_notebook('saebench', nbs_dir=tempfile.mkdtemp()), contains="'saebench' (#19) is planned")
 test_fail(lambda: resolve_notebook(notebook='nope.ipynb'), contains="does not exist")
+
 
 # %% [markdown]
 # ## The parameters cell
@@ -137,6 +142,7 @@ def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
     return res
 
 def _public(info): return {k: {kk: vv for kk, vv in v.items() if not kk.startswith('_')} for k, v in info.items()}
+
 
 # %%
 _p = notebook_parameters(TOY)
@@ -189,6 +195,7 @@ def param_type(info:dict):
     if isinstance(v, ast.Constant) and type(v.value) in (bool, int, float, str): return type(v.value)
     return None
 
+
 # %%
 _t = lambda s: _ann2type(ast.parse(s, mode='eval').body)
 assert _t('int | None') == typing.Optional[int]
@@ -198,6 +205,7 @@ assert _t('typing.Optional[float]') == typing.Optional[float]
 test_fail(lambda: _t('np.ndarray'), exc=_Unknown)
 assert param_type(_p['fail']) is bool
 assert param_type(dict(_ann=None, _value=ast.parse('x = 3').body[0].value)) is int
+
 
 # %% [markdown]
 # ## Validating parameters before any work
@@ -251,6 +259,7 @@ def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPE
         _coerce(k, v, tp)
     return params
 
+
 # %%
 test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1))
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']")
@@ -258,6 +267,7 @@ test_fail(lambda: validate_params(notebook=TOY, params=dict(seed='three')), cont
 test_fail(lambda: validate_params(notebook=TOY, params=dict(fail='yes')), contains="parameter 'fail': expected bool")
 test_fail(lambda: validate_params(notebook=TOY, profile='laptop'), contains="choose one of ['smoke', 'cpu', 'full']")
 test_fail(lambda: validate_params('disparate', {}), contains="unknown paper")
+
 
 # %% [markdown]
 # ## Run ids
@@ -271,6 +281,7 @@ def run_id(profile:str, params:dict|None=None) -> str:
     "`<profile>-<first 10 hex digits of sha1 of the canonical JSON of the sorted params>`."
     canon = json.dumps(params or {}, sort_keys=True, separators=(',', ':'), default=str)
     return f"{profile}-{hashlib.sha1(canon.encode()).hexdigest()[:10]}"
+
 
 # %%
 test_eq(run_id('smoke', dict(seed=1, n=2)), run_id('smoke', dict(n=2, seed=1)))
@@ -312,6 +323,7 @@ def git_info(path:str|Path) -> dict[str, Any]:
 def _now() -> str: return datetime.now(timezone.utc).isoformat()
 
 def _sha1_file(p:Path) -> str: return hashlib.sha1(Path(p).read_bytes()).hexdigest()
+
 
 # %%
 _v = versions()
@@ -370,6 +382,7 @@ def _swap_in(tmp:Path, final:Path):
     (final/'.owner').unlink(missing_ok=True)   # kept until now: a temp folder left by a crash stays attributable
     if old is not None: shutil.rmtree(old, ignore_errors=True)
 
+
 # %% [markdown]
 # ## `run_notebook`
 #
@@ -398,6 +411,7 @@ def _describe_error(e:BaseException) -> tuple[str, str]:
         return f"{e.ename}: {e.evalue}", _ANSI.sub('', '\n'.join(e.traceback))
     msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     return msg, ''.join(traceback.format_exception(type(e), e, e.__traceback__))
+
 
 # %%
 #| export
@@ -474,6 +488,7 @@ def _relpath(p:Path) -> str:
     try: return str(Path(p).resolve().relative_to(find_root(Path(p).parent)))
     except (ConfigError, ValueError): return str(p)
 
+
 # %% [markdown]
 # `is_complete` and `load_run` read a run folder. Hidden folders (`.tmp-*`) are never complete.
 
@@ -500,6 +515,7 @@ def iter_runs(runs_dir:str|Path|None=None):
         if not pd_.is_dir() or pd_.name.startswith('.'): continue
         for rd in sorted(pd_.iterdir()):
             if rd.is_dir() and not rd.name.startswith('.') and (rd/'metrics.json').is_file(): yield rd
+
 
 # %% [markdown]
 # A run of the toy notebook (`tests/fixtures/toy.ipynb`: its metric `value` is twice the seed):
@@ -599,6 +615,7 @@ def grid_points(spec:dict) -> list[tuple[str, dict]]:
         pts.append((p.pop('profile', spec['profile']), p))
     return pts
 
+
 # %%
 _spec = load_spec(dict(notebook=str(TOY), profile='smoke', params=dict(sleep=0.0), grid=dict(seed=[0, 1], fail=[False])))
 test_eq(grid_points(_spec), [('smoke', dict(sleep=0.0, seed=0, fail=False)), ('smoke', dict(sleep=0.0, seed=1, fail=False))])
@@ -607,6 +624,7 @@ test_fail(lambda: load_spec(dict(paper='toy', notebook='x')), contains="exactly 
 test_fail(lambda: load_spec(dict(notebook=str(TOY), grid=dict(seed=3))), contains="grid 'seed' must be a non-empty list")
 test_fail(lambda: load_spec(dict(notebook=str(TOY), grids={})), contains="unknown key(s) ['grids']")
 test_fail(lambda: load_spec(dict(notebook=str(TOY), params=dict(seed=1), grid=dict(seed=[1]))), contains="both fixed (params) and swept")
+
 
 # %%
 #| export
@@ -650,6 +668,7 @@ def _run_ray(jobs, todo, results, pbar, address):
         done, pending = ray.wait(pending, num_returns=1)
         for r in done: results[refs[r]] = ray.get(r); pbar.update()
 
+
 # %%
 #| export
 def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
@@ -692,6 +711,7 @@ def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
             if k != 'profile': row[k if k not in row else f'param_{k}'] = j['params'].get(k)
         rows.append({**row, 'error': r['error']})
     return pd.DataFrame(rows)
+
 
 # %% [markdown]
 # A 4-point sweep of the toy notebook (the seed-3 run from above is already complete, so it is skipped), then

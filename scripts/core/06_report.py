@@ -72,6 +72,7 @@ def collect_runs(runs_dir:str|Path|None=None # default: $TRUSTLIB_RUNS or <repo>
     df = df[_BASE_COLS + extra]
     return df.sort_values(['paper', 'finished'], na_position='first', kind='stable').reset_index(drop=True)
 
+
 # %% [markdown]
 # An example runs folder, written by hand (the format `trustlib.runs.run_notebook` writes): two `cpu` runs
 # and one `smoke` run of one paper, a failed run, and a hidden temporary folder of a killed run.
@@ -100,6 +101,7 @@ test_eq(df.loc[1, 'n_verdicts'], 2)
 test_eq(len(collect_runs(Path(tempfile.mkdtemp())/'nothing')), 0)
 df[['paper', 'run_id', 'status', 'profile', 'finished', 'metrics.acc']]
 
+
 # %% [markdown]
 # ## The latest run per paper
 #
@@ -115,6 +117,7 @@ def latest_runs(df, # the output of `collect_runs`
     d = df[df.status == 'complete']
     if profile is not None: d = d[d.profile == profile]
     return d.sort_values('finished', kind='stable').groupby('paper', sort=True).tail(1).sort_values('paper').reset_index(drop=True)
+
 
 # %%
 test_eq(list(latest_runs(df).run_id), ['cpu-bbbbbbbbbb'])
@@ -161,6 +164,7 @@ def verdict_table(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <rep
         vs = m.get('verdicts') or [dict(claim='', paper='', ours='', verdict='no verdicts recorded', reason='')]
         for v in vs: rows.append(dict(base, **{k: v.get(k, '') for k in ('claim', 'paper', 'ours', 'verdict', 'reason')}, **run))
     return pd.DataFrame(rows, columns=_VT_COLS)
+
 
 # %%
 _nbs = Path(tempfile.mkdtemp())
@@ -227,10 +231,12 @@ def verdict_chart(vt) -> bytes:
     fig.tight_layout()
     buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100); return buf.getvalue()
 
+
 # %%
 png = verdict_chart(vt)
 test_eq(png[:8], b'\x89PNG\r\n\x1a\n')
 test_eq(md_table([dict(a='x|y', b='[l](p.ipynb)')], ['a', 'b!']), '| a | b |\n|---|---|\n| x\\|y | [l](p.ipynb) |')
+
 
 # %%
 #| export
@@ -329,6 +335,7 @@ def find_root_or(p) -> Path:
     "The checkout holding `p`, or `p`'s parent if it is outside one."
     try: return find_root(p if Path(p).exists() else Path(p).parent)
     except Exception: return Path(p).parent
+
 
 # %% [markdown]
 # The dashboard for the example runs folder, written into a temporary `results/` folder next to the example
