@@ -117,7 +117,6 @@ test_close(m(x), out[1], eps=1e-6)
 assert not torch.allclose(out[0], out[1])                          # members are initialised differently
 test_close(BatchedMLP(3, 5, (8,), 2, seed=1)(x), out)             # and deterministically
 
-
 # %% [markdown]
 # ## Training
 #
@@ -129,6 +128,17 @@ test_close(BatchedMLP(3, 5, (8,), 2, seed=1)(x), out)             # and determin
 
 # %%
 #| export
+import contextlib
+
+@contextlib.contextmanager
+def torch_threads(n:int|None):
+    "Temporarily run torch's CPU kernels on `n` threads (None: leave as is). Restores the previous setting."
+    if n is None: yield; return
+    if n < 1: raise ValueError(f"threads must be >= 1 or None, got {n}")
+    old = torch.get_num_threads(); torch.set_num_threads(n)
+    try: yield
+    finally: torch.set_num_threads(old)
+
 @dataclass
 class History:
     train_loss: list = field(default_factory=list)  # per epoch (per member for ensembles)
@@ -140,8 +150,13 @@ def _t(x, dtype): return x if isinstance(x, torch.Tensor) else torch.as_tensor(n
 
 def fit(model:nn.Module, X, y, *, X_val=None, y_val=None, epochs:int=20, batch_size:int=64, lr:float=1e-3,
         weight_decay:float=0.0, optimizer:str="adam", patience:int|None=None, seed:int=0,
-        progress:bool=True, desc:str="train", sample_weight=None, monitor:str="loss") -> History:
+        progress:bool=True, desc:str="train", sample_weight=None, monitor:str="loss", threads:int|None=1) -> History:
     "Train `model` (in place) with cross-entropy; returns the loss history. Deterministic for a given `seed`."
+    with torch_threads(threads):
+        return _fit(model, X, y, X_val=X_val, y_val=y_val, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                    optimizer=optimizer, patience=patience, seed=seed, progress=progress, desc=desc, sample_weight=sample_weight, monitor=monitor)
+
+def _fit(model, X, y, *, X_val, y_val, epochs, batch_size, lr, weight_decay, optimizer, patience, seed, progress, desc, sample_weight, monitor):
     from tqdm.auto import tqdm
     X, y = _t(X, torch.float32), _t(y, torch.long)
     if len(X) != len(y) or len(X) == 0: raise ValueError(f"X and y must be non-empty with equal length, got {len(X)} and {len(y)}")
@@ -243,6 +258,9 @@ e3 = BatchedMLP(2, Xb.shape[1], (16,), 2, seed=3)
 h3 = fit(e3, Xb[tr], yb[tr], X_val=Xb[va], y_val=yb[va], epochs=8, lr=3e-3, seed=3, progress=False, monitor="accuracy")
 P3 = predict_proba(e3, Xb[va]); assert (P3.argmax(-1) == yb[va]).mean(1).min() > 0.9
 test_fail(lambda: fit(mlp, Xb, yb, monitor="auc"), contains="monitor must be")
+_n = torch.get_num_threads()
+with torch_threads(1): test_eq(torch.get_num_threads(), 1)
+test_eq(torch.get_num_threads(), _n)
 
 
 # %% [markdown]
