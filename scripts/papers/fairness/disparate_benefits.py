@@ -66,6 +66,10 @@ variants: list | None = None      # subset of ['noise', 'concat']
 epochs: int | None = None         # training epochs per member (best validation checkpoint kept)
 adult_control: bool | None = None # also run the Adult (sex) negative control
 
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
 
 # %%
 #| export
