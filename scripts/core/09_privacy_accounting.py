@@ -2,7 +2,8 @@
 # # privacy accounting — Gaussian accountants and the sign mechanism's Rényi DP
 #
 # > Thin wrappers over prv-accountant and dp-accounting for the (subsampled) Gaussian mechanism, the RDP to (ε, δ) conversion, and the privacy of sign(x + noise) computed by hand.
-#
+
+# %% [markdown]
 # Two papers need privacy accounting: Noisy SignSGD (`papers/privacy/noisy_signsgd`) and PTA
 # (`papers/privacy/pta`). This notebook holds what they share.
 #
@@ -88,6 +89,7 @@ def _orders(orders) -> np.ndarray:
         raise ConfigError(f"parameter 'orders': Rényi orders must be finite numbers > 1, got {orders!r}")
     return a
 
+
 # %%
 for bad in (0, -1.0, float('nan'), float('inf'), 'x', None):
     test_fail(lambda: check_noise_multiplier(bad), contains="noise_multiplier")
@@ -97,6 +99,7 @@ test_eq(check_delta(1e-5), 1e-5)
 test_fail(lambda: _noise('laplace'), contains="choose one of ['gauss', 'logistic']")
 test_fail(lambda: _steps(0), contains="'steps'")
 test_fail(lambda: _orders([1.0, 2.0]), contains="> 1")
+
 
 # %% [markdown]
 # ## The Gaussian mechanism
@@ -146,6 +149,7 @@ def gaussian_tradeoff(alpha, # type-I error(s) in [0, 1]
     a = np.clip(np.asarray(alpha, dtype=float), 0, 1)
     return ndtr(ndtri(1 - a) - _positive(mu, 'mu'))
 
+
 # %% [markdown]
 # The issue's fact (1) values at μ = 1, and the inverse:
 
@@ -155,6 +159,7 @@ test_close(gaussian_delta(gaussian_epsilon_exact(2.0, 100, 1e-5), 5.0), 1e-5, ep
 test_close(gaussian_tradeoff([0.0, 1.0], 1.0), [1.0, 0.0], eps=1e-12)
 test_close(gaussian_tradeoff(0.5, 1e-9), 0.5, eps=1e-6)
 gaussian_epsilon_exact(1.0, 100, 1e-5), gaussian_epsilon_exact(2.0, 100, 1e-5)
+
 
 # %% [markdown]
 # ## From Rényi DP to (ε, δ)
@@ -180,17 +185,21 @@ def rdp_to_dp(rdp, # RDP ρ(α) at each order (already composed)
     i = int(np.argmin(eps))
     return max(0.0, float(eps[i])), float(a[i])
 
+
 # %% [markdown]
 # Cross-check against dp-accounting's implementation of the same conversion, and the Gaussian mechanism
 # through our RDP line vs dp-accounting's RDP accountant:
 
 # %%
 from dp_accounting.rdp import rdp_privacy_accountant as _rdp
+
+# %%
 _a = np.array(DEFAULT_ORDERS)
 for _r in (100 * gaussian_rdp(_a, 0.5), 7 * gaussian_rdp(_a, 1.3), np.linspace(0.1, 40, len(_a))):
     test_close(rdp_to_dp(_r, _a, 1e-5)[0], _rdp.compute_epsilon(_a, _r, 1e-5)[0], eps=1e-10)
 test_fail(lambda: rdp_to_dp([1.0, 2.0], _a, 1e-5), contains="one per order")
 rdp_to_dp(100 * gaussian_rdp(_a, 0.5), _a, 1e-5)   # the issue's "Gaussian without sign", σ/Δ = 2, T = 100: 35.13
+
 
 # %% [markdown]
 # ## Accountants for the (subsampled) Gaussian mechanism
@@ -264,6 +273,7 @@ def gaussian_epsilon(noise_multiplier:float, # σ/Δ
     fn = dict(rdp=rdp_gaussian_epsilon, pld=pld_gaussian_epsilon, prv=prv_gaussian_epsilon)[method]
     return fn(noise_multiplier, steps, delta, sampling_prob, **kwargs)
 
+
 # %% [markdown]
 # The accountants agree on the Gaussian mechanism (σ = 1, 100 steps, δ = 1e-5): exact 91.8, PLD 91.8,
 # PRV 91.8, RDP 96.1 (a looser bound, as RDP always is). With subsampling there is no closed form; PLD
@@ -283,6 +293,7 @@ test_fail(lambda: gaussian_epsilon(0.0, 10, 1e-5), contains="noise_multiplier")
 test_fail(lambda: gaussian_epsilon(1.0, 10, 1.0), contains="'delta'")
 test_fail(lambda: gaussian_epsilon(1.0, 10, 1e-5, method='moments'), contains="choose one of")
 print(f"{time.time() - _t0:.1f} s"); {**{k: round(v, 3) for k, v in _e.items()}, **{f"q=0.05 {k}": round(v, 3) for k, v in _s.items()}}
+
 
 # %% [markdown]
 # ## Noise calibration
@@ -322,6 +333,7 @@ def calibrate_noise(eps_of:Callable[[float], float], # noise scale -> ε, decrea
         else: a = m
     return math.exp(b)
 
+
 # %%
 _sig = calibrate_noise(lambda s: gaussian_epsilon_exact(s, 100, 1e-5), 8.0)
 assert gaussian_epsilon_exact(_sig, 100, 1e-5) <= 8.0 < gaussian_epsilon_exact(_sig * (1 - 2e-4), 100, 1e-5)
@@ -330,6 +342,7 @@ assert gaussian_epsilon_exact(_g, 10, 1e-5) <= 2.0 < gaussian_epsilon_exact(_g -
 test_eq(round(_g * 100) == _g * 100 or abs(_g * 100 - round(_g * 100)) < 1e-9, True)
 test_fail(lambda: calibrate_noise(lambda s: 100.0, 1.0), contains="raise 'hi'")
 _sig, _g
+
 
 # %% [markdown]
 # ## The sign mechanism
@@ -418,6 +431,7 @@ def sign_rdp(t:float, # shift of one coordinate in noise units, Δ/scale
     refined = _golden_max(lambda z: _sym_renyi(z, t, a_ord, lf), left, right)
     return np.maximum(best, refined)
 
+
 # %% [markdown]
 # Fact (2) of the issue: the ratio to the Gaussian mechanism's RDP, h_α(t)/(α t²/2), tends to 2/π (the
 # Fisher information of Ber(Φ(a)) at a = 0 is φ(0)²/(1/4) = 2/π) as t → 0, rises to 1 as α·t grows, and
@@ -455,6 +469,7 @@ _rng = np.random.default_rng(0)
 for _ in range(5):                                   # random splits of μ = 1 over 6 coordinates
     _v = np.abs(_rng.normal(size=6)); _v /= np.linalg.norm(_v)
     assert sum(sign_rdp(tj, [8.])[0] for tj in _v) <= sign_rdp(1.0, [8.])[0] + 1e-9
+
 
 # %% [markdown]
 # ### One release, worst case over offsets: exactly the Gaussian mechanism
@@ -502,6 +517,7 @@ def bernoulli_tradeoff(alpha, # type-I error(s) in [0, 1]
     else: power = np.where(a <= p, q * a / p, q + (1 - q) * (a - p) / (1 - p))
     return np.clip(1 - power, 0, 1)
 
+
 # %%
 _t0 = time.time()
 for _e_, _ref in zip((0.5, 1.0, 2.0), (0.238422, 0.126937, 0.020924)):
@@ -517,6 +533,7 @@ for _aa in (-2.0, -0.5, 0.0, 1.3):
     test_close(bernoulli_tradeoff(ndtr(_aa), ndtr(_aa), ndtr(_aa + 1.0)), gaussian_tradeoff(ndtr(_aa), 1.0), eps=1e-12)
 test_close(bernoulli_tradeoff([0, 1], 0.3, 0.6), [1, 0], eps=1e-12)
 print(f"{time.time() - _t0:.2f} s")
+
 
 # %% [markdown]
 # ### Logistic noise: pure DP
@@ -538,6 +555,7 @@ def sign_pure_epsilon(t:float, # shift in noise units
     x = np.linspace(lo, hi, int(n_grid)) if hi - lo > 1e-12 else np.array([lo])
     lp, l1p, lq, l1q = _pair_logs(x, t, lf)
     return float(np.max(np.maximum(np.abs(lq - lp), np.abs(l1q - l1p))))
+
 
 # %%
 for _t in (0.1, 0.5, 2.0):
@@ -601,6 +619,7 @@ def sign_epsilon(noise_multiplier:float, # noise scale over sensitivity: σ/Δ (
 def logistic_scale_for_variance(sigma:float) -> float:
     "Logistic scale s with the variance of N(0, σ²): s²π²/3 = σ², s = σ√3/π."
     return _positive(sigma, 'sigma') * math.sqrt(3) / math.pi
+
 
 # %% [markdown]
 # The issue's reference values (δ = 1e-5, σ/Δ = 2, T = 100, one coordinate carrying the sensitivity):
