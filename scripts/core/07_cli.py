@@ -387,11 +387,13 @@ def render_site(root:str|Path|None=None) -> Path|None:
     return root/doc
 
 def cmd_site(args) -> int:
-    "trustlib site [--run] [--runs-dir DIR]: (run papers,) report, build and check `_proc/`, render if Quarto exists."
+    "trustlib site [--run] [--check] [--runs-dir DIR]: (run papers,) report, build and check `_proc/`, render if Quarto exists."
     from trustlib.runs import run_notebook, find_root, RunFailed, default_runs_dir, iter_runs
     from trustlib.report import build_dashboard
     root = find_root(); nbs = _nbs_or_none()
     failed = []
+    check_only = getattr(args, 'check', False)
+    if check_only and args.run: print("trustlib site: --check and --run exclude each other", file=sys.stderr); return 2
     if args.run:
         for p in PAPERS:
             if not _implemented(p, nbs): continue
@@ -400,7 +402,8 @@ def cmd_site(args) -> int:
             except RunFailed as e: failed.append(p.name); print(f"  failed: {e.error}", file=sys.stderr)
     runs_dir = Path(args.runs_dir) if args.runs_dir else default_runs_dir(root)
     dash = nbs/'results'/'dashboard.ipynb'
-    if any(True for _ in iter_runs(runs_dir)) or not dash.exists(): print(f"dashboard: {build_dashboard(runs_dir, profile='cpu')}")
+    if check_only: pass
+    elif any(True for _ in iter_runs(runs_dir)) or not dash.exists(): print(f"dashboard: {build_dashboard(runs_dir, profile='cpu')}")
     else: print(f"no runs in {runs_dir}: keeping the committed {dash.relative_to(root)}")
     try: proc = build_proc(root)
     except Exception as e:   # nbdev's processing failed: say where, and the usual cause
@@ -415,6 +418,7 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
+    if check_only: return 0
     out = render_site(root)
     if out is None: print(QUARTO_MISSING)
     else: print(f"site rendered: {out}")
@@ -455,6 +459,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
     p = sub.add_parser('site', help="(run papers,) report, build and check the website tree; render it if Quarto is installed")
     p.add_argument('--run', action='store_true', help="first run every implemented paper with profile cpu")
+    p.add_argument('--check', action='store_true', help="only build and check _proc/ (no runs, no dashboard rebuild, no render): what CI runs")
     p.add_argument('--runs-dir'); p.add_argument('-q', '--quiet', action='store_true')
     p.set_defaults(func=cmd_site)
     return ap
