@@ -1,0 +1,258 @@
+"Tests for trustlib.privacy.dp_icl (PTA / Tang et al. DP few-shot generation, issue 9)."
+import itertools, math
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from trustlib.config import ConfigError
+from trustlib.privacy.dp_icl import (PAPER_ACCOUNTANT, METHODS, Config, epsilon_poisson_gaussian, sigma_for_epsilon,
+                                     vocab_space_limit, tang_distributions, pta_distributions, noisy_aggregate, dp_next_token,
+                                     draw_groups, dp_generate, make_ginc_world, OracleLM, generate_oracle_batch,
+                                     contextual_calibration, llr_true_vs_rest, icl_predict, method_grid)
+
+
+# --- privacy accounting -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(PAPER_ACCOUNTANT))
+def test_paper_sigma_table_reproduces(name):
+    """The paper's Table 4 sigma values give the issue's epsilons under the PRV accountant (+-0.2), never more than 0.2 above
+    the nominal 1, 2, 4, 8, and dp-accounting agrees."""
+    q, T, n, sigmas, nominal, expected = PAPER_ACCOUNTANT[name]
+    for s, e, x in zip(sigmas, nominal, expected):
+        prv = epsilon_poisson_gaussian(s, q, T, 1 / n, "prv")
+        assert abs(prv - x) <= 0.2 and prv <= e + 0.2, (name, s, prv, x, e)
+        assert abs(prv - x) < 0.011                                   # in fact: the dossier's numbers to two decimals
+        assert abs(epsilon_poisson_gaussian(s, q, T, 1 / n, "pld") - prv) < 0.05
+
+
+@pytest.mark.parametrize("accountant", ["pld", "prv"])
+def test_sigma_search_matches_paper_within_one_step(accountant):
+    q, T, n, sigmas, targets = PAPER_ACCOUNTANT["GINC"][:5]
+    for s, e in zip(sigmas, targets):
+        found = sigma_for_epsilon(e, q, T, 1 / n, accountant)
+        assert abs(found - s) <= 0.0100001, (e, found, s)
+        assert epsilon_poisson_gaussian(found, q, T, 1 / n, accountant) <= e                          # meets the target
+        assert found == 0.3 or epsilon_poisson_gaussian(round(found - 0.01, 2), q, T, 1 / n, accountant) > e   # and is the smallest
+
+
+def test_sigma_search_prv_shortcut_equals_plain_bisection():
+    from trustlib.privacy.accounting import calibrate_noise
+    q, T, n = PAPER_ACCOUNTANT["TREC"][:3]
+    plain = calibrate_noise(lambda s: epsilon_poisson_gaussian(s, q, T, 1 / n, "prv"), 2.0, lo=0.3, hi=3.0, step=0.01)
+    assert sigma_for_epsilon(2.0, q, T, 1 / n, "prv") == plain
+
+
+def test_accounting_rejects_bad_input():
+    with pytest.raises(ConfigError): epsilon_poisson_gaussian(0.7, 0.01, 10, 1e-5, "rdp")
+    with pytest.raises(ConfigError): epsilon_poisson_gaussian(-0.7, 0.01, 10, 1e-5)
+    with pytest.raises(ValueError, match="raise 'hi'"): sigma_for_epsilon(1e-3, 0.5, 100, 1e-5, "pld")
+
+
+# --- one DP step -------------------------------------------------------------------------------------------------
+
+def test_noise_added_once_to_the_sum():
+    "std of the noise on the mean is sqrt(2) sigma / M (noise on the sum), not sqrt(2) sigma / sqrt(M) (noise per group)."
+    M, V, sigma, n = 8, 20, 0.6, 40000
+    rng = np.random.default_rng(0)
+    dists = np.broadcast_to(rng.dirichlet(np.ones(V), size=M), (n, M, V))
+    noise = noisy_aggregate(dists, sigma, rng.standard_normal((n, V))) - dists[0].mean(0)
+    assert abs(noise.std() - math.sqrt(2) * sigma / M) < 0.003
+    assert abs(noise.std() - math.sqrt(2) * sigma / math.sqrt(M)) > 0.1
+    # the same through dp_next_token's noisy vector
+    p_pub = rng.dirichlet(np.ones(V))
+    vals = np.stack([dp_next_token(dists[0], p_pub, "B1", k=V, sigma=sigma, rng=np.random.default_rng(i), details=True)[1]['noisy']
+                     for i in range(3000)])
+    assert abs(vals.std(0).mean() - math.sqrt(2) * sigma / M) < 0.005
+
+
+def test_normalisation_orders():
+    "Tang: restricted to V_pub and renormalised before noise; PTA: normalised over the full V before noise."
+    rng = np.random.default_rng(1)
+    V, M = 30, 4
+    p_priv, p_pub = rng.dirichlet(np.ones(V), size=M), rng.dirichlet(np.ones(V))
+    mask = vocab_space_limit(p_pub, 5)
+    t = tang_distributions(p_priv, mask)
+    np.testing.assert_allclose(t.sum(1), 1); assert (t[:, ~mask] == 0).all()
+    np.testing.assert_allclose(t[:, mask], p_priv[:, mask] / p_priv[:, mask].sum(1, keepdims=True))
+    for a in (1.0, 2.0, 5.0):
+        p = pta_distributions(p_priv, p_pub, a, p_pub)
+        np.testing.assert_allclose(p.sum(1), 1); assert (p[:, ~mask] > 0).all()
+        w = p_pub ** (1 - a) * p_priv ** a
+        np.testing.assert_allclose(p, w / w.sum(1, keepdims=True), rtol=1e-10)
+        assert p[:, mask].sum(1).max() < 1                       # mass outside V_pub is kept until after the noise
+    np.testing.assert_allclose(pta_distributions(p_priv, p_pub, 1.0, p_pub), p_priv)
+    assert not np.allclose(pta_distributions(p_priv, p_pub, 1.0, p_pub) * mask, t)   # the two orders differ
+    w = (p_priv / p_pub) ** 2.0                                                        # PA3: no base probability
+    np.testing.assert_allclose(pta_distributions(p_priv, p_pub, 2.0), w / w.sum(1, keepdims=True), rtol=1e-10)
+
+
+def test_closed_form_maximises_objective():
+    rng = np.random.default_rng(2)
+    for trial in range(5):
+        V = 7; pp, pu, pb = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V)); a = rng.uniform(0.5, 5)
+        sm = lambda w: np.exp(w - w.max()) / np.exp(w - w.max()).sum()
+        obj = lambda w: -(sm(w) @ np.log(pp / pu) - (sm(w) @ np.log(sm(w) / pb)) / a)
+        w = minimize(obj, np.zeros(V), method="BFGS", options=dict(gtol=1e-10)).x
+        np.testing.assert_allclose(sm(w), pta_distributions(pp[None], pu, a, pb)[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float('nan'), float('inf')])
+def test_invalid_alpha_rejected(bad):
+    rng = np.random.default_rng(3); pp, pu = rng.dirichlet(np.ones(10), size=3), rng.dirichlet(np.ones(10))
+    with pytest.raises(ValueError, match="alpha must be a positive"): dp_next_token(pp, pu, "P1", k=5, alpha=bad)
+    with pytest.raises(ValueError, match="alpha must be a positive"): pta_distributions(pp, pu, bad)
+
+
+@pytest.mark.parametrize("bad", [0, 11, 100])
+def test_invalid_k_rejected(bad):
+    rng = np.random.default_rng(3); pp, pu = rng.dirichlet(np.ones(10), size=3), rng.dirichlet(np.ones(10))
+    with pytest.raises(ValueError, match=r"k must be in 1..\|V\| = 10"): dp_next_token(pp, pu, "B1", k=bad)
+    with pytest.raises(ValueError, match=r"k must be in 1..\|V\| = 10"): vocab_space_limit(pu, bad)
+
+
+def test_invalid_config_rejected():
+    with pytest.raises(ConfigError, match="'alphas'"): Config.from_params("smoke", alphas=[-1.0])
+    with pytest.raises(ConfigError, match="must be <= vocab_size"): Config.from_params("smoke", k_values=[10, 51])
+    with pytest.raises(ConfigError, match="'k_values'"): Config.from_params("smoke", k_values=[0])
+    with pytest.raises(ConfigError, match="'methods'"): Config.from_params("smoke", methods=["P1", "DP-OPT"])
+    with pytest.raises(ConfigError, match="'top_ps'"): Config.from_params("smoke", top_ps=[1.5])
+    with pytest.raises(ConfigError, match="n_private"): Config.from_params("smoke", n_private=10)
+    with pytest.raises(ConfigError, match="'subsample'"): Config.from_params("smoke", subsample="shuffle")
+
+
+def test_vocab_space_limit_properties():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        p = rng.dirichlet(np.ones(25) * 0.3); k = int(rng.integers(1, 26)); tp = float(rng.uniform(0.05, 1))
+        m = vocab_space_limit(p, k, tp); topk = vocab_space_limit(p, k)
+        assert (m <= topk).all() and m.sum() >= 1                           # V_pub ⊆ top-k, never empty
+        np.testing.assert_array_equal(vocab_space_limit(p, k, 1.0), topk)    # p = 1: top-k
+        full = vocab_space_limit(p, 25, tp)                                  # k = |V|: the top-p set
+        assert p[full].sum() >= tp - 1e-12 and (full.sum() == 1 or p[full].sum() - p[full].min() < tp)
+
+
+# --- PTA = Tang sanity, and the batched generator --------------------------------------------------------------------
+
+def test_pta_alpha1_full_vocab_equals_tang_step():
+    rng = np.random.default_rng(5)
+    for i in range(200):
+        V = int(rng.integers(2, 40)); M = int(rng.integers(1, 8))
+        pp, pu = rng.dirichlet(np.ones(V), size=M), rng.dirichlet(np.ones(V)); z = rng.standard_normal(V); s = rng.uniform(0, 2)
+        assert dp_next_token(pp, pu, "P1", k=V, alpha=1.0, sigma=s, z=z) == dp_next_token(pp, pu, "B1", k=V, sigma=s, z=z)
+
+
+def _world_and_draws(seed=0, V=40, T=8, M=5, N=4, n=400, shots=3):
+    w = make_ginc_world(np.random.default_rng(seed), n_concepts=4, n_entities=4, n_slots=5, vocab_size=V)
+    rng = np.random.default_rng(seed + 1)
+    lld, _ = w.loglik(w.sample(2, n, T, rng))
+    gl = np.stack([[np.stack([lld[g].sum(0) for g in draw_groups(rng, n, M, N)]) for _ in range(T)] for _ in range(shots)])
+    return w, lld, gl, rng.standard_normal((shots, T, V))
+
+
+def test_pta_alpha1_full_vocab_equals_tang_generation():
+    "Whole demonstrations: PTA with alpha = 1, k = |V| and Tang with k = |V| generate the same tokens from the same draws."
+    w, lld, gl, z = _world_and_draws()
+    for sigma in (0.0, 0.37, 0.7, 1.5):
+        runs = dict(method=["P1"] * 3 + ["B1"] * 3, k=[40] * 6, alpha=[1.0] * 6, top_p=[1.0] * 6, sigma=[sigma] * 6, shot=[0, 1, 2] * 2)
+        toks, ll = generate_oracle_batch(w, gl, z, runs)
+        np.testing.assert_array_equal(toks[:3], toks[3:])
+    runs = dict(method=["P1", "B1"], k=[10, 10], alpha=[1.0, 1.0], top_p=[1.0, 1.0], sigma=[0.7, 0.7], shot=[0, 0])
+    toks, _ = generate_oracle_batch(w, gl, z, runs)   # with a restricted vocabulary they may differ (not asserted either way)
+
+
+def test_batched_generation_equals_loop():
+    w, lld, _, _ = _world_and_draws(seed=7, V=30, T=6)
+    lm = OracleLM(w, lld)
+    specs = list(itertools.product(METHODS, (5, 30), (1.0, 3.0), (0.6,), (0.0, 0.8)))
+    gl, z, ref = np.zeros((len(specs), 6, 3, 4)), np.zeros((len(specs), 6, 30)), []
+    for i, (m, k, a, tp, s) in enumerate(specs):
+        r = np.random.default_rng(100 + i)
+        for j in range(6):
+            gl[i, j] = np.stack([lld[g].sum(0) for g in draw_groups(r, len(lld), 3, 2)]); z[i, j] = r.standard_normal(30)
+        ref.append(dp_generate(lm, np.arange(len(lld)), 6, 3, 2, s, m, k, a, tp, rng=np.random.default_rng(100 + i)))
+    runs = dict(method=[s[0] for s in specs], k=[s[1] for s in specs], alpha=[s[2] for s in specs], top_p=[s[3] for s in specs],
+                sigma=[s[4] for s in specs], shot=np.arange(len(specs)))
+    toks, ll = generate_oracle_batch(w, gl, z, runs)
+    assert toks.tolist() == ref
+    np.testing.assert_allclose(ll, w.loglik(toks)[0])
+    with pytest.raises(ValueError, match="choose one of"): generate_oracle_batch(w, gl, z, dict(runs, method=["XX"] + runs["method"][1:]))
+
+
+# --- the world, the oracle, evaluation -----------------------------------------------------------------------------
+
+def test_forward_matches_bruteforce():
+    w = make_ginc_world(np.random.default_rng(11), n_concepts=2, n_entities=3, n_slots=2, vocab_size=4)
+    x = w.sample(0, 2, 4, np.random.default_rng(12)); ll, _ = w.loglik(x)
+    B, pi = w.emission(), w.start.reshape(-1)
+    for c in range(2):
+        A = w.transition(c)
+        for i in range(2):
+            tot = sum(pi[h[0]] * np.prod([B[h[t], x[i, t]] for t in range(4)]) * np.prod([A[h[t], h[t + 1]] for t in range(3)])
+                      for h in itertools.product(range(6), repeat=4))
+            assert abs(ll[i, c] - math.log(tot)) < 1e-10
+
+
+def test_emit_and_transition_are_distributions():
+    w = make_ginc_world(np.random.default_rng(13), n_concepts=3, n_entities=4, n_slots=3, vocab_size=20)
+    for c in range(3): np.testing.assert_allclose(w.transition(c).sum(1), 1)
+    np.testing.assert_allclose(w.emission().sum(1), 1)
+    a, _ = w.init_state(5)
+    np.testing.assert_allclose(w.emit(a).sum(-1), 1)
+
+
+def test_posterior_concentrates():
+    w = make_ginc_world(np.random.default_rng(14), n_concepts=6, n_entities=5, n_slots=5, vocab_size=50)
+    ll, _ = w.loglik(w.sample(3, 60, 10, np.random.default_rng(15)))
+    post = [np.exp(ll[:n].sum(0) - np.logaddexp.reduce(ll[:n].sum(0)))[3] for n in (0, 2, 8, 60)]
+    assert post[0] == pytest.approx(1 / 6) and post[-1] > 0.99
+
+
+def test_contextual_calibration_and_llr():
+    p = np.random.default_rng(16).dirichlet(np.ones(4), size=5)
+    np.testing.assert_allclose(contextual_calibration(p, np.full(4, 0.25)), p)
+    assert contextual_calibration([[0.7, 0.3]], [[0.9, 0.1]]).argmax() == 1
+    np.testing.assert_array_equal(llr_true_vs_rest(np.array([[0.0, -1.0, -2.0]]), 1), [-1.0])
+    out = icl_predict(np.zeros((2, 3)), np.zeros((4, 3)), np.full((4, 3, 5), 0.2))
+    assert out.shape == (2, 4, 5) and np.allclose(out, 0.2)
+
+
+def test_method_grid_and_profiles():
+    g = method_grid(Config.from_params("cpu"))
+    assert len(g) == 3 + 3 * 2 + 3 * 4 + 3 * 4 * 2 + 3 * 4 and {d['method'] for d in g} == set(METHODS)
+    assert all(d['top_p'] == 1.0 for d in g if d['method'] in ('B1', 'P1', 'PA3'))
+    c = Config.from_params("cpu")
+    assert (c.sampling_rate, c.compositions, c.delta, c.n_seeds) == (0.0125, 40, 1 / 1600, 10)
+    assert Config.from_params("full").n_seeds >= 10
+
+
+def test_full_profile_text_path_fails_clearly(offline_env, monkeypatch):
+    from trustlib.config import ResourceUnavailable
+    from trustlib.privacy import dp_icl
+    monkeypatch.setattr(dp_icl, "_run", lambda cfg, progress: pytest.fail("work started before the resource check"))
+    with pytest.raises(ResourceUnavailable, match="text_lm|text_dataset"):
+        dp_icl.run(Config.from_params("full", text_lm="/nonexistent/model"), progress=False)
+
+
+def test_text_helpers_with_a_fake_lm():
+    "The text path's prompt building, generation and ICL scoring with a tiny fake LM (characters as tokens)."
+    import pandas as pd
+    from trustlib.privacy.dp_icl import text_generation_prompt, text_icl_accuracy, text_dp_demos
+    chars = list("abcdefghijklmnopqrstuvwxyz \n\"")
+    class FakeLM:
+        vocab_size = len(chars); stop_ids = (chars.index("\n"),)
+        def next_probs(self, prompts):
+            out = np.ones((len(prompts), self.vocab_size))
+            for i, p in enumerate(prompts):
+                for ch in p[-200:]:
+                    if ch in chars: out[i, chars.index(ch)] += 1
+            return out / out.sum(1, keepdims=True)
+        def decode(self, ids): return "".join(chars[i] for i in ids)
+        def first_token(self, text): return chars.index(text.strip()[0].lower())
+    lm = FakeLM()
+    assert text_generation_prompt([("sport", "goal")], "sport", "ab").endswith('News Type: "sport"\nText: "ab')
+    data = pd.DataFrame(dict(prompt=["aaa bbb", "ccc ddd", "aab", "ddc"] * 10, y=[0, 1, 0, 1] * 10))
+    demos = text_dp_demos(lm, data, ["alpha", "delta"], M=2, N=2, sigma=0.5, method="P1", k=10, alpha=2.0, top_p=1.0,
+                          max_tokens=5, rng=np.random.default_rng(0))
+    assert [d[0] for d in demos] == ["alpha", "delta"] and all(len(d[1]) <= 5 for d in demos)
+    acc, cal = text_icl_accuracy(lm, demos, ["aaaa", "dddd"], np.array([0, 1]), ["alpha", "delta"])
+    assert 0 <= acc <= 1 and 0 <= cal <= 1
