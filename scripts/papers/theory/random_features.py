@@ -2,7 +2,8 @@
 # # The Power of Random Features and the Limits of Distribution-Free Gradient Descent
 #
 # > Finite-precision mini-batch SGD, random-feature readouts, Boolean targets and SQ-dimension bounds: an honest computational companion to Karchmer and Malach (ICML 2025).
-#
+
+# %% [markdown]
 # ::: {.callout-warning}
 # ## Reported flaw: read this first
 # Feldman, Kamath and Srebro ("Invited Open Problem: Is the Power of Deep Learning over Linear Models
@@ -404,6 +405,8 @@ def net_grads(params:dict, X:np.ndarray, y:np.ndarray, w:np.ndarray|None=None) -
 
 # %%
 import torch
+
+# %%
 _p = init_relu_net(5, 7, np.random.default_rng(0)); _X = boolean_cube(5); _y = parity(5, 2, support=[0, 3])(_X)
 _g, _loss = net_grads(_p, _X, _y)
 _t = {k: torch.tensor(v, requires_grad=True) for k, v in _p.items()}
@@ -636,8 +639,10 @@ def min_matching_dim(errors:dict[int, float], reference:float, tol:float=0.02) -
 
 
 # %%
-# cross-check our weighted ridge against scikit-learn's Ridge with sample weights
 from sklearn.linear_model import Ridge
+
+# %%
+# cross-check our weighted ridge against scikit-learn's Ridge with sample weights
 _X = boolean_cube(8); _D = make_distribution("skewed", 8, np.random.default_rng(0)); _w = _D.pmf(_X)
 _h = halfspace(8, np.random.default_rng(5)); _y = _h(_X)
 _Phi = RandomFeatures(64, "relu", random_state=1).fit(_X).transform(_X)
@@ -1253,6 +1258,8 @@ result.tables["sq_dimension"].pivot_table(index=["dist", "cls"], columns="n", va
 
 # %%
 from trustlib.results import record
+
+# %%
 record(result)
 
 # %% [markdown]
