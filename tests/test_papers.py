@@ -1,10 +1,11 @@
 """Contract tests for every implemented paper module: `Config` validates before any work, and the same
-parameters and seed give the same metrics (two in-process smoke runs compared value by value)."""
+parameters and seed give the same metrics (two in-process smoke runs compared value by value; timings,
+named per `trustlib.results.TIMING_MARKERS`, are left out)."""
 import importlib, json, math
 from pathlib import Path
 import pytest
 from trustlib.config import PAPERS, ConfigError, BaseConfig
-from trustlib.results import Result, VERDICTS, to_jsonable
+from trustlib.results import Result, VERDICTS, to_jsonable, deterministic_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPLEMENTED = [p for p in PAPERS if (ROOT / "nbs" / p.notebook).exists()]
@@ -29,7 +30,7 @@ def test_same_seed_same_metrics(paper, offline_env):
     kw = {"progress": False} if "progress" in mod.run.__code__.co_varnames else {}
     r1, r2 = mod.run(cfg, **kw), mod.run(cfg, **kw)
     assert isinstance(r1, Result) and r1.paper == paper.name
-    m1, m2 = to_jsonable(r1.metrics), to_jsonable(r2.metrics)
+    m1, m2 = to_jsonable(deterministic_metrics(r1.metrics)), to_jsonable(deterministic_metrics(r2.metrics))
     assert m1 == m2, {k: (m1[k], m2.get(k)) for k in m1 if m1[k] != m2.get(k)}
     assert r1.verdicts and all(v.verdict in VERDICTS for v in r1.verdicts)
     assert [v.verdict for v in r1.verdicts] == [v.verdict for v in r2.verdicts]

@@ -114,6 +114,10 @@ Verdict("ensembles are better calibrated", "ECE 0.091 -> 0.046", "ECE 0.05 -> 0.
 # (set by `trustlib.runs` for papermill runs) or into an explicit `run_dir`:
 # `result.json` (paper, config, metrics, verdicts), `tables/<name>.csv` and `figures/<name>.png`.
 # Outside a run it does nothing, so interactive use of a notebook writes no files.
+#
+# Metrics are deterministic for a given seed, except timings: a metric whose name contains `seconds`,
+# `throughput`, `speed/` or `wall_time` is a timing, and `deterministic_metrics` leaves it out (the tests
+# compare two runs with it).
 
 # %%
 #| export
@@ -144,6 +148,12 @@ def _verdict_frame():
             with pd.option_context('display.max_colwidth', None): return super().__repr__()
     return VerdictTable
 
+TIMING_MARKERS = ("seconds", "throughput", "speed/", "wall_time")
+
+def deterministic_metrics(metrics:dict) -> dict:
+    "`metrics` without timings (names containing one of `TIMING_MARKERS`): what must repeat exactly for a seed."
+    return {k: v for k, v in metrics.items() if not any(m in k for m in TIMING_MARKERS)}
+
 def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     "Write `result` into `run_dir` (default: `$TRUSTLIB_RUN_DIR`); return the folder, or None outside a run."
     run_dir = run_dir or os.environ.get('TRUSTLIB_RUN_DIR')
@@ -171,6 +181,7 @@ out = record(r, _d/'run')
 test_eq(json.loads((out/'result.json').read_text())['metrics'], dict(acc=0.9))
 test_eq(json.loads((out/'result.json').read_text())['verdicts'][0]['verdict'], 'partially')
 assert (out/'figures'/'f.png').stat().st_size > 100 and (out/'tables'/'t.csv').exists()
+test_eq(deterministic_metrics(dict(acc=0.9, train_seconds=1.2, throughput_ratio=3.0)), dict(acc=0.9))
 vt = r.verdict_table()
 assert 'partially' in vt._repr_html_() and list(vt.columns) == ['claim', 'paper', 'ours', 'verdict', 'reason']
 long = Result('demo', {}, verdicts=[Verdict('c' * 300, 'p', 'o', 'reproduced', 'r')]).verdict_table()
