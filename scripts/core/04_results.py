@@ -115,9 +115,9 @@ Verdict("ensembles are better calibrated", "ECE 0.091 -> 0.046", "ECE 0.05 -> 0.
 # `result.json` (paper, config, metrics, verdicts), `tables/<name>.csv` and `figures/<name>.png`.
 # Outside a run it does nothing, so interactive use of a notebook writes no files.
 #
-# Metrics are deterministic for a given seed, except timings: a metric whose name contains `seconds`,
-# `throughput`, `speed/` or `wall_time` is a timing, and `deterministic_metrics` leaves it out (the tests
-# compare two runs with it).
+# Metrics are deterministic for a given seed, except timings and benchmark measurements (time, peak
+# memory): a metric whose name contains `seconds`, `throughput`, `speed/`, `wall_time` or `bench_` is
+# machine-dependent, and `deterministic_metrics` leaves it out (the tests compare two runs with it).
 
 # %%
 #| export
@@ -148,7 +148,7 @@ def _verdict_frame():
             with pd.option_context('display.max_colwidth', None): return super().__repr__()
     return VerdictTable
 
-TIMING_MARKERS = ("seconds", "throughput", "speed/", "wall_time")
+TIMING_MARKERS = ("seconds", "throughput", "speed/", "wall_time", "bench_")
 
 def deterministic_metrics(metrics:dict) -> dict:
     "`metrics` without timings (names containing one of `TIMING_MARKERS`): what must repeat exactly for a seed."
@@ -181,7 +181,7 @@ out = record(r, _d/'run')
 test_eq(json.loads((out/'result.json').read_text())['metrics'], dict(acc=0.9))
 test_eq(json.loads((out/'result.json').read_text())['verdicts'][0]['verdict'], 'partially')
 assert (out/'figures'/'f.png').stat().st_size > 100 and (out/'tables'/'t.csv').exists()
-test_eq(deterministic_metrics(dict(acc=0.9, train_seconds=1.2, throughput_ratio=3.0)), dict(acc=0.9))
+test_eq(deterministic_metrics(dict(acc=0.9, train_seconds=1.2, throughput_ratio=3.0, bench_peak_mib=5.0)), dict(acc=0.9))
 vt = r.verdict_table()
 assert 'partially' in vt._repr_html_() and list(vt.columns) == ['claim', 'paper', 'ours', 'verdict', 'reason']
 long = Result('demo', {}, verdicts=[Verdict('c' * 300, 'p', 'o', 'reproduced', 'r')]).verdict_table()
