@@ -48,6 +48,11 @@ def test_parameters_cell_is_smoke_by_default():
         assert len(params) == 1, f"{nb}: needs exactly one cell tagged 'parameters'"
         assert 'profile: str = "smoke"' in params[0].source, f"{nb}: the parameters cell must default to profile 'smoke'"
         assert "paper vs" in "\n".join(c.source for c in cells).lower(), f"{nb}: no 'Paper vs. us' section"
+        # papermill itself must see every declared parameter (its parser does not understand `X | None`)
+        import papermill as pm
+        declared = [l.split(":")[0].split("=")[0].strip() for l in params[0].source.splitlines() if l.strip() and not l.startswith(("#", "from ", "import "))]
+        seen = set(pm.inspect_notebook(str(nb)))
+        assert set(declared) <= seen, f"{nb}: papermill cannot parse parameter(s) {sorted(set(declared) - seen)}; use Optional[X], and no '=' in comments"
 
 def test_wheel_contains_every_subpackage(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "-q"],

@@ -62,17 +62,20 @@ import pandas as pd
 #| hide
 _threads = threadpool_limits(limits=1)   # the examples below fit small models: one thread avoids oversubscription
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"               # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale: needs precomputed logits)
-seed: int | None = None              # base seed; None: the profile's default (0)
-n_seeds: int | None = None           # repetitions of every experiment (smoke 2, cpu 5)
-n_super: int | None = None           # planted hierarchy: number of superclasses (smoke 4, cpu 5)
-n_sub: int | None = None             # planted hierarchy: subclasses per superclass (4)
-n_per_class: int | None = None       # planted hierarchy: points per subclass (smoke 50, cpu 200)
-digits_max_iter: int | None = None   # digits MLP training epochs (smoke 80, cpu 300)
-speed_k: int | None = None           # speed test: number of clusters K (smoke 100, cpu 1000)
-speed_n: int | None = None           # speed test: number of logit rows N (smoke 10_000, cpu 100_000)
-logits_path: str | None = None       # full profile: .npz with `logits` (N, K) and `labels` (N,) [and `coarse_labels`]
+seed: Optional[int] = None              # base seed; None: the profile's default (0)
+n_seeds: Optional[int] = None           # repetitions of every experiment (smoke 2, cpu 5)
+n_super: Optional[int] = None           # planted hierarchy: number of superclasses (smoke 4, cpu 5)
+n_sub: Optional[int] = None             # planted hierarchy: subclasses per superclass (4)
+n_per_class: Optional[int] = None       # planted hierarchy: points per subclass (smoke 50, cpu 200)
+digits_max_iter: Optional[int] = None   # digits MLP training epochs (smoke 80, cpu 300)
+speed_k: Optional[int] = None           # speed test: number of clusters K (smoke 100, cpu 1000)
+speed_n: Optional[int] = None           # speed test: number of logit rows N (smoke 10_000, cpu 100_000)
+logits_path: Optional[str] = None       # full profile: .npz with `logits` (N, K) and `labels` (N,) [and `coarse_labels`]
 
 # %% tags=["injected-parameters"]
 # Parameters

@@ -56,15 +56,18 @@ from fastcore.test import test_eq, test_fail, test_close
 # Defaults are the `smoke` profile; `trustlib run disparate_benefits --profile cpu` (or papermill with
 # `-p profile cpu`) runs the published configuration. `None` means "the profile's value".
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"            # smoke (CI, < 60 s) | cpu (published results, minutes) | full (FairFace; GPU + data)
-seed: int | None = None           # base seed; seed s of the experiment uses derive_seed(seed, s)
-n_members: int | None = None      # ensemble size M
-n_seeds: int | None = None        # independent repetitions (data draw + members) for the t-tests
-noise_levels: list | None = None  # input-noise std of the diverse group (group 1) swept in variant 'noise'
-variants: list | None = None      # subset of ['noise', 'concat']
-epochs: int | None = None         # training epochs per member (best validation checkpoint kept)
-adult_control: bool | None = None # also run the Adult (sex) negative control
+seed: Optional[int] = None           # base seed; seed s of the experiment uses derive_seed(seed, s)
+n_members: Optional[int] = None      # ensemble size M
+n_seeds: Optional[int] = None        # independent repetitions (data draw + members) for the t-tests
+noise_levels: Optional[list] = None  # input-noise std of the diverse group (group 1) swept in variant 'noise'
+variants: Optional[list] = None      # subset of ['noise', 'concat']
+epochs: Optional[int] = None         # training epochs per member (best validation checkpoint kept)
+adult_control: Optional[bool] = None # also run the Adult (sex) negative control
 
 # %% tags=["injected-parameters"]
 # Parameters

@@ -59,15 +59,18 @@ from fastcore.test import test_eq, test_fail, test_close
 # Defaults are the `smoke` profile; `trustlib run fairness_generalization --profile cpu` (or papermill
 # with `-p profile cpu`) runs the published configuration. `None` means "the profile's value".
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"            # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale, 50 masks; hours on a CPU)
-seed: int | None = None           # base seed; supersample j of size n on dataset d uses derive_seed(seed, d, n, j)
-datasets: list | None = None      # subset of ['compas', 'adult'] (COMPAS: race; Adult: sex)
-sizes: list | None = None         # training-set sizes n (number of supersample pairs)
-n_supersamples: int | None = None # m1: supersamples per (dataset, n)
-n_masks: int | None = None        # m2: random train/test masks per supersample (the paper: 50)
-algorithms: list | None = None    # subset of ['erm', 'diffdp_<lambda>', 'expgrad_dp', 'threshold_dp']
-expgrad_masks: int | None = None  # masks per supersample for ExponentiatedGradient (the slow one); at most n_masks
+seed: Optional[int] = None           # base seed; supersample j of size n on dataset d uses derive_seed(seed, d, n, j)
+datasets: Optional[list] = None      # subset of ['compas', 'adult'] (COMPAS: race; Adult: sex)
+sizes: Optional[list] = None         # training-set sizes n (number of supersample pairs)
+n_supersamples: Optional[int] = None # m1: supersamples per (dataset, n)
+n_masks: Optional[int] = None        # m2: random train/test masks per supersample (the paper: 50)
+algorithms: Optional[list] = None    # subset of ['erm', 'diffdp_<lambda>', 'expgrad_dp', 'threshold_dp']
+expgrad_masks: Optional[int] = None  # masks per supersample for ExponentiatedGradient (the slow one); at most n_masks
 
 # %% tags=["injected-parameters"]
 # Parameters

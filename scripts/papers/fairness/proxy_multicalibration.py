@@ -64,14 +64,17 @@ from fastcore.test import test_eq, test_fail, test_close
 # `trustlib run proxy_multicalibration --profile cpu` (or papermill with `-p profile cpu`) runs the
 # published configuration. `None` means "the profile's value".
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"          # smoke (CI, < 60 s) | cpu (published results, minutes) | full (ACSIncome via folktables cache)
-seed: int | None = None         # base seed; repetition s uses derive_seed(seed, ..., s)
-n_seeds: int | None = None      # repetitions (split, proxies, label models)
-models: list | None = None      # label models, subset of ['lr', 'tree', 'rf']
-groups: list | None = None      # group names (empty: all of the dataset's groups)
-subsample: float | None = None  # fraction of the dataset's rows used
-proxy_trees: int | None = None  # trees per proxy random forest (repository: 100)
+seed: Optional[int] = None         # base seed; repetition s uses derive_seed(seed, ..., s)
+n_seeds: Optional[int] = None      # repetitions (split, proxies, label models)
+models: Optional[list] = None      # label models, subset of ['lr', 'tree', 'rf']
+groups: Optional[list] = None      # group names (empty: all of the dataset's groups)
+subsample: Optional[float] = None  # fraction of the dataset's rows used
+proxy_trees: Optional[int] = None  # trees per proxy random forest (repository: 100)
 
 # %% tags=["injected-parameters"]
 # Parameters

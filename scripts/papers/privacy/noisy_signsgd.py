@@ -65,15 +65,18 @@ from fastcore.test import test_eq, test_fail, test_close
 # Defaults are the `smoke` profile; `trustlib run noisy_signsgd --profile cpu` (or papermill with
 # `-p profile cpu`) runs the published configuration. `None` means "the profile's value".
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"              # smoke (CI, < 60 s) | cpu (published results, minutes) | full (CIFAR-10; needs the data)
-seed: int | None = None             # base seed; run s of the learning experiment uses derive_seed(seed, ...)
-n_seeds: int | None = None          # independent repetitions of the learning experiment
-rounds: int | None = None           # training rounds T (also the T at which σ and s are calibrated)
-eps_targets: list | None = None     # target ε values (δ = `delta`) for parts B and C
-noise_multipliers: list | None = None  # σ/Δ values of the accounting table (part A)
-steps_grid: list | None = None      # numbers of steps T of the accounting table (part A)
-split: str | None = None            # non-IID split of the workers: shards | dirichlet | iid
+seed: Optional[int] = None             # base seed; run s of the learning experiment uses derive_seed(seed, ...)
+n_seeds: Optional[int] = None          # independent repetitions of the learning experiment
+rounds: Optional[int] = None           # training rounds T (also the T at which σ and s are calibrated)
+eps_targets: Optional[list] = None     # target ε values (δ: parameter `delta`) for parts B and C
+noise_multipliers: Optional[list] = None  # σ/Δ values of the accounting table (part A)
+steps_grid: Optional[list] = None      # numbers of steps T of the accounting table (part A)
+split: Optional[str] = None            # non-IID split of the workers: shards | dirichlet | iid
 
 # %% tags=["injected-parameters"]
 # Parameters

@@ -65,15 +65,18 @@ import pandas as pd
 #| hide
 _threads = threadpool_limits(limits=1)   # small arrays: one BLAS thread avoids oversubscription on shared CPUs
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"          # smoke (CI, < 60 s) | cpu (published results, minutes) | full (full grid, 20 seeds, + text LM path)
-seed: int | None = None         # base seed; None: the profile's default (0)
-n_seeds: int | None = None      # test worlds (independent HMM mixtures) (smoke 2, cpu 10, full 20)
-n_val_seeds: int | None = None  # validation worlds for selecting k / alpha / top-p (smoke 1, cpu 4, full 10)
-epsilons: list | None = None    # finite privacy budgets; inf (no noise) is always added (smoke: 1; cpu and full: 1, 2, 4, 8)
-methods: list | None = None     # subset of ['B1', 'BA2', 'P1', 'PA2', 'PA3'] (smoke B1, P1)
-accountant: str | None = None   # 'prv' (prv-accountant, the papers' choice) or 'pld' (dp-accounting) for the sigma search
-text_lm: str | None = None      # full profile: local Hugging Face causal LM (path or cached id); 'none' skips the text part
+seed: Optional[int] = None         # base seed; None: the profile's default (0)
+n_seeds: Optional[int] = None      # test worlds (independent HMM mixtures) (smoke 2, cpu 10, full 20)
+n_val_seeds: Optional[int] = None  # validation worlds for selecting k / alpha / top-p (smoke 1, cpu 4, full 10)
+epsilons: Optional[list] = None    # finite privacy budgets; inf (no noise) is always added (smoke: 1; cpu and full: 1, 2, 4, 8)
+methods: Optional[list] = None     # subset of ['B1', 'BA2', 'P1', 'PA2', 'PA3'] (smoke B1, P1)
+accountant: Optional[str] = None   # 'prv' (prv-accountant, the papers' choice) or 'pld' (dp-accounting) for the sigma search
+text_lm: Optional[str] = None      # full profile: local Hugging Face causal LM (path or cached id); 'none' skips the text part
 
 # %% tags=["injected-parameters"]
 # Parameters

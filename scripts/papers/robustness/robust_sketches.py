@@ -53,19 +53,22 @@ from fastcore.test import test_eq, test_close, test_fail
 from IPython.display import display
 import warnings
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"              # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
-seed: int | None = None             # None: the profile's default
-n: int | None = None                # Experiment 1: ground-set size (issue: 20,000)
-ks: list | None = None              # Experiment 1: sketch sizes k
-query_mults: list | None = None     # Experiment 1: queries r = m*k for m in query_mults (issue: 4, 16, 64)
-seeds: int | None = None            # Experiment 1: repetitions
-n_adaptive: int | None = None       # Experiments 2-3: ground-set size
-ks_adaptive: list | None = None     # Experiment 2: sketch sizes k
-adaptive_seeds: int | None = None   # Experiments 2-3: repetitions
-cap_mult: float | None = None       # Experiment 2: query cap = cap_mult * k^2 (censoring)
-k_skew: int | None = None           # Experiment 3: sketch size
-bench_items: int | None = None      # throughput benchmark: items per sketch update
+seed: Optional[int] = None             # None: the profile's default
+n: Optional[int] = None                # Experiment 1: ground-set size (issue: 20,000)
+ks: Optional[list] = None              # Experiment 1: sketch sizes k
+query_mults: Optional[list] = None     # Experiment 1: queries r: m*k for m in query_mults (issue: 4, 16, 64)
+seeds: Optional[int] = None            # Experiment 1: repetitions
+n_adaptive: Optional[int] = None       # Experiments 2-3: ground-set size
+ks_adaptive: Optional[list] = None     # Experiment 2: sketch sizes k
+adaptive_seeds: Optional[int] = None   # Experiments 2-3: repetitions
+cap_mult: Optional[float] = None       # Experiment 2: query cap: cap_mult * k^2 (censoring)
+k_skew: Optional[int] = None           # Experiment 3: sketch size
+bench_items: Optional[int] = None      # throughput benchmark: items per sketch update
 
 # %% tags=["injected-parameters"]
 # Parameters

@@ -76,14 +76,17 @@ import matplotlib
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+# %%
+from typing import Optional
+
 # %% tags=["parameters"]
 profile: str = "smoke"                      # smoke (CI, < 60 s) | cpu (published results, minutes) | full (larger grids and n, slow)
-seed: int | None = None                     # base seed; None: the profile default (0)
-n_bits: int | None = None                   # input bits n of the separation experiment (16 in cpu)
-width: int | None = None                    # hidden width of the ReLU network trained with bSGD (128 in cpu)
-steps: int | None = None                    # bSGD steps T (3000 in cpu)
-precision_log2: int | None = None           # precision c is 2^-precision_log2 in the separation runs (6 in cpu)
-n_seeds: int | None = None                  # independent repetitions (targets, distributions, inits) of the separation experiment
+seed: Optional[int] = None                     # base seed; None: the profile default (0)
+n_bits: Optional[int] = None                   # input bits n of the separation experiment (16 in cpu)
+width: Optional[int] = None                    # hidden width of the ReLU network trained with bSGD (128 in cpu)
+steps: Optional[int] = None                    # bSGD steps T (3000 in cpu)
+precision_log2: Optional[int] = None           # precision c is 2^-precision_log2 in the separation runs (6 in cpu)
+n_seeds: Optional[int] = None                  # independent repetitions (targets, distributions, inits) of the separation experiment
 
 # %% tags=["injected-parameters"]
 # Parameters
