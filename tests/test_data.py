@@ -199,6 +199,8 @@ def test_download_refuses_offline(monkeypatch, tmp_path):
     with pytest.raises(td.DataUnavailable, match='TRUSTLIB_OFFLINE=1 forbids downloads'):
         td.download('https://example.org/data.csv', tmp_path / 'data.csv')
     assert not list(tmp_path.iterdir())
+    src = tmp_path / 'src.bin'; src.write_bytes(b'local')          # file:// needs no network: allowed offline
+    assert td.download(src.as_uri(), tmp_path / 'out' / 'a.bin').read_bytes() == b'local'
 
 
 def test_download_atomic_and_checksummed(monkeypatch, tmp_path):

@@ -391,7 +391,8 @@ del REGISTRY['_demo'], REGISTRY['_fam']
 # ## Checksums and downloads
 #
 # `download` is the last resort and is **never called in the smoke or cpu profiles**. It refuses at once
-# when `TRUSTLIB_OFFLINE=1` (unless a cached file with the expected checksum is already there), streams to
+# when `TRUSTLIB_OFFLINE=1` (unless a cached file with the expected checksum is already there, or the URL is a
+# local `file://` one, which needs no network), streams to
 # a temporary file next to `dest`, verifies the sha256, and only then renames it into place — an
 # interrupted download never leaves a file that looks complete. Network errors become `DataUnavailable`.
 
@@ -420,7 +421,7 @@ def download(url:str, # http(s):// or file:// URL
     scheme = url.split(':', 1)[0].lower()
     if scheme not in ('http', 'https', 'file'): raise ConfigError(f"download: unsupported URL scheme {scheme!r} in {url!r}")
     how = f"download {url} on a machine with internet access and copy it to {dest}" + (f" (sha256 {sha256})" if sha256 else "")
-    if offline(): raise DataUnavailable(f"{dest.name} (TRUSTLIB_OFFLINE=1 forbids downloads)", [dest], how)
+    if offline() and scheme != 'file': raise DataUnavailable(f"{dest.name} (TRUSTLIB_OFFLINE=1 forbids downloads)", [dest], how)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix='.part', dir=dest.parent)
     try:

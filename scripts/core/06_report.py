@@ -316,7 +316,7 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                           "`metrics.json`).\n\n" + hist_md),
     ]
     for i, c in enumerate(cells): c['id'] = f"dashboard-{i}"
-    nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='Python 3', language='python', name='python3')))
+    nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')))  # as nbdev_clean writes it
     nb.nbformat_minor = 5
     nbformat.validate(nb)
     out.parent.mkdir(parents=True, exist_ok=True)
