@@ -1,0 +1,1231 @@
+# %% [markdown]
+# # Calibrated Language Models and How to Find Them with Label Smoothing
+#
+# > Label-smoothed cross-entropy for LLM fine-tuning, a memory-lean chunked linear + smoothed cross-entropy, an MCQ calibration evaluator, and a toy study of calibration after SFT.
+
+# %% [markdown]
+# Huang, Lu and Zeng (ICML 2025) observe that supervised instruction tuning (SFT) leaves open language
+# models worse calibrated than their pretrained bases: after SFT the models are more confident than they
+# are accurate on multiple-choice benchmarks. Training the SFT stage with **label smoothing** (LS) — a
+# target that keeps a mass β spread uniformly over the whole vocabulary — keeps calibration much closer to
+# the base. The benefit shrinks for models whose vocabulary is large relative to their hidden size (the
+# 256k-token Gemma models), which the authors tie to limits on how far such models can push their logits.
+# Because a smoothed loss touches every vocabulary entry, the usual memory-saving fused kernels that skip
+# small gradients do not apply; the paper ships label-smoothed Triton kernels (a fork of Apple's Cut
+# Cross-Entropy) that never store the logits.
+#
+# Paper: [arXiv 2508.00264](https://arxiv.org/abs/2508.00264) · official code:
+# [jhuang265/Calibrating-LLMs-with-Label-Smoothing](https://github.com/jhuang265/Calibrating-LLMs-with-Label-Smoothing)
+# (a fork of open-instruct plus label-smoothed Cut Cross-Entropy kernels).
+#
+# ::: {.callout-note}
+# ## What we reproduce / what we cannot
+# - **The loss and the kernel idea, exactly:** the smoothed token loss with the paper's temperature and
+#   soft-cap variants, and a memory-lean linear + smoothed cross-entropy (`linear_smooth_ce`, a custom
+#   `torch.autograd.Function`) that never holds more than one chunk of logits. It matches
+#   `F.cross_entropy(E @ C.T, y, label_smoothing=β)` in value and both gradients. Its peak memory and wall
+#   time against the naive PyTorch loss are measured on CPU (a benchmark table at N = 8192 tokens, D = 256,
+#   V = 32k and 128k).
+# - **The calibration claims, as a toy:** tiny GPT-2-style models (transformers' `GPT2Config`, random init)
+#   pretrained from scratch on a synthetic world of entities and attributes (30 % of the entities are never
+#   described, so some questions are unknowable), then SFT on four-option questions with β ∈ {0, 0.1, 0.2},
+#   a temperature-trained and a soft-capped variant; calibration measured on held-out questions with the
+#   answer restricted to the option letters. A sweep over padded vocabulary size and hidden size explores
+#   the large-vocabulary claim.
+# - **Not testable offline:** the paper's models (Llama-3, Mistral, Gemma, Qwen …), SFT data (Tulu-3,
+#   Alpaca, OpenHermes) and benchmarks (MMLU, HellaSwag, ARC) need downloads and GPUs; the Triton kernels and
+#   the speed comparison with Liger / Cut Cross-Entropy need a CUDA GPU, which this machine does not have.
+#   The `full` profile stops with `ResourceUnavailable` and says what is missing.
+# - **Scale:** the cpu profile uses one world, two model widths and three SFT seeds; toy effects are
+#   small and noisy, and every verdict below is computed from the measured numbers by a rule stated in
+#   advance.
+# :::
+
+# %%
+#| default_exp calibration.label_smoothing
+
+# %%
+#| export
+from __future__ import annotations
+import contextlib, copy, json, math, os, subprocess, sys, time
+from dataclasses import dataclass
+import numpy as np
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
+from trustlib.results import Result, Verdict
+from trustlib import metrics as M
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_close, test_fail
+from trustlib.config import resolve_profile
+from trustlib.results import record
+import torch, torch.nn.functional as F
+import pandas as pd
+from IPython.display import display
+from pathlib import Path
+
+# %% [markdown]
+# ## Parameters
+#
+# Defaults are the `smoke` profile; `trustlib run label_smoothing --profile cpu` (or papermill with
+# `-p profile cpu`) runs the published configuration. `None` means "the profile's value".
+
+# %%
+from typing import Optional
+
+# %% tags=["parameters"]
+profile: str = "smoke"                 # smoke (CI, < 60 s) | cpu (published results, minutes) | full (real LLM SFT; GPU + downloads)
+seed: Optional[int] = None             # base seed; every random choice derives from it
+n_entities: Optional[int] = None       # entities in the synthetic world (4 attributes each)
+d_models: Optional[list] = None        # hidden sizes D of the tiny GPTs (Part B sweeps them; Part A uses the largest)
+vocab_sizes: Optional[list] = None     # padded vocabulary sizes V (Part B sweeps them; Part A uses the smallest)
+pretrain_steps: Optional[int] = None   # pretraining steps per hidden size
+sft_epochs: Optional[int] = None       # SFT epochs over the fixed question set
+sft_seeds: Optional[int] = None        # SFT repetitions (data order) per model and variant
+bench: Optional[bool] = None           # run the naive-vs-chunked memory/time benchmark (Part C; off in smoke)
+
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
+
+# %%
+#| export
+@dataclass
+class Config(BaseConfig):
+    "Configuration of the label-smoothing reproduction."
+    model: str = param("toy", "toy: tiny GPTs on a synthetic world; llm: a real open LLM (full profile; GPU + downloads)", choices=("toy", "llm"))
+    n_entities: int = param(40, "entities in the synthetic world", ge=8)
+    unseen_frac: float = param(0.3, "fraction of entities never described in pretraining (their questions are unknowable)", ge=0, lt=1)
+    d_models: tuple[int, ...] = param((32,), "hidden sizes D (Part B); Part A uses the largest", ge=8)
+    n_layers: int = param(1, "transformer blocks", ge=1)
+    n_heads: int = param(4, "attention heads (must divide every D)", ge=1)
+    vocab_sizes: tuple[int, ...] = param((256, 1024), "padded vocabulary sizes V (Part B); Part A uses the smallest", ge=64)
+    pretrain_steps: int = param(150, "pretraining steps per hidden size", ge=1)
+    pretrain_batch: int = param(64, "pretraining sequences per step", ge=1)
+    pretrain_lr: float = param(2e-3, "AdamW peak learning rate of pretraining (warm-up + cosine)", gt=0)
+    qa_frac: float = param(0.5, "fraction of pretraining sequences that are questions (the rest are fact statements)", ge=0, le=1)
+    sft_frac: float = param(0.4, "fraction of (entity, attribute) pairs used as the SFT question set; the rest are held out", gt=0, lt=1)
+    sft_epochs: int = param(5, "SFT epochs over the fixed question set", ge=1)
+    sft_batch: int = param(32, "SFT questions per step", ge=1)
+    sft_lr: float = param(1e-3, "AdamW learning rate of SFT (constant)", gt=0)
+    sft_seeds: int = param(1, "SFT repetitions (data order) per model and variant", ge=1)
+    betas: tuple[float, ...] = param((0.0, 0.1, 0.2), "label smoothing values of Part A", ge=0, le=1)
+    sweep_beta: float = param(0.1, "β compared with β = 0 in the vocabulary/hidden-size sweep (Part B)", gt=0, le=1)
+    temperature: float = param(0.5, "temperature T of the temperature-trained variant, loss T·CE(z/T)", gt=0)
+    softcap: float = param(5.0, "cap c of the soft-capped variant, z ← c·tanh(z/c) in the loss", gt=0)
+    n_bins: int = param(15, "equal-width bins for ECE / RMS-CE", ge=2)
+    bench: bool = param(False, "run the naive-vs-chunked memory/time benchmark (Part C); its verdict depends on timings, so smoke leaves it out")
+    bench_tokens: int = param(512, "benchmark tokens N", ge=1)
+    bench_dim: int = param(64, "benchmark hidden size D", ge=1)
+    bench_vocab: tuple[int, ...] = param((4096,), "benchmark vocabulary sizes V", ge=2)
+    bench_impls: tuple[str, ...] = param(("naive", "chunked", "fused"), "implementations: naive, chunked (recompute in backward), fused (gradients in forward)")
+    bench_repeats: int = param(1, "timed repetitions per case (after the measured first call)", ge=1)
+    bench_subprocess: bool = param(False, "measure every case in a fresh python process (exact peak memory)")
+    threads: int = param(1, "torch CPU threads (1 is fastest for tiny models on a shared CPU)", ge=1)
+    PROFILE_DEFAULTS = {
+        "cpu": dict(n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
+                    sft_epochs=15, sft_seeds=3, bench=True, bench_tokens=8192, bench_dim=256, bench_vocab=(32768,), bench_subprocess=True),
+        "full": dict(model="llm", n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
+                     sft_epochs=15, sft_seeds=3, bench=True, bench_tokens=8192, bench_dim=256, bench_vocab=(32768, 131072), bench_subprocess=True),
+    }
+    def validate(self):
+        bad = set(self.bench_impls) - {"naive", "chunked", "fused"}
+        if bad or not self.bench_impls: raise ConfigError(f"parameter 'bench_impls': {sorted(bad) or '[]'} not allowed; choose a non-empty subset of ['naive', 'chunked', 'fused']")
+        for d in self.d_models:
+            if d % self.n_heads: raise ConfigError(f"parameter 'd_models': {d} is not divisible by n_heads={self.n_heads}")
+        if not self.d_models or not self.vocab_sizes: raise ConfigError("parameters 'd_models' and 'vocab_sizes' must not be empty")
+        if 0.0 not in self.betas: raise ConfigError("parameter 'betas' must contain 0.0 (plain SFT, the reference)")
+        need = world_vocab_size(self.n_entities)
+        if min(self.vocab_sizes) < need: raise ConfigError(f"parameter 'vocab_sizes': {min(self.vocab_sizes)} is smaller than the world's {need} real tokens")
+
+
+# %% [markdown]
+# ## 1. The label-smoothed token loss
+#
+# For a hidden state $e \in \mathbb R^D$, output embedding $C \in \mathbb R^{V\times D}$, logits $z = Ce$ and
+# smoothing $\beta\in[0,1]$, the target is $q = (1-\beta)\,\mathrm{onehot}(y) + \tfrac{\beta}{V}\mathbf 1$ and
+#
+# $$\ell = -\sum_v q_v \log\mathrm{softmax}(z)_v = \mathrm{LSE}(z) - (1-\beta)\,z_y - \frac{\beta}{V}\sum_v z_v,
+# \qquad \frac{\partial \ell}{\partial z} = \mathrm{softmax}(z) - q .$$
+#
+# This is exactly PyTorch's `F.cross_entropy(..., label_smoothing=β)`. The paper's sweeps also train with
+# a temperature, loss $T\cdot\mathrm{CE}(z/T;\beta)$, and with logit soft-capping $z \leftarrow c\tanh(z/c)$
+# (in the official code: divide by T, then cap, then smoothed CE, then multiply by T). Rows whose target
+# equals `ignore_index` contribute nothing; the mean is over the other rows, and **a batch in which every
+# row is ignored gives 0, not NaN** (PyTorch returns NaN there).
+
+# %%
+#| export
+REDUCTIONS = ("mean", "sum", "none")
+
+def check_beta(beta) -> float:
+    "`beta` as a float in [0, 1]; anything else raises `ValueError`."
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) or not math.isfinite(float(beta)) or not 0 <= float(beta) <= 1:
+        raise ValueError(f"label smoothing beta must be a number in [0, 1], got {beta!r}")
+    return float(beta)
+
+def _check_reduction(reduction):
+    if reduction not in REDUCTIONS: raise ValueError(f"reduction must be one of {list(REDUCTIONS)}, got {reduction!r}")
+
+def soft_cap(z, cap:float):
+    "Logit soft-capping `cap * tanh(z / cap)`: smooth, odd, |result| < cap, ≈ z for |z| ≪ cap."
+    import torch
+    if not cap > 0: raise ValueError(f"softcap must be > 0, got {cap!r}")
+    return cap * torch.tanh(z / cap)
+
+def smoothed_cross_entropy(logits, # [..., V] logits
+                           y, # [...] integer targets (or ignore_index)
+                           beta:float=0.0, # label smoothing β ∈ [0, 1]
+                           *, temperature:float|None=None, # train with T·CE(z/T; β)
+                           softcap:float|None=None, # cap logits with c·tanh(z/c) before the loss
+                           ignore_index:int=-100, reduction:str="mean"):
+    "Label-smoothed cross-entropy on materialised logits, computed in float32, with the paper's temperature and soft-cap options."
+    import torch
+    beta = check_beta(beta); _check_reduction(reduction)
+    if temperature is not None and not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    z = logits.float().reshape(-1, logits.shape[-1]); yy = y.reshape(-1).long()
+    if temperature is not None: z = z / temperature
+    if softcap is not None: z = soft_cap(z, softcap)
+    V = z.shape[-1]
+    valid = yy != ignore_index
+    if bool(((yy < 0) | (yy >= V))[valid].any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
+    ys = torch.where(valid, yy, torch.zeros_like(yy))
+    loss = torch.logsumexp(z, -1) - (1 - beta) * z.gather(1, ys[:, None])[:, 0] - (beta / V) * z.sum(-1)
+    loss = torch.where(valid, loss, torch.zeros_like(loss))
+    if temperature is not None: loss = loss * temperature
+    if reduction == "none": return loss.reshape(y.shape)
+    return loss.sum() if reduction == "sum" else loss.sum() / valid.sum().clamp(min=1)
+
+def ls_gradient(logits, y, beta:float=0.0, ignore_index:int=-100):
+    "Analytic gradient of the per-token smoothed loss w.r.t. the logits: softmax(z) − q (zero rows for ignored tokens)."
+    import torch
+    beta = check_beta(beta)
+    V = logits.shape[-1]; valid = y != ignore_index
+    q = torch.full_like(logits, beta / V, dtype=torch.float32)
+    q[valid] = q[valid].scatter_add(1, y[valid][:, None], torch.full((int(valid.sum()), 1), 1 - beta))
+    return torch.where(valid[:, None], torch.softmax(logits.float(), -1) - q, 0.0)
+
+
+# %% [markdown]
+# Checks against PyTorch, with ignored rows, for the three reductions and β ∈ {0, 0.1, 0.5}; β = 0 is plain
+# cross-entropy; the analytic gradient equals autograd's; soft-capping is bounded and near-identity for small
+# logits; T = 1 is the plain loss.
+
+# %%
+g = torch.Generator().manual_seed(0)
+Z = torch.randn(23, 17, generator=g) * 3; Y = torch.randint(0, 17, (23,), generator=g); Y[::4] = -100
+for beta in (0.0, 0.1, 0.5):
+    for red in REDUCTIONS:
+        test_close(smoothed_cross_entropy(Z, Y, beta, reduction=red), F.cross_entropy(Z, Y, label_smoothing=beta, reduction=red), eps=1e-5)
+test_close(smoothed_cross_entropy(Z, Y, 0.0), F.cross_entropy(Z, Y), eps=1e-6)
+Zr = Z.clone().requires_grad_()
+smoothed_cross_entropy(Zr, Y, 0.1, reduction="sum").backward()
+test_close(Zr.grad, ls_gradient(Z, Y, 0.1), eps=1e-6)
+test_close(ls_gradient(Z, Y, 0.1)[Y != -100].sum(1), torch.zeros(int((Y != -100).sum())), eps=1e-6)   # rows of p − q sum to 0
+test_close(smoothed_cross_entropy(Z, Y, 0.1, temperature=1.0), smoothed_cross_entropy(Z, Y, 0.1), eps=1e-6)
+test_close(smoothed_cross_entropy(Z, Y, 0.1, temperature=0.5), 0.5 * F.cross_entropy(Z / 0.5, Y, label_smoothing=0.1), eps=1e-5)
+zz = torch.linspace(-100, 100, 201)
+assert soft_cap(zz, 5.0).abs().max() <= 5.0 and (soft_cap(torch.linspace(-8, 8, 9), 5.0).abs() < 5.0).all()
+test_close(soft_cap(torch.tensor([0.01, -0.02]), 50.0), torch.tensor([0.01, -0.02]), eps=1e-7)
+test_eq(float(smoothed_cross_entropy(Z[:3], torch.full((3,), -100), 0.1)), 0.0)   # all ignored: 0, not NaN
+for bad in (-0.1, 1.5, float('nan'), True, "0.1"): test_fail(lambda: check_beta(bad), contains="beta must be")
+test_fail(lambda: smoothed_cross_entropy(Z, Y, 0.1, reduction="avg"), contains="reduction must be")
+
+
+# %% [markdown]
+# **The LS optimum and its logit gap.** For a free logit vector, the smoothed loss is minimised by the
+# target itself: probability $p_y^* = 1-\beta+\beta/V$ on the label and $\beta/V$ elsewhere, i.e. a
+# label-vs-rest logit gap of $\log\big(1 + (1-\beta)V/\beta\big)$. The gap *grows* with V (≈ 8.4 nats at
+# V = 512, 12.6 at 32k, 13.96 at 128k for β = 0.1), so the cap that smoothing puts on confidence weakens
+# as the vocabulary grows — one plausible reading of the paper's large-vocabulary argument (our
+# derivation, not the paper's theorem, which we have not seen).
+
+# %%
+#| export
+def ls_optimal_target_prob(vocab_size:int, beta:float) -> float:
+    "Probability of the label at the minimum of the smoothed loss over free logits: 1 − β + β/V."
+    return 1 - check_beta(beta) + beta / vocab_size
+
+def ls_optimal_gap(vocab_size:int, beta:float) -> float:
+    "Logit gap label − other token at that minimum: log(1 + (1 − β)·V/β) (inf for β = 0)."
+    beta = check_beta(beta)
+    return math.inf if beta == 0 else math.log1p((1 - beta) * vocab_size / beta)
+
+
+# %%
+z = torch.zeros(50, requires_grad=True); opt = torch.optim.LBFGS([z], max_iter=200, line_search_fn="strong_wolfe")
+def _closure():
+    opt.zero_grad(); l = smoothed_cross_entropy(z[None], torch.tensor([3]), 0.1); l.backward(); return l
+opt.step(_closure)
+test_close(torch.softmax(z, 0)[3].item(), ls_optimal_target_prob(50, 0.1), eps=1e-4)
+test_close((z[3] - z[0]).item(), ls_optimal_gap(50, 0.1), eps=1e-3)
+test_close(ls_optimal_gap(128_000, 0.1), 13.96, eps=0.01)
+{V: round(ls_optimal_gap(V, 0.1), 2) for V in (512, 4096, 32768, 131072, 256000)}
+
+
+# %% [markdown]
+# ## 2. A memory-lean linear + smoothed cross-entropy
+#
+# With hidden states $E \in \mathbb R^{N\times D}$ the naive loss first builds the $N\times V$ logits
+# $EC^\top$ (1 GiB in fp32 at N = 8192, V = 32k), then log-softmax outputs and a gradient of the same size.
+# The smoothing term does not need the logits at all: $\sum_v z_{iv} = e_i\cdot\sum_v C_v$, one D-vector.
+# So the loss needs per token only the log-sum-exp and the label's logit, and the gradient can be rebuilt
+# chunk by chunk:
+#
+# - **forward**, per chunk of tokens: logits $z = E_c C^\top$ (the only V-sized buffer), the label logit,
+#   the LSE (max-shifted, in place), and $\ell = \mathrm{LSE} - (1-\beta) z_y - \tfrac{\beta}{V} E_c\!\cdot\!\textstyle\sum_v C_v$.
+#   It saves only $E$, $C$, $y$ and the LSE ($N$ floats);
+# - **backward**, per chunk: recompute $z$, form $g = \mathrm{softmax}(z) - q$ in place (scaled by the
+#   upstream gradient and 1/n for the mean), then $\partial E_c = gC$ and $\partial C \mathrel{+}= g^\top E_c$.
+#
+# `fused=True` instead computes both gradients during the forward (as the official fork's fused kernel
+# does) and keeps only $\partial E$ and $\partial C$ — inputs-sized, no recomputation — valid for the scalar
+# reductions. Internally everything is float32 (bf16/fp16 inputs are upcast per chunk; gradients come back
+# in the inputs' dtypes; the loss is float32). `chunk_size=None` picks chunks of about 64 MiB of logits.
+# As in the official fork, no gradient filtering is done: with smoothing, every gradient entry is at
+# least about β/V in magnitude.
+
+# %%
+#| export
+@contextlib.contextmanager
+def torch_threads(n:int|None):
+    "Temporarily set torch's intra-op CPU threads."
+    import torch
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(int(n))
+    try: yield
+    finally: torch.set_num_threads(old)
+
+def auto_chunk_size(vocab_size:int, budget_bytes:int=64 * 2**20) -> int:
+    "Tokens per chunk so that one float32 chunk of logits takes about `budget_bytes`."
+    return max(1, int(budget_bytes) // (4 * int(vocab_size)))
+
+def _grad_logits_(p, y, valid, beta:float, V:int):
+    "In place: softmax probabilities `p` → p − q; rows of ignored tokens → 0."
+    import torch
+    p.sub_(beta / V)
+    p.scatter_add_(1, y[:, None], torch.full((len(y), 1), -(1.0 - beta), dtype=p.dtype, device=p.device))
+    p.mul_(valid[:, None].to(p.dtype))
+    return p
+
+def _make_function():
+    import torch
+    class LinearSmoothCE(torch.autograd.Function):
+        "Chunked linear + label-smoothed cross-entropy: never stores the N×V logits."
+        @staticmethod
+        def forward(ctx, E, C, y, beta, ignore_index, reduction, chunk_size, fused):
+            N, D = E.shape; V = C.shape[0]
+            C32 = C if C.dtype == torch.float32 else C.float()
+            valid = y != ignore_index
+            ys = torch.where(valid, y, torch.zeros_like(y))
+            c_sum = C32.sum(0)
+            lse = torch.empty(N, dtype=torch.float32, device=E.device)
+            loss = torch.empty(N, dtype=torch.float32, device=E.device)
+            fused = bool(fused and reduction != "none" and (ctx.needs_input_grad[0] or ctx.needs_input_grad[1]))
+            if fused:
+                dE = torch.empty(N, D, dtype=torch.float32, device=E.device)
+                dC = torch.zeros(V, D, dtype=torch.float32, device=E.device)
+            for s in range(0, N, chunk_size):
+                sl = slice(s, s + chunk_size)
+                e = E[sl].float(); yc, vc = ys[sl], valid[sl]
+                z = e @ C32.T                                   # the only V-sized buffer
+                zy = z.gather(1, yc[:, None])[:, 0]
+                m = z.amax(1, keepdim=True)
+                z.sub_(m).exp_()
+                tot = z.sum(1)
+                lse[sl] = m[:, 0] + tot.log()
+                loss[sl] = torch.where(vc, lse[sl] - (1 - beta) * zy - (beta / V) * (e @ c_sum), 0.0)
+                if fused:
+                    g = _grad_logits_(z.div_(tot[:, None]), yc, vc, beta, V)
+                    dE[sl] = g @ C32
+                    dC.addmm_(g.T, e)
+                del z
+            n_valid = int(valid.sum())
+            if reduction == "mean": out, scale = loss.sum() / max(n_valid, 1), 1.0 / max(n_valid, 1)
+            elif reduction == "sum": out, scale = loss.sum(), 1.0
+            else: out, scale = loss, 1.0
+            ctx.meta = (beta, ignore_index, reduction, chunk_size, scale, fused, E.dtype, C.dtype)
+            if fused: ctx.save_for_backward(dE, dC)
+            else: ctx.save_for_backward(E, C, y, lse)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            beta, ignore_index, reduction, chunk_size, scale, fused, edt, cdt = ctx.meta
+            none = (None,) * 6
+            if fused:
+                dE, dC = ctx.saved_tensors
+                f = grad_out.float() * scale
+                return (dE * f).to(edt), (dC * f).to(cdt), *none
+            E, C, y, lse = ctx.saved_tensors
+            N, D = E.shape; V = C.shape[0]
+            C32 = C if C.dtype == torch.float32 else C.float()
+            valid = y != ignore_index
+            ys = torch.where(valid, y, torch.zeros_like(y))
+            w = (grad_out.float().expand(N) if reduction != "none" else grad_out.float()) * scale
+            dE = torch.empty(N, D, dtype=torch.float32, device=E.device) if ctx.needs_input_grad[0] else None
+            dC = torch.zeros(V, D, dtype=torch.float32, device=E.device) if ctx.needs_input_grad[1] else None
+            for s in range(0, N, chunk_size):
+                sl = slice(s, s + chunk_size)
+                e = E[sl].float()
+                g = e @ C32.T
+                g.sub_(lse[sl, None]).exp_()                    # softmax, recomputed
+                _grad_logits_(g, ys[sl], valid[sl], beta, V).mul_(w[sl, None])
+                if dE is not None: dE[sl] = g @ C32
+                if dC is not None: dC.addmm_(g.T, e)
+                del g
+            return (None if dE is None else dE.to(edt)), (None if dC is None else dC.to(cdt)), *none
+    return LinearSmoothCE
+
+_FN = None
+def linear_smooth_ce(E, # [..., D] hidden states (float32, bfloat16 or float16)
+                     C, # [V, D] output embedding (classifier) weights
+                     y, # [...] integer targets, or ignore_index
+                     beta:float=0.0, # label smoothing β ∈ [0, 1]
+                     *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
+                     chunk_size:int|None=None, # tokens per chunk; None: about 64 MiB of float32 logits per chunk
+                     fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
+    "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them."
+    global _FN
+    import torch
+    beta = check_beta(beta); _check_reduction(reduction)
+    if C.ndim != 2 or E.shape[-1] != C.shape[1]: raise ValueError(f"E must be [..., D] and C [V, D] with the same D, got {tuple(E.shape)} and {tuple(C.shape)}")
+    if not (E.is_floating_point() and C.is_floating_point()): raise ValueError("E and C must be floating point")
+    if tuple(y.shape) != tuple(E.shape[:-1]): raise ValueError(f"y must have shape {tuple(E.shape[:-1])}, got {tuple(y.shape)}")
+    V = C.shape[0]; yf = y.reshape(-1).long()
+    if bool(((yf != ignore_index) & ((yf < 0) | (yf >= V))).any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
+    chunk_size = auto_chunk_size(V) if chunk_size is None else int(chunk_size)
+    if chunk_size < 1: raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if _FN is None: _FN = _make_function()
+    out = _FN.apply(E.reshape(-1, E.shape[-1]), C, yf, beta, int(ignore_index), reduction, chunk_size, bool(fused))
+    return out.reshape(y.shape) if reduction == "none" else out
+
+
+# %% [markdown]
+# Equality with `F.cross_entropy(E @ C.T, y, label_smoothing=β)` in the loss and in both gradients, with
+# ignored rows, chunk sizes that do and do not divide N, and the fused variant (the test suite runs the full
+# grid at rtol 1e-5):
+
+# %%
+def _ref_and_ours(beta, red="mean", chunk=7, fused=False, N=29, D=6, V=41, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    E = torch.randn(N, D, generator=g, requires_grad=True); C = torch.randn(V, D, generator=g, requires_grad=True)
+    y = torch.randint(0, V, (N,), generator=g); y[::3] = -100
+    ref = F.cross_entropy(E @ C.T, y, label_smoothing=beta, reduction=red)
+    up = torch.randn(ref.shape, generator=g) if red == "none" else torch.tensor(1.7)
+    rE, rC = torch.autograd.grad(ref, (E, C), up)
+    out = linear_smooth_ce(E, C, y, beta, reduction=red, chunk_size=chunk, fused=fused)
+    oE, oC = torch.autograd.grad(out, (E, C), up)
+    return (ref, rE, rC), (out, oE, oC)
+
+for beta in (0.0, 0.1, 0.5):
+    for red, fused in (("mean", False), ("sum", True), ("none", False), ("mean", True)):
+        for r, o in zip(*_ref_and_ours(beta, red, fused=fused)): torch.testing.assert_close(o, r, rtol=1e-5, atol=1e-5)
+a = _ref_and_ours(0.1, chunk=1)[1]; b = _ref_and_ours(0.1, chunk=1000)[1]
+for u, v in zip(a, b): torch.testing.assert_close(u, v, rtol=1e-6, atol=1e-6)   # chunk size does not matter
+E0 = torch.randn(4, 6, requires_grad=True); C0 = torch.randn(9, 6, requires_grad=True)
+l0 = linear_smooth_ce(E0, C0, torch.full((4,), -100), 0.1); l0.backward()
+test_eq((float(l0.detach()), float(E0.grad.abs().sum()), float(C0.grad.abs().sum())), (0.0, 0.0, 0.0))   # all ignored: 0, zero gradients
+test_fail(lambda: linear_smooth_ce(E0, C0, torch.zeros(4, dtype=torch.long), 1.2), contains="beta must be")
+test_fail(lambda: linear_smooth_ce(E0, C0, torch.full((4,), 9)), contains="targets must lie in 0..8")
+
+# %% [markdown]
+# bf16 inputs: gradients come back in bf16 and agree with the float32 reference up to bf16 rounding.
+
+# %%
+(ref, rE, rC), _ = _ref_and_ours(0.1, N=64, D=16, V=300)
+g = torch.Generator().manual_seed(0)
+E = torch.randn(64, 16, generator=g); C = torch.randn(300, 16, generator=g); y = torch.randint(0, 300, (64,), generator=g); y[::3] = -100
+Eb, Cb = E.bfloat16().requires_grad_(), C.bfloat16().requires_grad_()
+lb = linear_smooth_ce(Eb, Cb, y, 0.1); lb.backward()
+E32, C32 = Eb.detach().float().requires_grad_(), Cb.detach().float().requires_grad_()
+l32 = F.cross_entropy(E32 @ C32.T, y, label_smoothing=0.1); l32.backward()
+test_eq((Eb.grad.dtype, Cb.grad.dtype), (torch.bfloat16, torch.bfloat16))
+test_close(float(lb.detach()), float(l32.detach()), eps=1e-4)
+test_close(Eb.grad.float(), E32.grad, eps=2e-2); test_close(Cb.grad.float(), C32.grad, eps=2e-2)
+
+# %% [markdown]
+# ### Measuring peak memory and time
+#
+# `bench_case` times one forward + backward of one implementation and measures its **peak resident
+# memory above the baseline** (inputs already allocated). On Linux it resets the kernel's peak-RSS
+# counter (`/proc/self/clear_refs`, value 5) right before the call and reads `VmHWM` after it, which
+# sees every allocation, torch's included; elsewhere it falls back to `resource.getrusage` (peak over
+# the process's life). Memory freed by one case can be kept by the allocator and reused by the next,
+# which would hide part of the next peak, so `benchmark(..., subprocess=True)` runs every case in a fresh
+# python process. The first call is the one whose memory is measured; its time and the best of
+# `repeats` further calls are reported.
+
+# %%
+#| export
+BENCH_IMPLS = ("naive", "chunked", "fused")
+
+def _proc_status(key:str) -> int|None:
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith(key + ':'): return int(line.split()[1]) * 1024
+    except OSError: return None
+    return None
+
+def _reset_peak() -> bool:
+    try:
+        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
+        return True
+    except OSError: return False
+
+def bench_case(impl:str, # 'naive' (F.cross_entropy on E @ C.T), 'chunked' or 'fused'
+               n_tokens:int=8192, d_model:int=256, vocab_size:int=32768, beta:float=0.1,
+               chunk_size:int|None=None, repeats:int=1, threads:int|None=None, seed:int=0) -> dict:
+    "Peak extra memory (bytes) and wall time (s) of one forward + backward, measured in this process."
+    import torch, torch.nn.functional as F, resource
+    if impl not in BENCH_IMPLS: raise ValueError(f"impl must be one of {list(BENCH_IMPLS)}, got {impl!r}")
+    with torch_threads(threads): return _bench_case(impl, n_tokens, d_model, vocab_size, beta, chunk_size, repeats, seed)
+
+def _bench_case(impl, n_tokens, d_model, vocab_size, beta, chunk_size, repeats, seed):
+    import torch, torch.nn.functional as F, resource
+    g = torch.Generator().manual_seed(seed)
+    E = (torch.randn(n_tokens, d_model, generator=g) / d_model ** 0.5).requires_grad_()
+    C = (torch.randn(vocab_size, d_model, generator=g) * 0.5).requires_grad_()
+    y = torch.randint(0, vocab_size, (n_tokens,), generator=g)
+    def step():
+        E.grad = C.grad = None
+        if impl == "naive": loss = F.cross_entropy(E @ C.T, y, label_smoothing=beta)
+        else: loss = linear_smooth_ce(E, C, y, beta, chunk_size=chunk_size, fused=impl == "fused")
+        loss.backward()
+        return float(loss.detach())
+    base = _proc_status('VmRSS')
+    exact = base is not None and _reset_peak()
+    if not exact: base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = time.perf_counter(); loss = step(); t_first = time.perf_counter() - t0
+    peak = (_proc_status('VmHWM') if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) - base
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
+    return dict(impl=impl, n_tokens=n_tokens, d_model=d_model, vocab_size=vocab_size, beta=beta,
+                chunk_size=(auto_chunk_size(vocab_size) if chunk_size is None else chunk_size) if impl != "naive" else None,
+                peak_mib=max(peak, 0) / 2**20, time_first_s=t_first, time_s=min(times), loss=loss,
+                memory_method="VmHWM reset" if exact else "ru_maxrss", threads=torch.get_num_threads())
+
+def benchmark(vocab_sizes=(32768,), n_tokens:int=8192, d_model:int=256, impls=BENCH_IMPLS, beta:float=0.1,
+              repeats:int=1, threads:int=1, subprocess:bool=True, progress:bool=True, timeout:float|None=None):
+    "Table (pandas) of `bench_case` over vocabulary sizes × implementations, each case in a fresh process if `subprocess`."
+    import pandas as pd, subprocess as sp
+    from tqdm.auto import tqdm
+    rows = []
+    cases = [(V, impl) for V in vocab_sizes for impl in impls]
+    for V, impl in tqdm(cases, desc="benchmark", disable=not progress):
+        kw = dict(impl=impl, n_tokens=n_tokens, d_model=d_model, vocab_size=V, beta=beta, repeats=repeats, threads=threads)
+        if subprocess:
+            code = ("import json,sys; from trustlib.calibration.label_smoothing import bench_case; "
+                    "print('BENCH' + json.dumps(bench_case(**json.loads(sys.argv[1]))))")
+            r = sp.run([sys.executable, "-c", code, json.dumps(kw)], capture_output=True, text=True, timeout=timeout)
+            line = [l for l in r.stdout.splitlines() if l.startswith('BENCH')]
+            if r.returncode != 0 or not line: raise RuntimeError(f"benchmark case {kw} failed (exit {r.returncode}): {r.stderr[-2000:]}")
+            row = json.loads(line[-1][5:]); row['process'] = 'fresh'
+        else:
+            row = bench_case(**kw); row['process'] = 'shared'
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for V in vocab_sizes:   # ratios to the naive loss at the same V
+        m = df.vocab_size == V
+        if ((df.impl == "naive") & m).any():
+            nv = df[(df.impl == "naive") & m].iloc[0]
+            df.loc[m, 'memory_vs_naive'] = df.loc[m, 'peak_mib'] / nv.peak_mib
+            df.loc[m, 'time_vs_naive'] = df.loc[m, 'time_s'] / nv.time_s
+    return df
+
+
+# %%
+_b = benchmark((2048,), n_tokens=256, d_model=32, subprocess=False, progress=False)
+test_eq(list(_b.impl), list(BENCH_IMPLS))
+test_close(_b.loss.values, np.full(3, _b.loss.iloc[0]), eps=1e-4)     # the three implementations compute the same loss
+assert (_b.peak_mib >= 0).all() and (_b.time_s > 0).all()
+_b[['impl', 'vocab_size', 'peak_mib', 'time_s', 'memory_method']].round(3)
+
+
+# %% [markdown]
+# ## 3. Calibration on multiple-choice questions
+#
+# Following the paper's evaluation, a model's answer distribution is its next-token distribution
+# **restricted to the option letters and renormalised**; confidence is the largest of those probabilities.
+# Accuracy, ECE (15 equal-width bins) and RMS calibration error come from `trustlib.metrics` (top-label,
+# cross-checked against torchmetrics in that notebook).
+
+# %%
+#| export
+def option_probs(logits, # [N, V] next-token logits at the answer position (or [N, K] already restricted)
+                 option_ids=None, # the K token ids of the option letters; None: `logits` are already the K option logits
+                 ) -> np.ndarray:
+    "Next-token probabilities restricted to the option tokens and renormalised: an [N, K] float64 array."
+    import torch
+    z = torch.as_tensor(logits).double()
+    if option_ids is not None: z = z[:, torch.as_tensor(option_ids, dtype=torch.long)]
+    return torch.softmax(z, -1).numpy()
+
+def mcq_calibration(y, # [N] index of the correct option
+                    probs, # [N, K] option probabilities
+                    n_bins:int=15) -> dict[str, float]:
+    "Accuracy, ECE, RMS calibration error, mean confidence and the over-confidence gap (confidence − accuracy)."
+    probs = np.asarray(probs); acc = M.accuracy(y, probs); conf = float(probs.max(1).mean())
+    return dict(acc=acc, ece=M.ece(y, probs, n_bins), rms_ce=M.rms_ce(y, probs, n_bins), conf=conf, overconf=conf - acc)
+
+
+# %%
+rng = np.random.default_rng(0)
+Pc = rng.dirichlet(np.ones(4) * 0.7, size=20000); yc = np.array([rng.choice(4, p=p) for p in Pc])
+cal = mcq_calibration(yc, Pc)
+assert cal['ece'] < 0.02 and abs(cal['overconf']) < 0.02, cal          # labels drawn from the predictions: calibrated
+Pover = option_probs(np.log(Pc) * 3)                                    # sharpened: over-confident
+over = mcq_calibration(yc, Pover); assert over['ece'] > 0.1 and over['overconf'] > 0.1
+lg = torch.randn(5, 30); P5 = option_probs(lg, [3, 4, 5, 6])
+test_close(P5.sum(1), np.ones(5)); test_close(P5, torch.softmax(lg[:, 3:7].double(), -1).numpy())
+cal, over
+
+# %% [markdown]
+# ## 4. A synthetic world, a tiny GPT, pretraining and SFT
+#
+# **The world.** `n_entities` entities (`e0`, `e1`, …), each with four attributes (colour, city, job,
+# animal) drawn uniformly from four values each. A fraction `unseen_frac` of the entities is never
+# described.
+#
+# **Pretraining text** mixes (i) fact statements about the described entities in five templates
+# ("the city of e17 is oslo", "e17 's city : oslo", …) and (ii) exam-style questions about any entity,
+# "Q city e17 ? A paris B rome C oslo D lima Answer", followed by the answer letter — the true one for
+# described entities and a uniformly random one for undescribed entities (nobody knows their attributes).
+# Every question lists the attribute's four values in a fixed order, so the letter identifies the value:
+# the model has to recall the fact, not to search the options. To keep the large-vocabulary runs cheap on
+# a CPU, the next-token loss is taken at the knowledge-bearing position of each sequence only (the value
+# of a statement, the letter of a question); the other tokens are context.
+#
+# **SFT** trains on a fixed set of questions (`sft_frac` of all (entity, attribute) pairs, described and
+# undescribed entities alike, always with the true answer) for several epochs, loss on the answer letter
+# only — the setting in which instruction tuning teaches a model to answer confidently questions it
+# cannot know. **Evaluation** uses the other pairs' questions.
+
+# %%
+#| export
+ATTRIBUTES = {
+    "colour": ("red", "blue", "green", "yellow"),
+    "city": ("paris", "rome", "oslo", "lima"),
+    "job": ("baker", "pilot", "nurse", "judge"),
+    "animal": ("cat", "dog", "owl", "fox"),
+}
+TEMPLATES = ("the {a} of {e} is {v}", "{e} has {a} {v}", "{e} 's {a} : {v}", "about {e} , the {a} is {v}", "{e} - {a} - {v}")
+LETTERS = ("A", "B", "C", "D")
+_SPECIAL = ("<pad>", "<bos>")
+_WORDS = ("the", "of", "is", "has", "'s", ":", "about", ",", "-", "Q", "?", "Answer")
+
+def world_vocab_size(n_entities:int) -> int:
+    "Number of real tokens of a world with `n_entities` entities."
+    return len(_SPECIAL) + len(_WORDS) + len(LETTERS) + len(ATTRIBUTES) + sum(map(len, ATTRIBUTES.values())) + n_entities
+
+@dataclass
+class World:
+    "A synthetic world: attribute values per entity, which entities are described, and the token vocabulary."
+    values: np.ndarray   # [n_entities, 4] value index per attribute
+    seen: np.ndarray     # [n_entities] True if the entity is described in pretraining
+    vocab: tuple         # token strings; ids are positions
+    def __post_init__(self): self.ids = {w: i for i, w in enumerate(self.vocab)}
+    @property
+    def n_entities(self) -> int: return len(self.values)
+    def encode(self, text:str) -> list[int]: return [self.ids[w] for w in text.split()]
+    @property
+    def letter_ids(self) -> list[int]: return [self.ids[L] for L in LETTERS]
+
+def make_world(n_entities:int, unseen_frac:float=0.3, seed:int=0) -> World:
+    "A random world (values and described entities drawn from `seed`)."
+    if n_entities < 2: raise ValueError("n_entities must be >= 2")
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 4, size=(n_entities, len(ATTRIBUTES)))
+    seen = np.zeros(n_entities, bool); seen[rng.permutation(n_entities)[:int(round((1 - unseen_frac) * n_entities))]] = True
+    vocab = _SPECIAL + _WORDS + LETTERS + tuple(ATTRIBUTES) + tuple(v for vs in ATTRIBUTES.values() for v in vs) + tuple(f"e{i}" for i in range(n_entities))
+    return World(values, seen, vocab)
+
+def fact_text(w:World, e:int, a:int, template:int) -> str:
+    "Statement of entity `e`'s attribute `a` in template `template` (the value is the last word)."
+    name = list(ATTRIBUTES)[a]
+    return TEMPLATES[template].format(a=name, e=f"e{e}", v=ATTRIBUTES[name][w.values[e, a]])
+
+def question_text(w:World, e:int, a:int) -> tuple[str, int]:
+    "The multiple-choice question about (e, a) and the index of the correct option."
+    name = list(ATTRIBUTES)[a]
+    opts = " ".join(f"{L} {v}" for L, v in zip(LETTERS, ATTRIBUTES[name]))
+    return f"Q {name} e{e} ? {opts} Answer", int(w.values[e, a])
+
+def split_pairs(w:World, sft_frac:float, seed:int) -> tuple[np.ndarray, np.ndarray]:
+    "(entity, attribute) pairs of the SFT question set and of the held-out evaluation set."
+    pairs = np.array([(e, a) for e in range(w.n_entities) for a in range(len(ATTRIBUTES))])
+    idx = np.random.default_rng(seed).permutation(len(pairs)); k = int(round(sft_frac * len(pairs)))
+    return pairs[np.sort(idx[:k])], pairs[np.sort(idx[k:])]
+
+def question_set(w:World, pairs) -> dict:
+    "Token ids (with a leading <bos>), correct option and 'described' flag of the questions about `pairs`."
+    items = [question_text(w, int(e), int(a)) for e, a in pairs]
+    return dict(ids=[[w.ids["<bos>"]] + w.encode(q) for q, _ in items], y=np.array([y for _, y in items]),
+                seen=np.array([bool(w.seen[e]) for e, _ in pairs]))
+
+
+# %%
+W = make_world(20, seed=0)
+test_eq(len(W.vocab), world_vocab_size(20)); test_eq(W.seen.sum(), 14)
+test_eq(fact_text(W, 3, 1, 0).split()[:4], ["the", "city", "of", "e3"])
+q, ans = question_text(W, 3, 1); test_eq(q.split()[-1], "Answer"); test_eq(q.split()[5 + 2 * ans], ATTRIBUTES["city"][W.values[3, 1]])
+S_, H_ = split_pairs(W, 0.4, seed=0); test_eq(len(S_) + len(H_), 80)
+assert not set(map(tuple, S_)) & set(map(tuple, H_))
+q, fact_text(W, 3, 1, 2)
+
+
+# %% [markdown]
+# **The model.** `tiny_gpt` builds a GPT-2 (transformers' `GPT2Config`, random initialisation, tied input
+# and output embeddings, no dropout) from an explicit seed.
+#
+# ::: {.callout-important}
+# `tiny_gpt` lives in this paper's module **for now**. DESIGN.md puts the tiny decoder-only transformer in
+# `trustlib.models` (several papers need one); the lead decides whether it moves there.
+# :::
+#
+# `with_vocab` pads or truncates the vocabulary of a model (rows beyond the real tokens are "unused
+# tokens": they never occur in the text). Part B pretrains once per hidden size at the largest V and
+# truncates the unused rows for the smaller V, so the models compared at one D are identical on every
+# real token and differ only in how many unused tokens their softmax (and the smoothing target) covers.
+
+# %%
+#| export
+def tiny_gpt(vocab_size:int, # V (including unused padding tokens)
+             d_model:int=64, # hidden size D
+             n_layers:int=2, n_heads:int=4, max_len:int=32, # blocks, heads, context length
+             seed:int=0): # initialisation seed
+    "A randomly initialised GPT-2 language model (transformers), deterministic for `seed`. (Candidate for `trustlib.models`.)"
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+    cfg = GPT2Config(vocab_size=vocab_size, n_positions=max_len, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=1, pad_token_id=0,
+                     tie_word_embeddings=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = GPT2LMHeadModel(cfg)
+    return model.eval()
+
+def with_vocab(model, vocab_size:int, seed:int=0):
+    "A copy of `model` whose tied vocabulary is truncated or padded to `vocab_size` rows (new rows ~ N(0, 0.02²), drawn from `seed`)."
+    import torch
+    m = copy.deepcopy(model); old = m.transformer.wte.weight.detach(); V, D = int(vocab_size), old.shape[1]
+    W = torch.empty(V, D, dtype=old.dtype)
+    k = min(V, old.shape[0]); W[:k] = old[:k]
+    if V > k: W[k:] = torch.randn(V - k, D, generator=torch.Generator().manual_seed(int(seed))).to(old.dtype) * m.config.initializer_range
+    m.transformer.wte = torch.nn.Embedding(V, D, _weight=W)
+    m.lm_head.weight = m.transformer.wte.weight; m.lm_head.out_features = V; m.config.vocab_size = V
+    return m
+
+
+# %%
+_m = tiny_gpt(100, 16, 1, 2, seed=3)
+test_eq(sum(p.numel() for p in _m.parameters()), sum(p.numel() for p in tiny_gpt(100, 16, 1, 2, seed=3).parameters()))
+assert torch.equal(_m.transformer.wte.weight, tiny_gpt(100, 16, 1, 2, seed=3).transformer.wte.weight)   # same seed, same weights
+_m2 = with_vocab(_m, 60)
+test_eq(_m2.lm_head.weight.shape, (60, 16)); assert _m2.lm_head.weight.data_ptr() == _m2.transformer.wte.weight.data_ptr()
+assert torch.equal(_m2.lm_head.weight, _m.lm_head.weight[:60])
+_m3 = with_vocab(_m, 130, seed=1); test_eq(_m3.lm_head.weight.shape, (130, 16)); assert torch.equal(_m3.lm_head.weight[:100], _m.lm_head.weight)
+assert torch.equal(_m3.lm_head.weight, with_vocab(_m, 130, seed=1).lm_head.weight)       # padding is deterministic
+test_eq(_m3(torch.tensor([[1, 2, 3]])).logits.shape, (1, 3, 130))
+test_fail(lambda: tiny_gpt(100, 30, 1, 4), contains="divisible")
+
+
+# %% [markdown]
+# **Training.** Both stages use AdamW and `linear_smooth_ce` on the hidden states of the answer positions
+# (the logits over the full, possibly padded vocabulary are never materialised). Pretraining is plain
+# cross-entropy (β = 0) with warm-up and a cosine schedule; SFT uses a constant learning rate, the
+# smoothing β of the variant, and for the temperature / soft-cap variants the logit-level
+# `smoothed_cross_entropy`. Training runs single-threaded by default (`threads`), which is the fastest
+# setting for models this small on a shared CPU. `answer_probs` evaluates a model on a question set.
+
+# %%
+#| export
+def _pad(seqs:list[list[int]]):
+    import torch
+    L = max(map(len, seqs)); x = torch.zeros(len(seqs), L, dtype=torch.long)
+    for i, s in enumerate(seqs): x[i, :len(s)] = torch.tensor(s)
+    return x, torch.tensor([len(s) for s in seqs])
+
+def _last_hidden(model, x, lens):
+    "Hidden state at each sequence's last real position."
+    import torch
+    h = model.transformer(input_ids=x, attention_mask=(torch.arange(x.shape[1])[None] < lens[:, None]).long()).last_hidden_state
+    return h[torch.arange(len(lens)), lens - 1]
+
+def pretrain_batch(w:World, rng:np.random.Generator, batch:int, qa_frac:float):
+    "A batch of pretraining contexts and the next token to predict (value of a statement / letter of a question)."
+    ctx, tgt = [], []
+    described = np.flatnonzero(w.seen); bos = w.ids["<bos>"]
+    for _ in range(batch):
+        if rng.random() < qa_frac:
+            e, a = int(rng.integers(w.n_entities)), int(rng.integers(len(ATTRIBUTES)))
+            q, ans = question_text(w, e, a)
+            if not w.seen[e]: ans = int(rng.integers(4))        # nobody knows: random answers
+            ctx.append([bos] + w.encode(q)); tgt.append(w.ids[LETTERS[ans]])
+        else:
+            e = int(described[rng.integers(len(described))]); a = int(rng.integers(len(ATTRIBUTES)))
+            toks = [bos] + w.encode(fact_text(w, e, a, int(rng.integers(len(TEMPLATES)))))
+            ctx.append(toks[:-1]); tgt.append(toks[-1])
+    return ctx, tgt
+
+def pretrain(model, w:World, steps:int, batch:int=64, lr:float=2e-3, qa_frac:float=0.5, seed:int=0,
+             progress:bool=True, desc:str="pretrain") -> list[float]:
+    "Pretrain `model` in place on the world's text; returns the loss per step."
+    import torch
+    from tqdm.auto import tqdm
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    C = model.lm_head.weight; losses = []
+    model.train()
+    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        ctx, tgt = pretrain_batch(w, rng, batch, qa_frac)
+        x, lens = _pad(ctx)
+        loss = linear_smooth_ce(_last_hidden(model, x, lens), C, torch.tensor(tgt), 0.0, fused=True)
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, softcap:float|None=None,
+        epochs:int=15, batch:int=32, lr:float=1e-3, seed:int=0) -> list[float]:
+    "Supervised fine-tuning in place on the question set `qs` (loss on the answer letter); returns the loss per epoch."
+    import torch
+    g = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    C = model.lm_head.weight; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
+    n = len(qs['ids']); out = []
+    model.train()
+    for _ in range(epochs):
+        perm = torch.randperm(n, generator=g); tot = 0.0
+        for s in range(0, n, batch):
+            idx = perm[s:s + batch].tolist()
+            x, lens = _pad([qs['ids'][i] for i in idx]); h = _last_hidden(model, x, lens); y = y_all[idx]
+            if temperature is None and softcap is None: loss = linear_smooth_ce(h, C, y, beta, fused=True)
+            else: loss = smoothed_cross_entropy(h @ C.T, y, beta, temperature=temperature, softcap=softcap)
+            opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); tot += float(loss.detach()) * len(idx)
+        out.append(tot / n)
+    model.eval()
+    return out
+
+def answer_probs(model, w:World, qs:dict, batch:int=512) -> np.ndarray:
+    "Option probabilities [N, 4] of `model` on the question set `qs` (next token restricted to A–D)."
+    import torch
+    P = []
+    with torch.no_grad():
+        for s in range(0, len(qs['ids']), batch):
+            x, lens = _pad(qs['ids'][s:s + batch])
+            P.append(option_probs(_last_hidden(model, x, lens) @ model.lm_head.weight[w.letter_ids].T))
+    return np.concatenate(P)
+
+
+# %% [markdown]
+# A miniature run: pretraining teaches the described entities' facts, so questions about them become
+# answerable, while questions about undescribed entities stay near chance; SFT then raises the confidence.
+
+# %%
+with torch_threads(1):
+    Wd = make_world(12, seed=1)
+    md = tiny_gpt(world_vocab_size(12), 32, 1, 4, seed=0)
+    ld = pretrain(md, Wd, steps=300, lr=1e-2, progress=False)
+    assert np.mean(ld[-10:]) < np.mean(ld[:10]), (ld[:3], ld[-3:])
+    qd = question_set(Wd, split_pairs(Wd, 0.5, 0)[1])
+    Pd = answer_probs(md, Wd, qd)
+    test_close(Pd.sum(1), np.ones(len(Pd)))
+    acc_seen = M.accuracy(qd['y'][qd['seen']], Pd[qd['seen']])
+    assert acc_seen > 0.6, acc_seen
+    ms = copy.deepcopy(md); sft(ms, Wd, question_set(Wd, split_pairs(Wd, 0.5, 0)[0]), epochs=10)
+    conf_before, conf_after = Pd.max(1).mean(), answer_probs(ms, Wd, qd).max(1).mean()
+    test_eq(answer_probs(md, Wd, qd), Pd)                               # deterministic evaluation
+round(acc_seen, 3), round(conf_before, 3), round(conf_after, 3)
+
+
+# %% [markdown]
+# ## 5. The whole experiment: `run`
+#
+# - **Part A (SFT calibration):** the model with the largest D at the smallest V. Evaluate the pretrained
+#   base, then SFT copies with each β in `betas`, with temperature T (β = 0) and with soft-cap c (β = 0),
+#   each repeated `sft_seeds` times (data order; the same orders for every variant, so differences are
+#   paired). At evaluation the model's own logits are used (the temperature and the cap act in the
+#   training loss only, as in the official code).
+# - **Part B (vocabulary vs hidden size):** for each D, one pretrained model at the largest V, truncated to
+#   each V; SFT with β = 0 and β = `sweep_beta`; ΔECE = ECE(β) − ECE(0), paired by seed.
+# - **Part C (memory/time):** `benchmark` at the profile's sizes.
+
+# %%
+#| export
+def _variants(cfg:Config) -> list[tuple[str, dict]]:
+    v = [(f"SFT β={b:g}", dict(beta=b)) for b in cfg.betas]
+    v.append((f"SFT T={cfg.temperature:g}", dict(beta=0.0, temperature=cfg.temperature)))
+    v.append((f"SFT softcap={cfg.softcap:g}", dict(beta=0.0, softcap=cfg.softcap)))
+    return v
+
+def _eval_row(net, w, qs, n_bins, **info) -> tuple[dict, np.ndarray]:
+    P = answer_probs(net, w, qs); y, seen = qs['y'], qs['seen']
+    r = dict(info, **mcq_calibration(y, P, n_bins))
+    r.update(acc_described=M.accuracy(y[seen], P[seen]), conf_described=float(P[seen].max(1).mean()),
+             acc_undescribed=M.accuracy(y[~seen], P[~seen]) if (~seen).any() else float('nan'),
+             conf_undescribed=float(P[~seen].max(1).mean()) if (~seen).any() else float('nan'))
+    return r, P
+
+def run_toy(cfg:Config, progress:bool=True):
+    "Parts A and B: per-model evaluation rows, per-question probabilities of Part A, pretraining losses."
+    import pandas as pd
+    from tqdm.auto import tqdm
+    w = make_world(cfg.n_entities, cfg.unseen_frac, derive_seed(cfg.seed, "world"))
+    S, H = split_pairs(w, cfg.sft_frac, derive_seed(cfg.seed, "split"))
+    tr, ev = question_set(w, S), question_set(w, H)
+    dA, vA = max(cfg.d_models), min(cfg.vocab_sizes)
+    jobs = []   # (D, V, label, kwargs, sft seed)
+    for D in sorted(cfg.d_models):
+        for V in sorted(cfg.vocab_sizes):
+            vs = _variants(cfg) if (D, V) == (dA, vA) else [("SFT β=0", dict(beta=0.0)), (f"SFT β={cfg.sweep_beta:g}", dict(beta=cfg.sweep_beta))]
+            if (D, V) == (dA, vA) and cfg.sweep_beta not in cfg.betas: vs.append((f"SFT β={cfg.sweep_beta:g}", dict(beta=cfg.sweep_beta)))
+            jobs += [(D, V, lab, kw, s) for lab, kw in vs for s in range(cfg.sft_seeds)]
+    rows, probs, losses = [], {}, {}
+    bar = tqdm(total=len(cfg.d_models) * cfg.pretrain_steps + len(jobs), desc="pretrain + SFT", disable=not progress)
+    with torch_threads(cfg.threads):
+        for D in sorted(cfg.d_models):
+            base = tiny_gpt(max(cfg.vocab_sizes), D, cfg.n_layers, cfg.n_heads, seed=derive_seed(cfg.seed, "init", D))
+            t0 = time.time()
+            losses[D] = pretrain(base, w, cfg.pretrain_steps, cfg.pretrain_batch, cfg.pretrain_lr, cfg.qa_frac,
+                                 seed=derive_seed(cfg.seed, "pretrain", D), progress=False)
+            bar.update(cfg.pretrain_steps)
+            for V in sorted(cfg.vocab_sizes):
+                mv = with_vocab(base, V)
+                r, P = _eval_row(mv, w, ev, cfg.n_bins, D=D, V=V, model="base", beta=0.0, sft_seed=-1, seconds=time.time() - t0)
+                rows.append(r)
+                if (D, V) == (dA, vA): probs[("base", -1)] = P
+                for (D_, V_, lab, kw, s) in [j for j in jobs if j[:2] == (D, V)]:
+                    m = copy.deepcopy(mv); t1 = time.time()
+                    sft(m, w, tr, epochs=cfg.sft_epochs, batch=cfg.sft_batch, lr=cfg.sft_lr, seed=derive_seed(cfg.seed, "sft", s), **kw)
+                    r, P = _eval_row(m, w, ev, cfg.n_bins, D=D, V=V, model=lab, beta=kw.get('beta', 0.0), sft_seed=s, seconds=time.time() - t1)
+                    rows.append(r); bar.update(1)
+                    if (D, V) == (dA, vA): probs[(lab, s)] = P
+                    del m
+    bar.close()
+    return pd.DataFrame(rows), probs, ev, losses
+
+
+# %% [markdown]
+# ### How each claim is judged
+#
+# The rules are fixed in code; with one SFT seed (the smoke profile) most of them cannot be met.
+#
+# 1. *SFT degrades calibration.* Over all models of Parts A and B and all SFT seeds, compare ECE after
+#    plain SFT (β = 0) with the same model's base ECE. Reproduced if ECE rises in ≥ 90 % of the runs and
+#    by ≥ 0.02 on average; partially if it rises in ≥ 50 %; not reproduced otherwise.
+# 2. *LS preserves calibration (β ≈ 0.1).* Part A, paired by SFT seed: reproduced if ECE(β=0.1) <
+#    ECE(β=0) in every seed and β = 0.1 removes at least half of the ECE increase caused by plain SFT;
+#    partially if the mean ΔECE over seeds is negative (or only β = 0.2 lowers it in every seed); not
+#    reproduced otherwise.
+# 3. *LS's benefit shrinks for large V relative to D.* Part B: benefit = −mean ΔECE(β=`sweep_beta` − β=0)
+#    per (V, D). Reproduced if the Spearman correlation between V/D and the benefit is ≤ −0.8 over at
+#    least 4 cells; partially if it is negative; not reproduced if ≥ 0. Exploratory: the toy models and
+#    the noise (a few seeds) may not carry the mechanism.
+# 4. *Temperature / soft-capping recover LS's benefit* (a secondary claim): reproduced if both variants
+#    have lower mean ECE than plain SFT in Part A; partially if one does.
+# 5. *The smoothed kernel cuts memory without losing speed.* From the benchmark at the profile's sizes:
+#    reproduced if the chunked loss's peak memory is ≤ 1/8 of the naive loss's at V = 32k (or the
+#    smallest benchmarked V) and its time ≤ 1.3× naive; partially if only the memory target holds. This
+#    verdict rests on wall-clock times, so it is machine-dependent; the smoke profile does not run the
+#    benchmark. The paper's GPU comparison (Triton, Liger, CCE) is reported separately as not testable here.
+
+# %%
+#| export
+def _spearman(x, y) -> tuple[float, float]:
+    "Spearman correlation and its two-sided p-value (NaN for fewer than 3 points or constant input)."
+    from scipy.stats import spearmanr
+    if len(x) < 3 or np.allclose(x, x[0]) or np.allclose(y, y[0]): return float('nan'), float('nan')
+    r = spearmanr(x, y); return float(r[0]), float(r[1])
+
+def judge(cfg:Config, rows, bench_df=None):
+    "Metrics and verdicts from the experiment tables, by the rules stated in the notebook."
+    import pandas as pd
+    m, v = {}, []
+    dA, vA = max(cfg.d_models), min(cfg.vocab_sizes)
+    base = rows[rows.model == "base"].set_index(['D', 'V'])
+    sft0 = rows[rows.model == "SFT β=0"].copy()
+    sft0['rise'] = sft0.ece.values - base.loc[list(zip(sft0.D, sft0.V)), 'ece'].values
+    A = rows[(rows.D == dA) & (rows.V == vA)]
+    byv = A.groupby('model', sort=False)[['acc', 'ece', 'rms_ce', 'conf', 'overconf']].mean()
+    m.update(partA_D=dA, partA_V=vA, base_ece=float(byv.loc['base', 'ece']), base_acc=float(byv.loc['base', 'acc']),
+             base_rms_ce=float(byv.loc['base', 'rms_ce']), base_overconf=float(byv.loc['base', 'overconf']))
+    for lab in byv.index:
+        if lab == "base": continue
+        k = lab.replace("SFT ", "sft_").replace("β=", "beta").replace("=", "")
+        m.update({f"{k}_{c}": float(byv.loc[lab, c]) for c in ('acc', 'ece', 'rms_ce', 'overconf')})
+    # 1. SFT degrades calibration
+    frac, mean_rise = float((sft0.rise > 0).mean()), float(sft0.rise.mean())
+    m.update(sft_ece_rise_frac=frac, sft_ece_rise_mean=mean_rise, n_sft_runs=int(len(sft0)))
+    verdict = "reproduced" if frac >= 0.9 and mean_rise >= 0.02 else ("partially" if frac >= 0.5 else "not_reproduced")
+    v.append(Verdict("Instruction tuning (SFT) degrades calibration",
+                     "every open LLM examined is less calibrated after SFT (Llama-3, Mistral, Gemma, … on MMLU/HellaSwag/ARC)",
+                     f"ECE rises after plain SFT in {frac:.0%} of {len(sft0)} runs (mean +{mean_rise:.3f}); Part A: base ECE {m['base_ece']:.3f} → {byv.loc['SFT β=0', 'ece']:.3f}, "
+                     f"over-confidence {m['base_overconf']:+.3f} → {byv.loc['SFT β=0', 'overconf']:+.3f}",
+                     verdict, f"toy GPTs (D ∈ {list(cfg.d_models)}, V ∈ {list(cfg.vocab_sizes)}) on a synthetic world; rule: rise in ≥ 90% of runs and ≥ 0.02 on average"))
+    # 2. LS preserves calibration
+    def paired(lab):
+        a = A[A.model == lab].set_index('sft_seed').ece; b = A[A.model == "SFT β=0"].set_index('sft_seed').ece
+        return (a - b.reindex(a.index)).values
+    lab01 = f"SFT β={cfg.sweep_beta:g}"
+    d01 = paired(lab01); rise = float(byv.loc['SFT β=0', 'ece'] - byv.loc['base', 'ece'])
+    removed = float(-d01.mean() / rise) if rise > 0 else float('nan')
+    m.update(ls_delta_ece_mean=float(d01.mean()), ls_delta_ece_seeds=d01.tolist(), ls_fraction_of_rise_removed=removed)
+    others = {lab: paired(lab) for lab in byv.index if lab.startswith("SFT β=") and lab not in ("SFT β=0", lab01)}
+    all_neg_other = any((d < 0).all() for d in others.values())
+    verdict = ("reproduced" if (d01 < 0).all() and np.isfinite(removed) and removed >= 0.5
+               else "partially" if d01.mean() < 0 or all_neg_other else "not_reproduced")
+    v.append(Verdict("Label smoothing during SFT (β ≈ 0.1) keeps the model calibrated",
+                     "β ≈ 0.1 lowers ECE and RMS-CE after SFT (Llama-3-8B, Mistral-7B); β ≈ 0.1 recommended",
+                     f"Part A (D={dA}, V={vA}): ECE β=0 {byv.loc['SFT β=0', 'ece']:.3f}, " +
+                     ", ".join(f"{lab.replace('SFT ', '')} {byv.loc[lab, 'ece']:.3f}" for lab in byv.index if lab.startswith("SFT β=") and lab != "SFT β=0") +
+                     f"; RMS-CE β=0 {byv.loc['SFT β=0', 'rms_ce']:.3f} → β={cfg.sweep_beta:g} {byv.loc[lab01, 'rms_ce']:.3f}"
+                     f"; paired ΔECE(β={cfg.sweep_beta:g}) per seed {np.round(d01, 3).tolist()}, removes {removed:.0%} of the SFT rise",
+                     verdict, f"{cfg.sft_seeds} SFT seed(s); rule: ΔECE < 0 in every seed and ≥ 50% of the rise removed (partially: mean ΔECE < 0, or a larger β lowers ECE in every seed)"))
+    # 3. large V relative to D
+    B = rows[rows.model.isin(["SFT β=0", lab01])].pivot_table(index=['D', 'V', 'sft_seed'], columns='model', values='ece')
+    cell = (B[lab01] - B["SFT β=0"]).groupby(level=[0, 1]).mean().rename('delta_ece').reset_index()
+    cell['V_over_D'] = cell.V / cell.D; cell['benefit'] = -cell.delta_ece
+    rho, p_rho = _spearman(cell.V_over_D.values, cell.benefit.values)
+    m.update(sweep_spearman_VD_benefit=rho, sweep_spearman_p=p_rho, sweep_cells=cell.to_dict(orient='records'))
+    verdict = ("reproduced" if len(cell) >= 4 and np.isfinite(rho) and rho <= -0.8 else
+               "partially" if np.isfinite(rho) and rho < 0 else "not_reproduced")
+    lo, hi = cell.loc[cell.V_over_D.idxmin()], cell.loc[cell.V_over_D.idxmax()]
+    v.append(Verdict("LS's benefit is severely diminished when the vocabulary is large relative to the hidden size",
+                     "weak effect for Gemma/Gemma-2 (V = 256k, D = 2048–3584) vs Llama-3 / Mistral",
+                     f"Spearman ρ(V/D, ECE benefit of β={cfg.sweep_beta:g}) = {rho:.2f} (p={p_rho:.2g}) over {len(cell)} cells; benefit {lo.benefit:+.3f} at V/D={lo.V_over_D:g} "
+                     f"vs {hi.benefit:+.3f} at V/D={hi.V_over_D:g}",
+                     verdict, "exploratory toy sweep (padded vocabularies, one world); rule: ρ ≤ −0.8 over ≥ 4 cells (partially: ρ < 0)"))
+    # 4. temperature / softcap
+    tl, cl = f"SFT T={cfg.temperature:g}", f"SFT softcap={cfg.softcap:g}"
+    e0 = float(byv.loc['SFT β=0', 'ece']); eT, eC = float(byv.loc[tl, 'ece']), float(byv.loc[cl, 'ece'])
+    n_ok = int(eT < e0) + int(eC < e0)
+    v.append(Verdict("Temperature-trained and soft-capped losses recover LS's benefit",
+                     "temperature / soft-capping during training help large-vocabulary models (secondary source)",
+                     f"Part A ECE: plain SFT {e0:.3f}, T={cfg.temperature:g} {eT:.3f}, soft-cap c={cfg.softcap:g} {eC:.3f}",
+                     "reproduced" if n_ok == 2 else ("partially" if n_ok == 1 else "not_reproduced"),
+                     "rule: both variants below plain SFT's mean ECE (partially: one); at eval the raw logits are used, as in the official code"))
+    # 5. memory / time
+    if bench_df is not None and len(bench_df) and {"naive", "chunked"} <= set(bench_df.impl):
+        V0 = 32768 if (bench_df.vocab_size == 32768).any() else int(bench_df.vocab_size.min())
+        b = bench_df[bench_df.vocab_size == V0].set_index('impl')
+        mem, tim = float(b.loc['chunked', 'memory_vs_naive']), float(b.loc['chunked', 'time_vs_naive'])
+        m.update(bench_V=V0, bench_N=int(b.loc['naive', 'n_tokens']), bench_D=int(b.loc['naive', 'd_model']),
+                 bench_naive_peak_mib=float(b.loc['naive', 'peak_mib']), bench_chunked_peak_mib=float(b.loc['chunked', 'peak_mib']),
+                 bench_naive_time_s=float(b.loc['naive', 'time_s']), bench_chunked_time_s=float(b.loc['chunked', 'time_s']),
+                 bench_memory_ratio=mem, bench_time_ratio=tim)
+        fz = ""
+        if 'fused' in b.index:
+            m.update(bench_fused_memory_ratio=float(b.loc['fused', 'memory_vs_naive']), bench_fused_time_ratio=float(b.loc['fused', 'time_vs_naive']))
+            fz = f"; fused variant: memory {m['bench_fused_memory_ratio']:.3f}×, time {m['bench_fused_time_ratio']:.2f}×"
+        verdict = "reproduced" if mem <= 1 / 8 and tim <= 1.3 else ("partially" if mem <= 1 / 8 else "not_reproduced")
+        v.append(Verdict("A label-smoothed linear-cross-entropy kernel cuts memory without losing speed",
+                         "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB; speed on par with non-smoothed memory-efficient losses",
+                         f"CPU, N={m['bench_N']}, D={m['bench_D']}, V={V0}: peak {m['bench_naive_peak_mib']:.0f} MiB → {m['bench_chunked_peak_mib']:.0f} MiB "
+                         f"({mem:.3f}× naive), time {m['bench_naive_time_s']:.2f} s → {m['bench_chunked_time_s']:.2f} s ({tim:.2f}×){fz}",
+                         verdict, "PyTorch chunked autograd function on CPU, forward + backward; rule: memory ≤ 1/8 of naive and time ≤ 1.3× naive (partially: memory only)"))
+    else:
+        v.append(Verdict("A label-smoothed linear-cross-entropy kernel cuts memory without losing speed",
+                         "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB", "benchmark not run in this profile (bench=False)",
+                         "not_testable_offline", "the benchmark runs in the cpu profile (or with bench=True); see also the stored table of tools/bench_label_smoothing.py"))
+    v.append(Verdict("Speed parity with existing memory-efficient GPU losses (CCE, Liger) on real LLM training",
+                     "smoothed CCE kernels as fast as non-smoothed CCE / faster than Liger (GPU benchmark)",
+                     "not measured: no CUDA GPU on this machine; Liger and the paper's Triton kernels need one",
+                     "not_testable_offline", "Triton kernels need an Ampere-or-newer GPU; CPU timings above are not comparable"))
+    v.append(Verdict("The calibration results on real LLMs and benchmarks",
+                     "Llama-3 / Mistral / Gemma / Qwen SFT on Tulu-3, Alpaca, OpenHermes; MMLU, HellaSwag, ARC-Easy",
+                     "toy analogue only (see the rows above)", "not_testable_offline",
+                     "needs model and dataset downloads and multi-GPU training (≥ 4×A100-80GB)"))
+    return m, v
+
+
+# %% [markdown]
+# Figures: reliability diagrams of Part A (questions pooled over SFT seeds), the ΔECE heat map of Part B,
+# and the benchmark bars.
+
+# %%
+#| export
+def make_figures(cfg:Config, rows, probs, ev, bench_df=None, losses=None) -> dict:
+    "Reliability diagrams (Part A), ΔECE heat map (Part B), benchmark bars (Part C), pretraining curves."
+    import matplotlib.pyplot as plt, seaborn as sns, pandas as pd
+    figs = {}
+    labels = ["base"] + [lab for lab, _ in _variants(cfg)]
+    fig, axes = plt.subplots(1, len(labels), figsize=(3.1 * len(labels), 3.3), sharey=True)
+    for ax, lab in zip(np.atleast_1d(axes), labels):
+        keys = [k for k in probs if k[0] == lab]
+        P = np.concatenate([probs[k] for k in keys]); y = np.tile(ev['y'], len(keys))
+        M.reliability_diagram(y, P, n_bins=10, ax=ax, label=lab)
+        ax.set_title(lab, fontsize=9); ax.set_xlabel('confidence (restricted to A–D)', fontsize=8)
+    fig.suptitle(f"Part A reliability diagrams (D={max(cfg.d_models)}, V={min(cfg.vocab_sizes)}, held-out questions, pooled over {cfg.sft_seeds} SFT seed(s))", y=1.03, fontsize=10)
+    fig.tight_layout(); figs['reliability'] = fig
+    lab01 = f"SFT β={cfg.sweep_beta:g}"
+    B = rows[rows.model.isin(["SFT β=0", lab01])].pivot_table(index=['D', 'V', 'sft_seed'], columns='model', values='ece')
+    H = (B[lab01] - B["SFT β=0"]).groupby(level=[0, 1]).mean().unstack('V')
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * H.shape[1], 1.2 + 0.9 * H.shape[0]))
+    sns.heatmap(H, annot=True, fmt="+.3f", cmap="RdBu_r", center=0, ax=ax, cbar_kws=dict(label=f"ΔECE = ECE(β={cfg.sweep_beta:g}) − ECE(β=0)"))
+    ax.set(xlabel='vocabulary size V (padded)', ylabel='hidden size D', title=f'Part B: effect of label smoothing on ECE (mean over {cfg.sft_seeds} seed(s))')
+    fig.tight_layout(); figs['vocab_heatmap'] = fig
+    if bench_df is not None and len(bench_df):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+        bd = bench_df.assign(V=bench_df.vocab_size.map(lambda v: f"{v // 1024}k" if v >= 1024 else str(v)))
+        sns.barplot(data=bd, x='V', y='peak_mib', hue='impl', ax=axes[0]); axes[0].set_yscale('log')
+        axes[0].set(xlabel='vocabulary size V', ylabel='peak extra memory (MiB, log scale)', title=f'loss forward + backward, N={int(bd.n_tokens.iloc[0])}, D={int(bd.d_model.iloc[0])}')
+        sns.barplot(data=bd, x='V', y='time_s', hue='impl', ax=axes[1])
+        axes[1].set(xlabel='vocabulary size V', ylabel='wall time (s, CPU)', title='time of one forward + backward')
+        fig.tight_layout(); figs['benchmark'] = fig
+    if losses:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        for D, l in losses.items(): ax.plot(pd.Series(l).rolling(20, min_periods=1).mean(), label=f"D={D}")
+        ax.set(xlabel='pretraining step', ylabel='next-token loss at answer positions (nats, smoothed)', title='pretraining'); ax.legend()
+        fig.tight_layout(); figs['pretraining'] = fig
+    plt.close('all')
+    return figs
+
+
+# %%
+#| export
+def run(cfg:Config, progress:bool=True) -> Result:
+    "Run the label-smoothing reproduction described by `cfg`; returns metrics, tables, figures and verdicts."
+    import pandas as pd
+    if cfg.model == "llm":
+        raise ResourceUnavailable(
+            "the full profile fine-tunes a real open LLM (e.g. Llama-3.2-1B or Qwen2.5-0.5B) on Tulu-3/Alpaca with and "
+            "without label smoothing and evaluates MMLU/HellaSwag/ARC-Easy: it needs the model weights and datasets from the "
+            "Hugging Face Hub and a CUDA GPU (the paper used ≥ 4×A100-80GB). Neither is available offline; use profile 'cpu' "
+            "for the toy reproduction.")
+    seed_everything(cfg.seed)
+    t0 = time.time()
+    rows, probs, ev, losses = run_toy(cfg, progress=progress)
+    t_toy = time.time() - t0
+    bench_df = None
+    if cfg.bench:
+        bench_df = benchmark(cfg.bench_vocab, cfg.bench_tokens, cfg.bench_dim, cfg.bench_impls, beta=0.1, repeats=cfg.bench_repeats,
+                             threads=cfg.threads, subprocess=cfg.bench_subprocess, progress=progress)
+    metrics, verdicts = judge(cfg, rows, bench_df)
+    metrics.update(seconds_toy=t_toy, seconds_total=time.time() - t0)
+    dA, vA = max(cfg.d_models), min(cfg.vocab_sizes)
+    A = rows[(rows.D == dA) & (rows.V == vA)]
+    cols = ['acc', 'ece', 'rms_ce', 'conf', 'overconf', 'acc_described', 'conf_described', 'acc_undescribed', 'conf_undescribed']
+    partA = A.groupby('model', sort=False)[cols].agg(['mean', 'std']).round(4)
+    B = rows[rows.model.isin(["base", "SFT β=0", f"SFT β={cfg.sweep_beta:g}"])].groupby(['D', 'V', 'model'], sort=False)[['acc', 'ece', 'rms_ce', 'conf']].mean().round(4)
+    tables = dict(runs=rows, partA=partA, partB=B)
+    if bench_df is not None: tables['benchmark'] = bench_df
+    figures = make_figures(cfg, rows, probs, ev, bench_df, losses)
+    return Result(paper="label_smoothing", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables, figures=figures)
+
+
+# %% [markdown]
+# ## The experiment
+
+# %%
+cfg = Config.from_params(resolve_profile(profile), seed=seed, n_entities=n_entities, d_models=d_models, vocab_sizes=vocab_sizes,
+                         pretrain_steps=pretrain_steps, sft_epochs=sft_epochs, sft_seeds=sft_seeds, bench=bench)
+cfg
+
+# %%
+test_fail(lambda: Config.from_params("smoke", betas=[0.1]), contains="must contain 0.0")
+test_fail(lambda: Config.from_params("smoke", vocab_sizes=[64]), contains="smaller than the world")
+test_fail(lambda: Config.from_params("smoke", bench_impls=["triton"]), contains="parameter 'bench_impls'")
+test_fail(lambda: Config.from_params("smoke", sweep_beta=1.5), contains="'sweep_beta': 1.5 is out of range")
+test_fail(lambda: Config.from_params("smoke", d_models=[30]), contains="not divisible")
+test_eq(Config.from_params("cpu").vocab_sizes, (512, 4096, 32768))
+
+# %%
+_t0 = time.time()
+result = run(cfg)
+print(f"profile {cfg.profile}: {time.time() - _t0:.1f} s")
+record(result);
+
+# %% [markdown]
+# ### Part A: calibration after SFT
+#
+# Held-out questions (mean and standard deviation over SFT seeds). `overconf` is mean confidence minus
+# accuracy; "described" / "undescribed" split the questions by whether pretraining describes the entity
+# (undescribed entities' questions are unknowable: chance is 0.25).
+
+# %%
+pd.set_option('display.width', 220); pd.set_option('display.max_columns', 30)
+result.tables['partA']
+
+# %%
+result.figures['reliability']
+
+# %% [markdown]
+# ### Part B: vocabulary size vs hidden size
+#
+# Mean over SFT seeds; ΔECE < 0 (blue) means label smoothing lowered the ECE.
+
+# %%
+result.figures['vocab_heatmap']
+
+# %%
+result.tables['partB']
+
+# %%
+result.figures['pretraining']
+
+# %% [markdown]
+# ### Part C: memory and time of the smoothed loss
+#
+# The run's own benchmark (at the profile's sizes; `peak_mib` is the peak resident memory above the
+# inputs, including the gradients; times are CPU wall-clock for one forward + backward):
+
+# %%
+bt = result.tables.get('benchmark')
+(bt[['impl', 'n_tokens', 'd_model', 'vocab_size', 'chunk_size', 'peak_mib', 'memory_vs_naive', 'time_s', 'time_vs_naive', 'time_first_s', 'threads', 'process']].round(3)
+ if bt is not None else "benchmark not run")
+
+# %%
+if 'benchmark' in result.figures: display(result.figures['benchmark'])
+
+# %% [markdown]
+# The issue's full benchmark (N = 8192, D = 256, V ∈ {32k, 128k}, naive vs chunked vs fused) was run once
+# with `python tools/bench_label_smoothing.py` (the naive loss at 128k needs about 12 GiB); its stored
+# table, with the machine it ran on:
+
+# %%
+_bench_file = Path("label_smoothing_bench.csv")
+if _bench_file.exists():
+    _stored = pd.read_csv(_bench_file)
+    display(_stored.round(3))
+else: print("no stored benchmark table (run tools/bench_label_smoothing.py)")
+
+# %% [markdown]
+# ## The `full` profile
+#
+# `full` would fine-tune a real open LLM with and without label smoothing and evaluate it on MMLU,
+# HellaSwag and ARC. Offline it stops before any work:
+
+# %%
+try: run(Config.from_params("full"), progress=False)
+except ResourceUnavailable as e: print("full profile:", type(e).__name__, "-", str(e)[:400])
+
+# %% [markdown]
+# ## Paper vs. us
+#
+# The paper's column quotes its qualitative findings (exact table values were not available to us); ours
+# come from the run above, and each verdict follows the rule stated in "How each claim is judged".
+
+# %%
+result.verdict_table()
+
+# %% [markdown]
+# **Reading the verdicts.** The toy reproduces the *setting* of the paper — a pretrained model that knows
+# some facts and not others, then SFT on questions it partly cannot know — but not its scale. SFT on such
+# data teaches confident answers to unknowable questions, which is why calibration degrades here. Label
+# smoothing can only temper that through the size of the logits it tolerates: its optimum still puts
+# probability 1 − β + β/V on the label, which after restriction to four letters is almost 1, so in a toy
+# its effect comes from the training dynamics and is small compared with the noise of a few seeds. The
+# vocabulary sweep pads the softmax with unused tokens; it isolates what V changes during SFT, but not
+# what a larger real vocabulary changes in pretraining. The temperature variant trains the logits so that
+# z/T fits the targets, so at evaluation (T = 1) its answers are softer by construction; the soft cap
+# bounds only the logits the loss sees, not the raw logits used at evaluation, so it need not reduce
+# over-confidence at all. The memory result is structural (one chunk of
+# logits instead of three N×V buffers) and does not depend on the CPU; the speed comparison on CPU is
+# against the naive PyTorch loss, not against the paper's GPU kernels.

@@ -1,0 +1,70 @@
+"""Memory/time benchmark of the label-smoothed linear cross-entropy (issue 10, Part C).
+
+Naive PyTorch (`F.cross_entropy(E @ C.T, y, label_smoothing=β)`) vs `trustlib.calibration.label_smoothing.
+linear_smooth_ce` (chunked, logits recomputed in the backward) and its fused variant (gradients computed in
+the forward), one forward + backward each, every case in a fresh python process. Peak memory is the peak
+resident set size above the baseline with the inputs allocated (Linux: the VmHWM counter reset through
+/proc/self/clear_refs; elsewhere ru_maxrss). Not a timed test: run it by hand, it writes a CSV that the
+label_smoothing notebook shows.
+
+Usage:
+    python tools/bench_label_smoothing.py                      # N=8192, D=256, V=32k and 128k (naive at 128k needs ~12 GiB)
+    python tools/bench_label_smoothing.py --vocab 32768 --impls naive chunked --repeats 2
+"""
+import argparse, os, platform, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "nbs" / "papers" / "calibration" / "label_smoothing_bench.csv"
+
+
+def _mem_available_gib() -> float | None:
+    try:
+        for line in open('/proc/meminfo'):
+            if line.startswith('MemAvailable:'): return int(line.split()[1]) / 2**20
+    except OSError: return None
+    return None
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tokens", type=int, default=8192, help="N tokens (default 8192)")
+    p.add_argument("--dim", type=int, default=256, help="hidden size D (default 256)")
+    p.add_argument("--vocab", type=int, nargs="+", default=[32768, 131072], help="vocabulary sizes V")
+    p.add_argument("--impls", nargs="+", default=["naive", "chunked", "fused"], choices=["naive", "chunked", "fused"])
+    p.add_argument("--beta", type=float, default=0.1, help="label smoothing β (default 0.1)")
+    p.add_argument("--repeats", type=int, default=1, help="timed calls after the measured first call (best is reported)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads per case (default 1)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"CSV to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    p.add_argument("--min-free-gib", type=float, default=2.0, help="skip a naive case if MemAvailable is below its estimate plus this margin")
+    a = p.parse_args(argv)
+
+    from trustlib.calibration.label_smoothing import benchmark
+    from trustlib.results import atomic_write_text
+    import pandas as pd
+    frames = []
+    for V in a.vocab:
+        impls = list(a.impls)
+        est = 3 * a.tokens * V * 4 / 2**30   # naive: logits, log-softmax output and their gradient, float32
+        free = _mem_available_gib()
+        if "naive" in impls and free is not None and free < est + a.min_free_gib:
+            print(f"V={V}: skipping naive (needs ~{est:.1f} GiB, {free:.1f} GiB available)", file=sys.stderr)
+            impls.remove("naive")
+        t0 = time.time()
+        df = benchmark((V,), a.tokens, a.dim, impls, beta=a.beta, repeats=a.repeats, threads=a.threads, subprocess=True)
+        print(f"V={V}: {time.time() - t0:.0f} s", file=sys.stderr)
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    df["machine"] = f"{platform.machine()} {os.cpu_count()} cpus, load {load:.1f}, {platform.system()}"
+    import torch
+    df["torch"] = torch.__version__
+    atomic_write_text(a.out, df.to_csv(index=False))
+    cols = ["impl", "vocab_size", "chunk_size", "peak_mib", "memory_vs_naive", "time_s", "time_vs_naive", "time_first_s"]
+    print(df[cols].round(3).to_string(index=False))
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
