@@ -14,7 +14,7 @@
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, os, random, sys, types, typing, warnings
+import contextlib, dataclasses, os, random, sys, types, typing, warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 import numpy as np
@@ -280,6 +280,10 @@ test_fail(lambda: resolve_profile('laptop'), contains='choose one of')
 # Everything random in trustlib takes an explicit seed or generator. `seed_everything` also seeds the global
 # generators of python, numpy and torch (for third-party code that uses them) and returns a fresh
 # `numpy.random.Generator`. torch is imported lazily: `import trustlib` stays fast.
+#
+# `torch_threads(n)` runs a block on `n` torch CPU threads: for the small models in trustlib one thread is
+# faster than several, and on a busy machine torch's spin-waiting worker threads slow training down by an
+# order of magnitude.
 
 # %%
 #| export
@@ -304,6 +308,16 @@ def derive_seed(seed:int, *keys) -> int:
     ints = [k if isinstance(k, (int, np.integer)) else int.from_bytes(str(k).encode()[:8].ljust(8, b'\0'), 'little') for k in keys]
     return int(np.random.SeedSequence([int(seed), *map(int, ints)]).generate_state(1)[0])
 
+@contextlib.contextmanager
+def torch_threads(n:int|None):
+    "Temporarily run torch's CPU kernels on `n` threads (None: leave as is); restores the previous setting. Imports torch lazily."
+    if n is None: yield; return
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1: raise ConfigError(f"threads must be an int >= 1 or None, got {n!r}")
+    import torch
+    old = torch.get_num_threads(); torch.set_num_threads(int(n))
+    try: yield
+    finally: torch.set_num_threads(old)
+
 def get_device(preference:str="auto") -> str:
     "'cpu', 'cuda' or 'mps'; `auto` picks CUDA when present. Asking for a missing device raises `ResourceUnavailable`."
     if preference not in ("auto", "cpu", "cuda", "mps"): raise ConfigError(f"parameter 'device': {preference!r} is not allowed; choose one of ['auto', 'cpu', 'cuda', 'mps']")
@@ -326,6 +340,11 @@ assert derive_seed(1, 'member', 3) != derive_seed(1, 'member', 4) != derive_seed
 test_eq(get_device('cpu'), 'cpu')
 test_fail(lambda: seed_everything(-1), contains="non-negative")
 test_eq(torch_generator(3).initial_seed(), 3)
+_n = torch.get_num_threads()
+with torch_threads(1): test_eq(torch.get_num_threads(), 1)
+test_eq(torch.get_num_threads(), _n)
+with torch_threads(None): test_eq(torch.get_num_threads(), _n)
+test_fail(lambda: torch_threads(0).__enter__(), contains="threads must be")
 
 
 # %% [markdown]

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
+from trustlib.config import torch_threads   # one definition, in the light config module
 
 # %%
 #| hide
@@ -117,6 +118,7 @@ test_close(m(x), out[1], eps=1e-6)
 assert not torch.allclose(out[0], out[1])                          # members are initialised differently
 test_close(BatchedMLP(3, 5, (8,), 2, seed=1)(x), out)             # and deterministically
 
+
 # %% [markdown]
 # ## Training
 #
@@ -128,17 +130,6 @@ test_close(BatchedMLP(3, 5, (8,), 2, seed=1)(x), out)             # and determin
 
 # %%
 #| export
-import contextlib
-
-@contextlib.contextmanager
-def torch_threads(n:int|None):
-    "Temporarily run torch's CPU kernels on `n` threads (None: leave as is). Restores the previous setting."
-    if n is None: yield; return
-    if n < 1: raise ValueError(f"threads must be >= 1 or None, got {n}")
-    old = torch.get_num_threads(); torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(old)
-
 @dataclass
 class History:
     train_loss: list = field(default_factory=list)  # per epoch (per member for ensembles)

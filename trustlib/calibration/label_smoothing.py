@@ -7,17 +7,16 @@ from __future__ import annotations
 import contextlib, copy, json, math, os, subprocess, sys, time
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything, torch_threads
 from ..results import Result, Verdict
 from .. import metrics as M
 
 # %% auto #0
 __all__ = ['REDUCTIONS', 'BENCH_IMPLS', 'ATTRIBUTES', 'TEMPLATES', 'LETTERS', 'Config', 'check_beta', 'soft_cap',
-           'smoothed_cross_entropy', 'ls_gradient', 'ls_optimal_target_prob', 'ls_optimal_gap', 'torch_threads',
-           'auto_chunk_size', 'linear_smooth_ce', 'bench_case', 'benchmark', 'option_probs', 'mcq_calibration',
-           'world_vocab_size', 'World', 'make_world', 'fact_text', 'question_text', 'split_pairs', 'question_set',
-           'tiny_gpt', 'with_vocab', 'pretrain_batch', 'pretrain', 'sft', 'answer_probs', 'run_toy', 'judge',
-           'make_figures', 'run']
+           'smoothed_cross_entropy', 'ls_gradient', 'ls_optimal_target_prob', 'ls_optimal_gap', 'auto_chunk_size',
+           'linear_smooth_ce', 'bench_case', 'benchmark', 'option_probs', 'mcq_calibration', 'world_vocab_size',
+           'World', 'make_world', 'fact_text', 'question_text', 'split_pairs', 'question_set', 'tiny_gpt', 'with_vocab',
+           'pretrain_batch', 'pretrain', 'sft', 'answer_probs', 'run_toy', 'judge', 'make_figures', 'run']
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #a4ceb4da
 @dataclass
@@ -129,15 +128,6 @@ def ls_optimal_gap(vocab_size:int, beta:float) -> float:
     return math.inf if beta == 0 else math.log1p((1 - beta) * vocab_size / beta)
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #122e2080
-@contextlib.contextmanager
-def torch_threads(n:int|None):
-    "Temporarily set torch's intra-op CPU threads."
-    import torch
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(int(n))
-    try: yield
-    finally: torch.set_num_threads(old)
-
 def auto_chunk_size(vocab_size:int, budget_bytes:int=64 * 2**20) -> int:
     "Tokens per chunk so that one float32 chunk of logits takes about `budget_bytes`."
     return max(1, int(budget_bytes) // (4 * int(vocab_size)))

@@ -50,7 +50,7 @@ from __future__ import annotations
 import contextlib, copy, json, math, os, subprocess, sys, time
 from dataclasses import dataclass
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything, torch_threads
 from trustlib.results import Result, Verdict
 from trustlib import metrics as M
 
@@ -288,15 +288,6 @@ test_close(ls_optimal_gap(128_000, 0.1), 13.96, eps=0.01)
 
 # %%
 #| export
-@contextlib.contextmanager
-def torch_threads(n:int|None):
-    "Temporarily set torch's intra-op CPU threads."
-    import torch
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(int(n))
-    try: yield
-    finally: torch.set_num_threads(old)
-
 def auto_chunk_size(vocab_size:int, budget_bytes:int=64 * 2**20) -> int:
     "Tokens per chunk so that one float32 chunk of logits takes about `budget_bytes`."
     return max(1, int(budget_bytes) // (4 * int(vocab_size)))
