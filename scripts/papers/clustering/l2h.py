@@ -853,11 +853,11 @@ def _exp_robustness(cfg, seeds, bar):
     return pd.DataFrame(k_rows), pd.DataFrame(a_rows)
 
 def _exp_digits(cfg, seeds, bar):
-    from sklearn.datasets import load_digits
+    from trustlib.data import load
     from sklearn.model_selection import train_test_split
     from scipy.stats import spearmanr
     import pandas as pd
-    d = load_digits(); X, y = d.data / 16.0, d.target
+    d = load("digits"); X, y = d.X.astype(np.float64) / 16.0, d.y   # the data registry (same values as sklearn's)
     A, B = cfg.watermark_pair
     rows, merges, trees = [], [], {}
     iu = np.triu_indices(10, 1)
