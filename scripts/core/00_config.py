@@ -355,7 +355,9 @@ class BaseConfig:
                                           "pass allow_large=True (CLI: --allow-large) to raise it")
             object.__setattr__(self, f.name, v)
         object.__setattr__(self, '_allow_large', allow)
-        self.validate()
+        token = _VALIDATION.set(None)                        # configs built inside validate() start afresh
+        try: self.validate()
+        finally: _VALIDATION.reset(token)
 
     def validate(self):
         "Cross-parameter checks; subclasses override and raise `ConfigError`."
