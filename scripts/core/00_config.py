@@ -14,7 +14,7 @@
 # %%
 #| export
 from __future__ import annotations
-import contextlib, dataclasses, os, random, sys, types, typing, warnings
+import contextlib, contextvars, dataclasses, math, os, random, re, reprlib, sys, types, typing, warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 import numpy as np
@@ -42,25 +42,134 @@ class ResourceUnavailable(RuntimeError):
     "A resource (dataset, model weights, GPU) the chosen profile needs is not available on this machine."
 
 
+# %% [markdown]
+# Error messages quote the offending value, but never all of it: a parameter can be a 10 MB string, or a
+# short YAML document whose aliases expand into millions of items. `_short` is the one place that turns a
+# value into text for a message: `reprlib`-style, at most `limit` characters, and safe for huge integers
+# and for objects whose `repr` fails.
+
+# %%
+#| export
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 80, 80, 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 8
+_REPR.maxlevel = 3
+
+def _short(value, limit:int=200) -> str:
+    "`repr(value)`, abbreviated to at most `limit` characters (for error messages)."
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        s = f"<int of {value.bit_length()} bits>"
+    else:
+        try: s = _REPR.repr(value)
+        except Exception: s = f"<{type(value).__name__} object>"
+    return s if len(s) <= limit else s[:limit - 3] + '...'
+
+
+# %%
+test_eq(_short(3), '3')
+test_eq(_short('abc'), "'abc'")
+assert len(_short('x' * 10_000_000)) <= 200
+assert len(_short(list(range(10**6)))) <= 200 and _short(list(range(10**6))).startswith('[0, 1, 2')
+assert 'int' in _short(10**5000)                    # no 5000-digit conversion (Python refuses > 4300 digits)
+class _Bad:
+    def __repr__(self): raise RuntimeError
+assert _short(_Bad()).startswith('<_Bad ')                 # a failing repr is no failure here
+test_eq(len(_short('y' * 500, limit=50)), 50)
+
+
 # %%
 #| export
 def param(default, # default value (the `smoke` profile's, unless the profile table overrides it)
-          help:str="", # one-line description shown by `trustlib list`
-          *, ge=None, gt=None, le=None, lt=None, # numeric bounds (inclusive / exclusive)
-          choices=None, # allowed values (for str or numeric parameters)
+          help:str="", # one-line description shown by `trustlib list` and in the notebook's parameters cell
+          *, ge=None, gt=None, le=None, lt=None, # hard numeric bounds (inclusive / exclusive)
+          max=None, # soft upper bound: larger values need `allow_large=True` (CLI: `--allow-large`)
+          choices=None, # allowed values (for str or numeric parameters; checked per item for lists)
+          finite:bool=True, # reject nan and +-inf (also inside lists) unless False
           ):
     "A dataclass field carrying documentation and validation rules."
-    md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, choices=tuple(choices) if choices is not None else None)
+    md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, max=max, finite=finite,
+              choices=tuple(choices) if choices is not None else None)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
     return field(default=default, metadata=md)
 
 
 # %% [markdown]
-# ## Type checking of parameter values
+# ## Parameter values are data
 #
 # Papermill passes parameters through YAML, so `-p seed 3` arrives as an `int` and `-p sizes "[1, 2]"` as a
-# list. `_coerce` accepts exactly what a reasonable user would expect (an `int` where a `float` is wanted, a
-# list where a tuple is wanted) and rejects everything else with a message naming the parameter.
+# list. A parameter value is always *data*: a JSON-like literal, i.e. `str`, `int`, `float`, `bool`, `None`,
+# or lists/tuples/dicts (with `str` keys) of these. Anything else (bytes, sets, arbitrary objects, numpy
+# object arrays) is rejected with a message naming the parameter, and floats must be finite unless the
+# field says `param(..., finite=False)`. `_plain` checks (and normalises: numpy scalars become python
+# numbers, `-0.0` becomes `0.0`) a value of any shape; it also refuses values nested deeper than
+# `_MAX_DEPTH` or with more than `_MAX_NODES` items, so that a small YAML document with aliases cannot make
+# validation walk billions of items.
+
+# %%
+#| export
+_MAX_DEPTH, _MAX_NODES = 32, 1_000_000
+_JSONLIKE = "a JSON-like value (str, int, float, bool, None, or lists/dicts of these)"
+
+def _finite(name, x:float, finite:bool) -> float:
+    if finite and not math.isfinite(x):
+        raise ConfigError(f"parameter '{name}': {x!r} is not a finite number")
+    return x + 0.0                                          # -0.0 -> 0.0
+
+def _plain(name:str, value, finite:bool=True):
+    "`value` as a plain JSON-like python value (lists, tuples and dicts copied), or raise `ConfigError` naming `name`."
+    count = 0
+    def walk(path, v, depth):
+        nonlocal count
+        count += 1
+        if count > _MAX_NODES: raise ConfigError(f"parameter '{name}': value too large (more than {_MAX_NODES} items)")
+        if depth > _MAX_DEPTH: raise ConfigError(f"parameter '{name}': value nested deeper than {_MAX_DEPTH} levels")
+        if v is None: return None
+        if isinstance(v, (bool, np.bool_)): return bool(v)
+        if isinstance(v, str): return str.__str__(v)
+        if isinstance(v, (int, np.integer)): return int(v)
+        if isinstance(v, (float, np.floating)): return _finite(path, float(v), finite)
+        if isinstance(v, np.ndarray) and v.dtype.kind in 'biuf': v = v.tolist()
+        if isinstance(v, (list, tuple)):
+            items = [walk(f"{path}[{i}]", x, depth + 1) for i, x in enumerate(v)]
+            return tuple(items) if isinstance(v, tuple) else items
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise ConfigError(f"parameter '{path}': dict keys must be str, got {_short(k)} ({type(k).__name__})")
+                out[str.__str__(k)] = walk(f"{path}[{k!r}]"[:200], x, depth + 1)
+            return out
+        raise ConfigError(f"parameter '{path}': expected {_JSONLIKE}, got {_short(v)} ({type(v).__name__})")
+    return walk(name, value, 0)
+
+
+# %%
+test_eq(_plain('x', [1, 2.5, 'a', None, True, {'k': [0]}]), [1, 2.5, 'a', None, True, {'k': [0]}])
+test_eq(_plain('x', (np.int64(3), np.float32(0.5), np.bool_(True))), (3, 0.5, True))
+test_eq(type(_plain('x', [np.int64(3)])[0]), int)
+test_eq(_plain('x', np.array([1, 2])), [1, 2])
+test_eq(str(_plain('x', -0.0)), '0.0')
+test_fail(lambda: _plain('x', [1, b'ab']), contains="parameter 'x[1]': expected a JSON-like value")
+test_fail(lambda: _plain('x', {1, 2}), contains="got {1, 2} (set)")
+test_fail(lambda: _plain('x', {'a': object()}), contains="parameter 'x['a']'")
+test_fail(lambda: _plain('x', {1: 'a'}), contains="dict keys must be str")
+test_fail(lambda: _plain('x', np.array([{}], dtype=object)), contains="(ndarray)")
+test_fail(lambda: _plain('x', [0.1, float('nan')]), contains="parameter 'x[1]': nan is not a finite number")
+test_eq(_plain('x', [float('inf')], finite=False), [float('inf')])
+_deep = []; _d = _deep
+for _ in range(100): _d.append([]); _d = _d[0]
+test_fail(lambda: _plain('x', _deep), contains="nested deeper than 32")
+_bomb = ['a']
+for _ in range(25): _bomb = [_bomb, _bomb]           # what YAML aliases build: 2**25 leaves from 26 lists
+test_fail(lambda: _plain('x', _bomb), contains="value too large")
+
+
+# %% [markdown]
+# `_coerce` converts a value to the field's declared type: it accepts exactly what a reasonable user would
+# expect (an `int` where a `float` is wanted, a list where a tuple is wanted, a numeric numpy array where a
+# list is wanted) and rejects everything else with a message naming the parameter. Items of a typed
+# container (`tuple[int, ...]`, `dict[str, float]`) are converted one by one; items of a bare `list`,
+# `dict` or `Any` must be JSON-like.
 
 # %%
 #| export
@@ -68,32 +177,42 @@ def _tname(tp) -> str:
     if isinstance(tp, type): return tp.__name__
     return str(tp).replace('typing.', '')
 
-def _coerce(name:str, value, tp):
+def _coerce(name:str, value, tp, finite:bool=True):
     "Return `value` converted to type `tp`, or raise `ConfigError` naming `name`."
     origin, args = get_origin(tp), get_args(tp)
-    bad = lambda: ConfigError(f"parameter {name!r}: expected {_tname(tp)}, got {value!r} ({type(value).__name__})")
-    if tp is Any: return value
+    bad = lambda: ConfigError(f"parameter '{name}': expected {_tname(tp)}, got {_short(value)} ({type(value).__name__})")
+    if tp is Any or tp is object: return _plain(name, value, finite)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args: return None
         for a in args:
             if a is type(None): continue
-            try: return _coerce(name, value, a)
+            try: return _coerce(name, value, a, finite)
             except ConfigError: pass
         raise bad()
     if origin is Literal:
-        if value not in args: raise ConfigError(f"parameter {name!r}: {value!r} is not allowed; choose one of {list(args)}")
-        return value
-    if origin in (tuple, list):
+        if isinstance(value, (list, dict)) or value not in args:
+            raise ConfigError(f"parameter '{name}': {_short(value)} is not allowed; choose one of {list(args)}")
+        return _plain(name, value, finite)
+    if origin in (tuple, list) or tp in (tuple, list):
+        seq = tuple if tuple in (origin, tp) else list
+        if isinstance(value, np.ndarray) and value.dtype.kind in 'biuf': value = value.tolist()
         if not isinstance(value, (list, tuple)): raise bad()
-        if origin is tuple and len(args) == 2 and args[1] is Ellipsis: items = [_coerce(f"{name}[{i}]", v, args[0]) for i, v in enumerate(value)]
-        elif origin is tuple and args:
-            if len(args) != len(value): raise ConfigError(f"parameter {name!r}: expected {len(args)} items, got {len(value)}")
-            items = [_coerce(f"{name}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args))]
-        else: items = [_coerce(f"{name}[{i}]", v, args[0]) if args else v for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else list(items)
-    if origin is dict:
+        if len(value) > _MAX_NODES: raise ConfigError(f"parameter '{name}': value too large (more than {_MAX_NODES} items)")
+        if seq is tuple and len(args) == 2 and args[1] is Ellipsis: items = [_coerce(f"{name}[{i}]", v, args[0], finite) for i, v in enumerate(value)]
+        elif seq is tuple and args:
+            if len(args) != len(value): raise ConfigError(f"parameter '{name}': expected {len(args)} items, got {len(value)}")
+            items = [_coerce(f"{name}[{i}]", v, a, finite) for i, (v, a) in enumerate(zip(value, args))]
+        elif args: items = [_coerce(f"{name}[{i}]", v, args[0], finite) for i, v in enumerate(value)]
+        else: items = _plain(name, list(value), finite)
+        return tuple(items) if seq is tuple else list(items)
+    if origin is dict or tp is dict:
         if not isinstance(value, dict): raise bad()
-        return dict(value)
+        if not args: return _plain(name, value, finite)
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str): raise ConfigError(f"parameter '{name}': dict keys must be str, got {_short(k)} ({type(k).__name__})")
+            out[_coerce(f"{name}[key]", k, args[0], finite)] = _coerce(f"{name}[{k!r}]"[:200], v, args[1], finite)
+        return out
     if tp is bool:
         if isinstance(value, (bool, np.bool_)): return bool(value)
         raise bad()
@@ -104,15 +223,17 @@ def _coerce(name:str, value, tp):
         raise bad()
     if tp is float:
         if isinstance(value, (bool, np.bool_)): raise bad()
-        if isinstance(value, (int, float, np.integer, np.floating)): return float(value)
+        if isinstance(value, (int, np.integer)) and abs(int(value)) > 2**1023: raise bad()
+        if isinstance(value, (int, float, np.integer, np.floating)): return _finite(name, float(value), finite)
         raise bad()
     if tp is str:
-        if isinstance(value, str): return value
+        if isinstance(value, str): return str.__str__(value)
         raise bad()
-    if isinstance(tp, type):
-        if isinstance(value, tp): return value
+    if tp is type(None):
+        if value is None: return None
         raise bad()
-    return value
+    if isinstance(tp, type) and not isinstance(value, tp): raise bad()
+    return _plain(name, value, finite)
 
 
 # %%
@@ -120,46 +241,123 @@ test_eq(_coerce('x', 3, float), 3.0)
 test_eq(_coerce('x', [1, 2], tuple[int, ...]), (1, 2))
 test_eq(_coerce('x', None, int | None), None)
 test_eq(_coerce('x', 'a', Literal['a', 'b']), 'a')
+test_eq(_coerce('x', np.array([0.5, 1.0]), tuple[float, ...]), (0.5, 1.0))
+test_eq(_coerce('x', {'a': 1}, dict[str, float]), {'a': 1.0})
+test_eq(_coerce('x', [1, 'a', [2.0]], list), [1, 'a', [2.0]])
 test_fail(lambda: _coerce('x', 'three', int), contains="parameter 'x': expected int")
 test_fail(lambda: _coerce('x', True, int), contains="expected int")
 test_fail(lambda: _coerce('x', 2.5, int), contains="expected int")
 test_fail(lambda: _coerce('x', 'c', Literal['a', 'b']), contains="choose one of ['a', 'b']")
 test_fail(lambda: _coerce('xs', [1, 'a'], tuple[int, ...]), contains="parameter 'xs[1]'")
-
+test_fail(lambda: _coerce('xs', [1, b'a'], list), contains="parameter 'xs[1]': expected a JSON-like value")
+test_fail(lambda: _coerce('xs', [[1, {2}]], list | None), contains="parameter 'xs'")
+test_fail(lambda: _coerce('d', {'a': object()}, dict), contains="(object)")
+test_fail(lambda: _coerce('d', {'a': 'b'}, dict[str, float]), contains="parameter 'd['a']': expected float")
+test_fail(lambda: _coerce('x', {1, 2}, Any), contains="(set)")
+test_fail(lambda: _coerce('x', float('inf'), float), contains="'x': inf is not a finite number")
+test_fail(lambda: _coerce('x', [0.1, float('nan')], tuple[float, ...]), contains="'x[1]': nan is not a finite number")
+test_eq(_coerce('x', float('inf'), float, finite=False), float('inf'))
+test_fail(lambda: _coerce('x', float('inf'), int), contains="expected int")
 
 # %% [markdown]
 # ## `BaseConfig`
 #
 # A paper's `Config` subclasses `BaseConfig`, declares its parameters with `param(...)` and lists the
 # per-profile overrides in the class variable `PROFILE_DEFAULTS`. `Config.from_params(profile, **params)`
-# is what notebooks, the CLI and library users call: it rejects unknown names, treats `None` as "use the
-# profile's default", merges, coerces types and checks ranges — all before any work starts.
+# is what the CLI and library users call: it rejects unknown names, treats `None` as "use the profile's
+# default", merges, coerces types and checks ranges — all before any work starts. Notebooks call
+# `Config.from_namespace(globals())` right after their parameters cell (see below).
+#
+# Bounds: `ge`/`gt`/`le`/`lt` are hard limits (values outside are impossible). `max` is a *soft* upper
+# bound on sizes: a larger value is refused unless the caller passes `allow_large=True` (CLI:
+# `--allow-large`) or sets the environment variable `TRUSTLIB_ALLOW_LARGE=1`. The values of the profiles
+# themselves (`PROFILE_DEFAULTS`) are exempt. Every int/float parameter should declare an upper bound (`le`,
+# `lt` or `max`) or `choices`; `Config.unbounded_fields()` lists those that do not.
 
 # %%
 #| export
+_VALIDATION = contextvars.ContextVar('trustlib_config_validation', default=None)   # (allow_large, trusted values)
+
+def allow_large_env() -> bool:
+    "True when the environment variable `TRUSTLIB_ALLOW_LARGE` is set to 1/true/yes/on."
+    return os.environ.get('TRUSTLIB_ALLOW_LARGE', '').strip().lower() in ('1', 'true', 'yes', 'on')
+
+def _numbers(v):
+    "The int/float items of `v` (itself, or the items of a list/tuple), for bound checks."
+    vals = v if isinstance(v, (tuple, list)) else (v,)
+    return [x for x in vals if isinstance(x, (int, float)) and not isinstance(x, bool)]
+
+def _is_numeric(tp) -> bool:
+    "True for int/float fields (also Optional, and tuples/lists of them); bool is not numeric."
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType): return any(_is_numeric(a) for a in args if a is not type(None))
+    if origin in (tuple, list): return any(_is_numeric(a) for a in args if a is not Ellipsis)
+    return tp in (int, float)
+
+def _allowed(md) -> str:
+    "The bounds / choices of a field's metadata, as text."
+    if md.get('choices'): return 'one of ' + ', '.join(map(str, md['choices']))
+    s = ', '.join(f"{w} {md[k]}" for k, w in (('ge', '>='), ('gt', '>'), ('le', '<='), ('lt', '<')) if md.get(k) is not None)
+    if md.get('max') is not None: s = ', '.join(filter(None, [s, f"<= {md['max']} (soft: allow_large raises it)"]))
+    if md.get('finite', True) is False: s = ', '.join(filter(None, [s, 'may be inf/nan']))
+    return s
+
+def param_docs(cls) -> str:
+    "A numpy-style 'Parameters' section of config class `cls`, built from its fields' help texts and bounds."
+    hints = get_type_hints(cls)
+    lines = ['Parameters', '----------']
+    for f in fields(cls):
+        allowed = _allowed(f.metadata)
+        lines.append(f"{f.name} : {_tname(hints[f.name])}" + (f", {allowed}" if allowed else ''))
+        lines.append('    ' + (' '.join(f.metadata.get('help', '').split()) or '(no description)'))
+    return '\n'.join(lines)
+
+class _ParamDoc:
+    "The `__doc__` of a `BaseConfig` subclass: its own docstring followed by `param_docs(cls)`."
+    def __init__(self, doc): self.doc = doc
+    def __get__(self, obj, cls):
+        if '__dataclass_fields__' not in cls.__dict__: return self.doc or cls.__name__   # not yet a dataclass
+        try: return '\n\n'.join(filter(None, [self.doc, param_docs(cls)]))
+        except Exception: return self.doc or cls.__name__
+
 @dataclass
 class BaseConfig:
     "Base class of every paper's experiment configuration."
     profile: str = param("smoke", "smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)", choices=PROFILES)
-    seed: int = param(0, "base random seed; every random choice derives from it", ge=0)
+    seed: int = param(0, "base random seed; every random choice derives from it", ge=0, le=2**32 - 1)
     PROFILE_DEFAULTS: ClassVar[dict[str, dict[str, Any]]] = {}
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.__doc__ = _ParamDoc(cls.__dict__.get('__doc__'))
+
     def __post_init__(self):
+        allow, trusted = _VALIDATION.get() or (False, {})
+        allow = allow or allow_large_env()
         hints = get_type_hints(type(self))
         for f in fields(self):
-            v = _coerce(f.name, getattr(self, f.name), hints[f.name])
             md = f.metadata
-            if md.get('choices') is not None and v not in md['choices']:
-                raise ConfigError(f"parameter {f.name!r}: {v!r} is not allowed; choose one of {list(md['choices'])}")
+            v = _coerce(f.name, getattr(self, f.name), hints[f.name], md.get('finite', True))
+            if md.get('choices') is not None:
+                for x in (v if isinstance(v, (tuple, list)) else (v,)):
+                    if x not in md['choices']:
+                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} is not allowed; choose one of {list(md['choices'])}")
             for key, ok, word in (('ge', lambda a, b: a >= b, '>='), ('gt', lambda a, b: a > b, '>'),
                                   ('le', lambda a, b: a <= b, '<='), ('lt', lambda a, b: a < b, '<')):
                 bound = md.get(key)
-                if bound is None or v is None: continue
-                vals = v if isinstance(v, (tuple, list)) else (v,)
-                for x in vals:
-                    if not ok(x, bound): raise ConfigError(f"parameter {f.name!r}: {x!r} is out of range; must be {word} {bound}")
+                if bound is None: continue
+                for x in _numbers(v):
+                    if not ok(x, bound): raise ConfigError(f"parameter {f.name!r}: {_short(x)} is out of range; must be {word} {bound}")
+            if md.get('max') is not None and not allow and not (f.name in trusted and trusted[f.name] == v):
+                for x in _numbers(v):
+                    if x > md['max']:
+                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} exceeds its limit {md['max']}; "
+                                          "pass allow_large=True (CLI: --allow-large) to raise it")
             object.__setattr__(self, f.name, v)
-        self.validate()
+        object.__setattr__(self, '_allow_large', allow)
+        token = _VALIDATION.set(None)                        # configs built inside validate() start afresh
+        try: self.validate()
+        finally: _VALIDATION.reset(token)
 
     def validate(self):
         "Cross-parameter checks; subclasses override and raise `ConfigError`."
@@ -170,26 +368,49 @@ class BaseConfig:
     @classmethod
     def profile_defaults(cls, profile:str) -> dict[str, Any]:
         "Parameter values of `profile` (class defaults updated with `PROFILE_DEFAULTS[profile]`)."
-        if profile not in PROFILES: raise ConfigError(f"parameter 'profile': {profile!r} is not allowed; choose one of {list(PROFILES)}")
+        if profile not in PROFILES: raise ConfigError(f"parameter 'profile': {_short(profile)} is not allowed; choose one of {list(PROFILES)}")
         base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in fields(cls)}
         base.update(cls.PROFILE_DEFAULTS.get(profile, {}))
         base['profile'] = profile
         return base
 
     @classmethod
-    def from_params(cls, profile:str="smoke", **params):
+    def from_params(cls, profile:str="smoke", *, allow_large:bool=False, **params):
         "Validated config for `profile` with explicit overrides; `None` means the profile's default."
         unknown = sorted(set(params) - set(cls.param_names()))
         if unknown:
-            raise ConfigError(f"unknown parameter(s) {unknown} for {cls.__qualname__}; allowed: {sorted(cls.param_names())}")
+            raise ConfigError(f"unknown parameter(s) [{', '.join(_short(u, 60) for u in unknown[:20])}] for {cls.__qualname__}; "
+                              f"allowed: {sorted(cls.param_names())}")
         vals = cls.profile_defaults(profile)
+        hints, trusted = get_type_hints(cls), {}
+        for f in fields(cls):                                # the profile's own values are exempt from `max`
+            try: trusted[f.name] = _coerce(f.name, vals[f.name], hints[f.name], f.metadata.get('finite', True))
+            except ConfigError: pass
         vals.update({k: v for k, v in params.items() if v is not None})
-        return cls(**vals)
+        token = _VALIDATION.set((bool(allow_large), trusted))
+        try: return cls(**vals)
+        finally: _VALIDATION.reset(token)
+
+    @classmethod
+    def from_namespace(cls, ns:dict, **kw):
+        "Validated config from a notebook's globals: `profile` (through `resolve_profile`) and every field in `ns` that is not None; `kw` go to `from_params` (overrides, `allow_large=`)."
+        profile = kw.pop('profile', None) or ns.get('profile') or 'smoke'
+        params = {k: ns[k] for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
+        return cls.from_params(resolve_profile(profile), **{**params, **kw})
+
+    @classmethod
+    def unbounded_fields(cls) -> list[str]:
+        "Names of int/float fields that declare no upper bound (`le`, `lt` or `max`) and no `choices`."
+        hints = get_type_hints(cls)
+        return [f.name for f in fields(cls) if _is_numeric(hints[f.name])
+                and all(f.metadata.get(k) is None for k in ('le', 'lt', 'max', 'choices'))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+        "The parameters as plain JSON-like values (tuples become lists)."
+        return {f.name: _jsonify(getattr(self, f.name)) for f in fields(self)}
 
-    def replace(self, **changes): return type(self).from_params(**{**self.to_dict(), **changes})
+    def replace(self, **changes):
+        return type(self).from_params(**{**self.to_dict(), **changes}, allow_large=getattr(self, '_allow_large', False))
 
     @classmethod
     def describe(cls) -> list[dict[str, Any]]:
@@ -198,12 +419,16 @@ class BaseConfig:
         rows = []
         for f in fields(cls):
             md = f.metadata
-            bounds = ', '.join(f"{w} {md[k]}" for k, w in (('ge', '>='), ('gt', '>'), ('le', '<='), ('lt', '<')) if md.get(k) is not None)
-            if md.get('choices'): bounds = 'one of ' + ', '.join(map(str, md['choices']))
-            row = dict(name=f.name, type=_tname(hints[f.name]), help=md.get('help', ''), allowed=bounds)
+            row = dict(name=f.name, type=_tname(hints[f.name]), help=md.get('help', ''), allowed=_allowed(md))
             for p in PROFILES: row[p] = cls.profile_defaults(p)[f.name]
             rows.append(row)
         return rows
+
+def _jsonify(v):
+    "Tuples -> lists, recursively (dicts and lists copied)."
+    if isinstance(v, (list, tuple)): return [_jsonify(x) for x in v]
+    if isinstance(v, dict): return {k: _jsonify(x) for k, x in v.items()}
+    return v
 
 
 # %% [markdown]
@@ -212,11 +437,13 @@ class BaseConfig:
 # %%
 @dataclass
 class _DemoConfig(BaseConfig):
-    n_members: int = param(3, "ensemble size", ge=1)
-    lr: float = param(0.1, "learning rate", gt=0)
-    widths: tuple[int, ...] = param((8, 16), "hidden widths swept", ge=1)
+    "A demonstration config."
+    n_members: int = param(3, "ensemble size", ge=1, le=1000)
+    lr: float = param(0.1, "learning rate", gt=0, le=10)
+    widths: tuple[int, ...] = param((8, 16), "hidden widths swept", ge=1, max=4096)
     variant: str = param("noise", "which construction", choices=("noise", "concat"))
-    PROFILE_DEFAULTS = {"cpu": dict(n_members=10), "full": dict(n_members=10, widths=(256,))}
+    n_items: int = param(100, "items per run", ge=1, max=10**6)
+    PROFILE_DEFAULTS = {"cpu": dict(n_members=10), "full": dict(n_members=10, widths=(256,), n_items=10**7)}
 
     def validate(self):
         if self.variant == 'concat' and self.n_members < 2: raise ConfigError("variant 'concat' needs n_members >= 2")
@@ -230,13 +457,47 @@ test_fail(lambda: _DemoConfig.from_params("smoke", n_member=3), contains="unknow
 test_fail(lambda: _DemoConfig.from_params("gpu"), contains="choose one of ['smoke', 'cpu', 'full']")
 test_fail(lambda: _DemoConfig.from_params("smoke", n_members=0), contains="'n_members': 0 is out of range; must be >= 1")
 test_fail(lambda: _DemoConfig.from_params("smoke", lr=-1.0), contains="must be > 0")
+test_fail(lambda: _DemoConfig.from_params("smoke", lr=float('inf')), contains="'lr': inf is not a finite number")
 test_fail(lambda: _DemoConfig.from_params("smoke", widths=(8, 0)), contains="'widths': 0 is out of range")
 test_fail(lambda: _DemoConfig.from_params("smoke", variant="mix"), contains="choose one of ['noise', 'concat']")
 test_fail(lambda: _DemoConfig.from_params("smoke", lr="fast"), contains="'lr': expected float")
 test_fail(lambda: _DemoConfig.from_params("smoke", variant="concat", n_members=1), contains="needs n_members >= 2")
+test_fail(lambda: _DemoConfig.from_params("smoke", seed=2**70), contains="'seed': 1180591620717411303424 is out of range; must be <= 4294967295")
 test_eq(c.replace(seed=5).seed, 5)
-test_eq([r['name'] for r in _DemoConfig.describe()], ['profile', 'seed', 'n_members', 'lr', 'widths', 'variant'])
+test_eq([r['name'] for r in _DemoConfig.describe()], ['profile', 'seed', 'n_members', 'lr', 'widths', 'variant', 'n_items'])
+test_eq(_DemoConfig.to_dict(_DemoConfig.from_params('full'))['widths'], [256])
 _DemoConfig.describe()[2]
+
+# %% [markdown]
+# Sizes above a soft limit are refused unless asked for explicitly; a profile's own values are exempt
+# (the `full` profile above uses `n_items=10**7`):
+
+# %%
+test_fail(lambda: _DemoConfig.from_params("smoke", n_items=10**12),
+          contains="parameter 'n_items': 1000000000000 exceeds its limit 1000000; pass allow_large=True (CLI: --allow-large) to raise it")
+test_eq(_DemoConfig.from_params("smoke", n_items=10**12, allow_large=True).n_items, 10**12)
+test_eq(_DemoConfig.from_params("smoke", n_items=10**12, allow_large=True).replace(seed=1).n_items, 10**12)
+test_fail(lambda: _DemoConfig.from_params("smoke", widths=[8, 10**5]), contains="'widths': 100000 exceeds its limit 4096")
+test_eq(_DemoConfig.from_params("full").n_items, 10**7)
+test_fail(lambda: _DemoConfig.from_params("full", n_items=2 * 10**7), contains="exceeds its limit")
+test_eq(_DemoConfig.unbounded_fields(), [])
+test_eq(BaseConfig.unbounded_fields(), [])
+_DemoConfig.describe()[6]['allowed']
+
+
+# %%
+@dataclass
+class _LooseConfig(BaseConfig):
+    n: int = param(3, "unbounded size", ge=1)
+    xs: tuple[float, ...] = param((0.5,), "unbounded values")
+    flag: bool = param(False, "a switch")
+    extra: list = param([], "free-form JSON-like list")
+
+test_eq(_LooseConfig.unbounded_fields(), ['n', 'xs'])
+test_eq(_LooseConfig.from_params(extra=[1, 'a', {'b': None}]).extra, [1, 'a', {'b': None}])
+test_fail(lambda: _LooseConfig.from_params(extra=[1, {2, 3}]), contains="parameter 'extra[1]'")
+test_fail(lambda: _LooseConfig.from_params(extra=[float('nan')]), contains="not a finite number")
+test_fail(lambda: _LooseConfig.from_params(xs=[b'1']), contains="'xs[0]': expected float")
 
 
 # %% [markdown]
@@ -259,7 +520,8 @@ def in_papermill() -> bool:
 
 def resolve_profile(profile:str) -> str:
     "`profile`, except under a test runner (without `TRUSTLIB_ALLOW_PROFILE=1`), where it is always `smoke`."
-    if profile not in PROFILES: raise ConfigError(f"parameter 'profile': {profile!r} is not allowed; choose one of {list(PROFILES)}")
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise ConfigError(f"parameter 'profile': {_short(profile)} is not allowed; choose one of {list(PROFILES)}")
     if profile != 'smoke' and in_test() and not os.environ.get('TRUSTLIB_ALLOW_PROFILE'):
         warnings.warn(f"profile {profile!r} requested under a test runner; running 'smoke' instead "
                       "(set TRUSTLIB_ALLOW_PROFILE=1 to override)")
@@ -272,6 +534,209 @@ _old = os.environ.get('IN_TEST'); os.environ['IN_TEST'] = '1'
 with warnings.catch_warnings(record=True): test_eq(resolve_profile('cpu'), 'smoke')
 if _old is None: del os.environ['IN_TEST']
 test_fail(lambda: resolve_profile('laptop'), contains='choose one of')
+
+
+# %% [markdown]
+# ## One parameter surface
+#
+# A paper's parameters are declared once, in its `Config`. The notebook's papermill parameters cell is
+# generated from it: `parameters_cell(Config)` is the cell's canonical text, one line per field in field
+# order, `profile` first with its smoke default and every other field `Optional[...] = None` ("use the
+# profile's value"), each commented with the field's help text. The cell follows papermill's parser: the
+# annotation is `Optional[X]` with plain builtin types and the comment holds no `=` (an `=` in a help text is
+# written as a full-width `＝`). Comments carry no per-profile values; those live in `PROFILE_DEFAULTS` and
+# are shown by `trustlib list --params`.
+#
+# The notebook then builds its config from its own globals, so every name of the parameters cell reaches
+# the `Config` and nothing else does:
+#
+# ```python
+# cfg = Config.from_namespace(globals())
+# ```
+#
+# `check_parameters_cell(Config, source)` lists what differs between a notebook's cell and the canonical one.
+
+# %%
+#| export
+def _cell_type(tp) -> str:
+    "The type of field type `tp` as written in a parameters cell: builtin names that papermill's parser reads."
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return _cell_type(rest[0]) if len(rest) == 1 else 'object'
+    if origin is Literal:
+        kinds = {type(a) for a in args}
+        return kinds.pop().__name__ if len(kinds) == 1 and kinds <= {str, int, float, bool} else 'object'
+    if origin in (tuple, list) or tp in (tuple, list):
+        items = {_cell_type(a) for a in args if a is not Ellipsis}
+        return f"list[{items.pop()}]" if len(items) == 1 else 'list'
+    if origin is dict or tp is dict:
+        return f"dict[{_cell_type(args[0])}, {_cell_type(args[1])}]" if len(args) == 2 else 'dict'
+    if tp in (int, float, str, bool): return tp.__name__
+    return 'object'
+
+_CELL_SUBS = (('<=', '≤'), ('>=', '≥'), ('!=', '≠'), ('==', '＝'), ('=', '＝'))
+
+def _cell_comment(help:str) -> str:
+    "A help text as a one-line parameters-cell comment (no `=`, which papermill's parser cannot read there)."
+    s = ' '.join(str(help).split())
+    for a, b in _CELL_SUBS: s = s.replace(a, b)
+    return s
+
+def _cell_lines(cls) -> list[tuple[str, str, str, str]]:
+    "(name, annotation, value, comment) of each line of `cls`'s canonical parameters cell."
+    hints = get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        if f.name == 'profile': ann, val = 'str', '"smoke"'
+        else: ann, val = f"Optional[{_cell_type(hints[f.name])}]", 'None'
+        out.append((f.name, ann, val, _cell_comment(f.metadata.get('help', ''))))
+    return out
+
+def parameters_cell(cls) -> str:
+    "The canonical source of the papermill parameters cell of config class `cls` (a `BaseConfig` subclass)."
+    return '\n'.join(f"{n}: {a} = {v}" + (f"  # {c}" if c else '') for n, a, v, c in _cell_lines(cls))
+
+_CELL_LINE = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*:\s*(?P<ann>[^=#]*?)\s*=\s*(?P<value>[^#]*?)\s*(?:#\s*(?P<comment>.*?))?\s*$")
+
+def check_parameters_cell(cls, cell_source) -> list[str]:
+    "Problems of a notebook's parameters cell (`str` or list of lines) against `parameters_cell(cls)`; `[]` if none."
+    src = ''.join(cell_source) if isinstance(cell_source, (list, tuple)) else str(cell_source)
+    problems, got = [], {}
+    for i, line in enumerate(src.splitlines(), 1):
+        if not line.strip() or line.strip().startswith('#'): continue
+        m = _CELL_LINE.match(line)
+        if m is None: problems.append(f"line {i} is not a one-line `name: type = value  # help` assignment: {_short(line)}"); continue
+        d = m.groupdict()
+        if d['name'] in got: problems.append(f"{d['name']!r} is assigned twice"); continue
+        got[d['name']] = d
+    want = {n: (a, v, c) for n, a, v, c in _cell_lines(cls)}
+    missing, extra = [n for n in want if n not in got], [n for n in got if n not in want]
+    if missing: problems.append(f"missing parameter(s) {missing}")
+    if extra: problems.append(f"parameter(s) {extra} are not fields of {cls.__qualname__}")
+    common = [n for n in got if n in want]
+    if common != [n for n in want if n in got]: problems.append(f"order differs from the fields of {cls.__qualname__}: {common}")
+    for n in common:
+        ann, val, com = want[n]; d = got[n]
+        if ' '.join(d['ann'].split()) != ann: problems.append(f"{n}: annotation {_short(d['ann'])}, expected {ann!r}")
+        v = d['value'].replace("'", '"') if n == 'profile' else d['value']
+        if v != val: problems.append(f"{n}: value {_short(d['value'])}, expected {val}")
+        c = ' '.join((d['comment'] or '').split())
+        if '=' in c: problems.append(f"{n}: the comment contains '=' (papermill cannot parse the line)")
+        elif c != com: problems.append(f"{n}: comment {_short(c)} differs from the help text {_short(com)}")
+    return problems
+
+
+# %%
+@dataclass
+class _CellDemo(BaseConfig):
+    n_members: int = param(3, "ensemble size M", ge=1, le=100)
+    noise_levels: tuple[float, ...] = param((0.6,), "input-noise std of group 1", ge=0, le=10)
+    ratio: float | None = param(None, "ratio r = a/b (None: not used)", gt=0, le=1)
+    weights: dict[str, float] = param({}, "per-group weights", ge=0, le=1)
+    mode: Literal['a', 'b'] = param('a', "mode")
+
+cell = parameters_cell(_CellDemo)
+print(cell)
+test_eq(cell.splitlines()[0], 'profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)')
+test_eq(cell.splitlines()[3], 'noise_levels: Optional[list[float]] = None  # input-noise std of group 1')
+test_eq(cell.splitlines()[4], 'ratio: Optional[float] = None  # ratio r ＝ a/b (None: not used)')
+test_eq(cell.splitlines()[5], 'weights: Optional[dict[str, float]] = None  # per-group weights')
+assert all(line.count('=') == 1 for line in cell.splitlines())
+test_eq(check_parameters_cell(_CellDemo, cell), [])
+test_eq(check_parameters_cell(_CellDemo, cell.splitlines(keepends=True)), [])
+
+# %% [markdown]
+# A hand-written cell that drifted from its `Config` — a missing field, a field that is not a parameter, a
+# wrong annotation and a stale comment — is caught:
+
+# %%
+_drifted = '''profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_members: int = None  # ensemble size M
+noise_levels: Optional[list[float]] = None  # noise std (cpu: 0.1 ... 0.9)
+ratio: Optional[float] = None  # ratio r ＝ a/b (None: not used)
+weights: Optional[dict[str, float]] = None  # per-group weights
+lr: Optional[float] = None  # learning rate
+'''
+_problems = check_parameters_cell(_CellDemo, _drifted)
+_problems
+
+# %%
+test_eq(_problems[0], "missing parameter(s) ['mode']")
+test_eq(_problems[1], "parameter(s) ['lr'] are not fields of _CellDemo")
+assert any(p.startswith("n_members: annotation 'int'") for p in _problems)
+assert any(p.startswith("noise_levels: comment") for p in _problems)
+test_eq(len(_problems), 4)
+assert any('not a one-line' in p for p in check_parameters_cell(_CellDemo, 'seed = (1 if x == 2 else 0)'))
+
+# %% [markdown]
+# `from_namespace` builds the config from the notebook's globals after the parameters cell (and after
+# papermill's `injected-parameters` cell): the names that are `None` take the profile's value.
+
+# %%
+_ns = {}
+exec(cell, {'Optional': typing.Optional}, _ns)            # what the parameters cell defines
+_ns.update(n_members=7, noise_levels=[0.2, 0.4])          # what `-p n_members 7 -p noise_levels "[0.2, 0.4]"` injects
+_ns['unrelated_global'] = object()                        # other globals are ignored
+c = _CellDemo.from_namespace(_ns)
+test_eq((c.profile, c.seed, c.n_members, c.noise_levels, c.ratio), ('smoke', 0, 7, (0.2, 0.4), None))
+test_eq(_CellDemo.from_namespace({**_ns, 'seed': 4}).seed, 4)
+test_eq(_CellDemo.from_namespace(_ns, seed=9).seed, 9)
+test_fail(lambda: _CellDemo.from_namespace({**_ns, 'n_members': 0}), contains="'n_members': 0 is out of range")
+test_fail(lambda: _CellDemo.from_namespace({**_ns, 'profile': 'laptop'}), contains="choose one of")
+
+# %% [markdown]
+# The same texts document the class: `param_docs(Config)` is a numpy-style "Parameters" section, and every
+# `BaseConfig` subclass carries it in its `__doc__`, so `help(Config)` lists the parameters.
+
+# %%
+print(param_docs(_CellDemo))
+
+# %%
+test_eq(param_docs(_CellDemo).splitlines()[:3], ['Parameters', '----------', 'profile : str, one of smoke, cpu, full'])
+assert '    input-noise std of group 1' in param_docs(_CellDemo).splitlines()
+assert _DemoConfig.__doc__.startswith('A demonstration config.\n\nParameters\n')
+assert all(f.metadata['help'] in _CellDemo.__doc__ for f in fields(_CellDemo))
+test_eq(BaseConfig.__doc__, "Base class of every paper's experiment configuration.")
+
+
+# %% [markdown]
+# ## Canonical parameters
+#
+# A run is identified by its validated parameters. `canonical_params` returns them as one plain dict — the
+# profile's defaults filled in, every value of its declared type (`0.0` for an int field becomes `0`, an
+# int for a float field becomes a float, tuples become lists) — so that equal requests hash equally with
+# `json.dumps(..., sort_keys=True)`.
+
+# %%
+#| export
+def canonical_params(Config, # a `BaseConfig` subclass
+                     profile:str="smoke", # smoke | cpu | full
+                     params:dict|None=None, # overrides (`None` values mean the profile's default)
+                     *, allow_large:bool=False, # allow values above the soft limits (`param(max=...)`)
+                     ) -> dict:
+    "The validated, normalised parameters (`Config.from_params(profile, **params).to_dict()`), for hashing."
+    if params is not None and not (isinstance(params, dict) and all(isinstance(k, str) for k in params)):
+        raise ConfigError(f"parameters must be a mapping of names to values, got {_short(params)}")
+    return Config.from_params(profile, allow_large=allow_large, **(params or {})).to_dict()
+
+
+# %%
+import json
+
+# %%
+_h = lambda p: json.dumps(canonical_params(_DemoConfig, 'smoke', p), sort_keys=True)
+test_eq(_h({}), _h({'seed': 0}))
+test_eq(_h({}), _h({'seed': 0.0}))
+test_eq(_h({}), _h({'lr': 0.1, 'n_members': None, 'widths': [8, 16]}))
+assert _h({}) != _h({'seed': 1})
+test_eq(canonical_params(_DemoConfig, 'smoke', {'lr': 1})['lr'], 1.0)
+test_eq(type(canonical_params(_DemoConfig, 'smoke', {'n_members': 4.0})['n_members']), int)
+test_eq(canonical_params(_DemoConfig, 'cpu')['widths'], [8, 16])
+test_fail(lambda: canonical_params(_DemoConfig, 'smoke', {'n_items': 10**7}), contains='allow_large=True')
+test_eq(canonical_params(_DemoConfig, 'smoke', {'n_items': 10**7}, allow_large=True)['n_items'], 10**7)
+canonical_params(_DemoConfig, 'cpu', {'seed': 3})
 
 
 # %% [markdown]
@@ -290,7 +755,7 @@ test_fail(lambda: resolve_profile('laptop'), contains='choose one of')
 def seed_everything(seed:int) -> np.random.Generator:
     "Seed python, numpy and (if installed) torch; return `np.random.default_rng(seed)`."
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"parameter 'seed': expected a non-negative int, got {seed!r}")
+        raise ConfigError(f"parameter 'seed': expected a non-negative int, got {_short(seed)}")
     random.seed(int(seed)); np.random.seed(int(seed) % 2**32)
     try:
         import torch
@@ -312,7 +777,7 @@ def derive_seed(seed:int, *keys) -> int:
 def torch_threads(n:int|None):
     "Temporarily run torch's CPU kernels on `n` threads (None: leave as is); restores the previous setting. Imports torch lazily."
     if n is None: yield; return
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1: raise ConfigError(f"threads must be an int >= 1 or None, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1: raise ConfigError(f"threads must be an int >= 1 or None, got {_short(n)}")
     import torch
     old = torch.get_num_threads(); torch.set_num_threads(int(n))
     try: yield
@@ -320,7 +785,7 @@ def torch_threads(n:int|None):
 
 def get_device(preference:str="auto") -> str:
     "'cpu', 'cuda' or 'mps'; `auto` picks CUDA when present. Asking for a missing device raises `ResourceUnavailable`."
-    if preference not in ("auto", "cpu", "cuda", "mps"): raise ConfigError(f"parameter 'device': {preference!r} is not allowed; choose one of ['auto', 'cpu', 'cuda', 'mps']")
+    if preference not in ("auto", "cpu", "cuda", "mps"): raise ConfigError(f"parameter 'device': {_short(preference)} is not allowed; choose one of ['auto', 'cpu', 'cuda', 'mps']")
     if preference == "cpu": return "cpu"
     import torch
     if preference == "auto": return "cuda" if torch.cuda.is_available() else "cpu"
@@ -395,7 +860,7 @@ def get_paper(name:str) -> Paper:
     "The registry entry for notebook stem `name`."
     for p in PAPERS:
         if p.name == name: return p
-    raise ConfigError(f"unknown paper {name!r}; known papers: {[p.name for p in PAPERS]}")
+    raise ConfigError(f"unknown paper {_short(name)}; known papers: {[p.name for p in PAPERS]}")
 
 
 # %%
