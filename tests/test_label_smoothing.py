@@ -9,7 +9,8 @@ from trustlib.config import ConfigError, ResourceUnavailable
 from trustlib.calibration.label_smoothing import (linear_smooth_ce, smoothed_cross_entropy, ls_gradient, check_beta,
                                                   ls_optimal_gap, ls_optimal_target_prob, soft_cap, option_probs,
                                                   mcq_calibration, bench_case, auto_chunk_size, Config, run,
-                                                  tiny_gpt, with_vocab, make_world, question_set, split_pairs, answer_probs)
+                                                  make_world, question_set, split_pairs, answer_probs)
+from trustlib.models import tiny_gpt, with_vocab
 
 BETAS = (0.0, 0.1, 0.5)
 

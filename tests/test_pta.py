@@ -240,7 +240,7 @@ def test_text_helpers_with_a_fake_lm():
     chars = list("abcdefghijklmnopqrstuvwxyz \n\"")
     class FakeLM:
         vocab_size = len(chars); stop_ids = (chars.index("\n"),)
-        def next_probs(self, prompts):
+        def next_token_probs(self, prompts):
             out = np.ones((len(prompts), self.vocab_size))
             for i, p in enumerate(prompts):
                 for ch in p[-200:]:

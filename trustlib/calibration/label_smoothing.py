@@ -15,8 +15,8 @@ from .. import metrics as M
 __all__ = ['REDUCTIONS', 'BENCH_IMPLS', 'ATTRIBUTES', 'TEMPLATES', 'LETTERS', 'Config', 'check_beta', 'soft_cap',
            'smoothed_cross_entropy', 'ls_gradient', 'ls_optimal_target_prob', 'ls_optimal_gap', 'auto_chunk_size',
            'linear_smooth_ce', 'bench_case', 'benchmark', 'option_probs', 'mcq_calibration', 'world_vocab_size',
-           'World', 'make_world', 'fact_text', 'question_text', 'split_pairs', 'question_set', 'tiny_gpt', 'with_vocab',
-           'pretrain_batch', 'pretrain', 'sft', 'answer_probs', 'run_toy', 'judge', 'make_figures', 'run']
+           'World', 'make_world', 'fact_text', 'question_text', 'split_pairs', 'question_set', 'pretrain_batch',
+           'pretrain', 'sft', 'answer_probs', 'run_toy', 'judge', 'make_figures', 'run']
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #a4ceb4da
 @dataclass
@@ -388,47 +388,7 @@ def question_set(w:World, pairs) -> dict:
     return dict(ids=[[w.ids["<bos>"]] + w.encode(q) for q, _ in items], y=np.array([y for _, y in items]),
                 seen=np.array([bool(w.seen[e]) for e, _ in pairs]))
 
-# %% ../../nbs/papers/calibration/label_smoothing.ipynb #ac103edb
-def tiny_gpt(vocab_size:int, # V (including unused padding tokens)
-             d_model:int=64, # hidden size D
-             n_layers:int=2, n_heads:int=4, max_len:int=32, # blocks, heads, context length
-             seed:int=0): # initialisation seed
-    "A randomly initialised GPT-2 language model (transformers), deterministic for `seed`. (Candidate for `trustlib.models`.)"
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-    if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    cfg = GPT2Config(vocab_size=vocab_size, n_positions=max_len, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=1, pad_token_id=0,
-                     tie_word_embeddings=True)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        model = GPT2LMHeadModel(cfg)
-    return model.eval()
-
-def with_vocab(model, vocab_size:int, seed:int=0):
-    "A copy of `model` whose tied vocabulary is truncated or padded to `vocab_size` rows (new rows ~ N(0, 0.02²), drawn from `seed`)."
-    import torch
-    m = copy.deepcopy(model); old = m.transformer.wte.weight.detach(); V, D = int(vocab_size), old.shape[1]
-    W = torch.empty(V, D, dtype=old.dtype)
-    k = min(V, old.shape[0]); W[:k] = old[:k]
-    if V > k: W[k:] = torch.randn(V - k, D, generator=torch.Generator().manual_seed(int(seed))).to(old.dtype) * m.config.initializer_range
-    m.transformer.wte = torch.nn.Embedding(V, D, _weight=W)
-    m.lm_head.weight = m.transformer.wte.weight; m.lm_head.out_features = V; m.config.vocab_size = V
-    return m
-
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #a4ffa9b1
-def _pad(seqs:list[list[int]]):
-    import torch
-    L = max(map(len, seqs)); x = torch.zeros(len(seqs), L, dtype=torch.long)
-    for i, s in enumerate(seqs): x[i, :len(s)] = torch.tensor(s)
-    return x, torch.tensor([len(s) for s in seqs])
-
-def _last_hidden(model, x, lens):
-    "Hidden state at each sequence's last real position."
-    import torch
-    h = model.transformer(input_ids=x, attention_mask=(torch.arange(x.shape[1])[None] < lens[:, None]).long()).last_hidden_state
-    return h[torch.arange(len(lens)), lens - 1]
-
 def pretrain_batch(w:World, rng:np.random.Generator, batch:int, qa_frac:float):
     "A batch of pretraining contexts and the next token to predict (value of a statement / letter of a question)."
     ctx, tgt = [], []
@@ -450,16 +410,17 @@ def pretrain(model, w:World, steps:int, batch:int=64, lr:float=2e-3, qa_frac:flo
     "Pretrain `model` in place on the world's text; returns the loss per step."
     import torch
     from tqdm.auto import tqdm
+    from trustlib.models import pad_batch
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
-    C = model.lm_head.weight; losses = []
+    C = model.W_U; losses = []
     model.train()
     for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
         ctx, tgt = pretrain_batch(w, rng, batch, qa_frac)
-        x, lens = _pad(ctx)
-        loss = linear_smooth_ce(_last_hidden(model, x, lens), C, torch.tensor(tgt), 0.0, fused=True)
+        x, lens = pad_batch(ctx)
+        loss = linear_smooth_ce(model.last_hidden(x, lens), C, torch.tensor(tgt), 0.0, fused=True)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
         losses.append(float(loss.detach()))
     model.eval()
@@ -469,16 +430,17 @@ def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, so
         epochs:int=15, batch:int=32, lr:float=1e-3, seed:int=0) -> list[float]:
     "Supervised fine-tuning in place on the question set `qs` (loss on the answer letter); returns the loss per epoch."
     import torch
+    from trustlib.models import pad_batch
     g = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    C = model.lm_head.weight; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
+    C = model.W_U; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
     n = len(qs['ids']); out = []
     model.train()
     for _ in range(epochs):
         perm = torch.randperm(n, generator=g); tot = 0.0
         for s in range(0, n, batch):
             idx = perm[s:s + batch].tolist()
-            x, lens = _pad([qs['ids'][i] for i in idx]); h = _last_hidden(model, x, lens); y = y_all[idx]
+            x, lens = pad_batch([qs['ids'][i] for i in idx]); h = model.last_hidden(x, lens); y = y_all[idx]
             if temperature is None and softcap is None: loss = linear_smooth_ce(h, C, y, beta, fused=True)
             else: loss = smoothed_cross_entropy(h @ C.T, y, beta, temperature=temperature, softcap=softcap)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); tot += float(loss.detach()) * len(idx)
@@ -489,11 +451,12 @@ def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, so
 def answer_probs(model, w:World, qs:dict, batch:int=512) -> np.ndarray:
     "Option probabilities [N, 4] of `model` on the question set `qs` (next token restricted to A–D)."
     import torch
+    from trustlib.models import pad_batch
     P = []
     with torch.no_grad():
         for s in range(0, len(qs['ids']), batch):
-            x, lens = _pad(qs['ids'][s:s + batch])
-            P.append(option_probs(_last_hidden(model, x, lens) @ model.lm_head.weight[w.letter_ids].T))
+            x, lens = pad_batch(qs['ids'][s:s + batch])
+            P.append(option_probs(model.last_hidden(x, lens) @ model.W_U[w.letter_ids].T))
     return np.concatenate(P)
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #42f47a26
@@ -515,6 +478,7 @@ def run_toy(cfg:Config, progress:bool=True):
     "Parts A and B: per-model evaluation rows, per-question probabilities of Part A, pretraining losses."
     import pandas as pd
     from tqdm.auto import tqdm
+    from trustlib.models import tiny_gpt, with_vocab
     w = make_world(cfg.n_entities, cfg.unseen_frac, derive_seed(cfg.seed, "world"))
     S, H = split_pairs(w, cfg.sft_frac, derive_seed(cfg.seed, "split"))
     tr, ev = question_set(w, S), question_set(w, H)

