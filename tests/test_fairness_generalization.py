@@ -240,6 +240,9 @@ def test_run_smoke_reproducible(monkeypatch):
     pd.testing.assert_frame_equal(a.tables['points'], b.tables['points'])
     assert len(a.verdicts) == 4 and {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert set(a.tables) == {"summary", "paired_vs_erm", "information", "points"}
+    from trustlib.results import check_headline
+    assert check_headline(a).claim.startswith("Fairness overfitting exists")
+    assert all('.' not in k for k in a.metrics), [k for k in a.metrics if '.' in k]
 
 def test_module_import_does_not_import_sklearn():
     import subprocess, sys

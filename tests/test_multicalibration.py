@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from trustlib.fairness import multicalibration as mc
+from trustlib.results import check_headline
 
 
 def _random_case(seed):
@@ -73,10 +74,10 @@ def test_groups_as_index_arrays_including_index_zero():
     # a group whose only member is row 0 is patched by MCBoost and measured by the metrics
     f = np.array([0.9, 0.5, 0.5, 0.5, 0.5, 0.5]); y = np.array([0, 1, 0, 1, 0, 1])
     assert mc.mc_violation(f, y, [np.array([0])], m=10)[0] == pytest.approx(0.9 / 6)
-    b = mc.MCBoost(alpha=1e-6, m=10).fit(f, [np.array([0])], y)
+    b = mc.MCBoost(alpha=1e-6, m=10).fit(f, y, sensitive_features=[np.array([0])])
     assert b.patches_ == [(0, 9, 0)] and b.fitted_scores_[0] == 0.0
     assert mc.mc_violation(b.fitted_scores_, y, [np.array([0])])[0] == 0.0
-    np.testing.assert_array_equal(b.predict(f, [np.array([0])]), b.fitted_scores_)
+    np.testing.assert_array_equal(b.predict(f, sensitive_features=[np.array([0])]), b.fitted_scores_)
 
 
 def _boost_case(seed, n=3000):
@@ -91,13 +92,13 @@ def _boost_case(seed, n=3000):
 def test_mcboost_never_increases_mse_and_replays(seed):
     f, y, G = _boost_case(seed)
     alpha = float(np.random.default_rng(seed).choice([1e-2, 1e-3, 1e-4]))
-    b = mc.MCBoost(alpha=alpha, m=int(np.random.default_rng(seed).choice([10, 50, 100]))).fit(f, G, y)
+    b = mc.MCBoost(alpha=alpha, m=int(np.random.default_rng(seed).choice([10, 50, 100]))).fit(f, y, sensitive_features=G)
     path = np.array(b.mse_path_)
     assert (np.diff(path) <= 1e-15).all(), path                         # MSE on the fitting data never increases
     assert path[-1] <= np.mean((mc.discretize(f, b.m_) - y) ** 2) + 1e-15
-    np.testing.assert_array_equal(b.predict(f, G), b.fitted_scores_)    # replay = fit-time output
+    np.testing.assert_array_equal(b.predict(f, sensitive_features=G), b.fitted_scores_)    # replay = fit-time output
     idx = [np.flatnonzero(G[:, j]) for j in range(G.shape[1])]
-    np.testing.assert_array_equal(b.predict(f, idx), b.fitted_scores_)  # same with index arrays
+    np.testing.assert_array_equal(b.predict(f, sensitive_features=idx), b.fitted_scores_)  # same with index arrays
     if b.stop_reason_ == "target":
         assert mc.mc_violation(b.fitted_scores_, y, G, p=2).max() < alpha
         assert mc.mc_violation(b.fitted_scores_, y, G).max() < np.sqrt(alpha) + 1e-12
@@ -106,33 +107,25 @@ def test_mcboost_never_increases_mse_and_replays(seed):
 def test_mcboost_reduces_violation_and_generalises():
     f, y, G = _boost_case(0, n=20000)
     fit, new = slice(0, 10000), slice(10000, 20000)
-    b = mc.MCBoost(alpha=0.01 ** 2, m=50).fit(f[fit], G[fit], y[fit])
+    b = mc.MCBoost(alpha=0.01 ** 2, m=50).fit(f[fit], y[fit], sensitive_features=G[fit])
     assert b.stop_reason_ == "target" and b.n_iter_ > 0
     before = mc.mc_violation(f[new], y[new], G[new], m=50).max()
-    after = mc.mc_violation(b.predict(f[new], G[new]), y[new], G[new]).max()
+    after = mc.mc_violation(b.predict(f[new], sensitive_features=G[new]), y[new], G[new]).max()
     assert after < before / 2
 
 
 def test_mcboost_default_grid_is_repository_rule():
     f, y, G = _boost_case(1, n=500)
-    assert mc.MCBoost(alpha=0.003).fit(f, G, y).m_ == int(np.ceil(1 / 0.003))
+    assert mc.MCBoost(alpha=0.003).fit(f, y, sensitive_features=G).m_ == int(np.ceil(1 / 0.003))
 
 
 def test_maboost_normal_equations_and_clipping():
     f, y, G = _boost_case(2)
-    raw = mc.MABoost(clip=False).fit(f, G, y).predict(f, G)
+    raw = mc.MABoost(clip=False).fit(f, y, sensitive_features=G).predict(f, sensitive_features=G)
     np.testing.assert_allclose(G.T.astype(float) @ (raw - y) / len(y), 0, atol=1e-10)
-    clipped = mc.MABoost().fit(f, G, y).predict(f, G)
+    clipped = mc.MABoost().fit(f, y, sensitive_features=G).predict(f, sensitive_features=G)
     assert clipped.min() >= 0 and clipped.max() <= 1
-    with pytest.raises(RuntimeError): mc.MABoost().predict(f, G)
-
-
-def test_config_validation():
-    from trustlib.config import ConfigError
-    with pytest.raises(ConfigError, match="parameter 'models'"): mc.Config.from_params("smoke", models=["svm"])
-    with pytest.raises(ConfigError, match="parameter 'groups'"): mc.Config.from_params("smoke", groups=["black_adults"])
-    with pytest.raises(ConfigError, match="unknown parameter"): mc.Config.from_params("smoke", alpha=0.1)
-    assert mc.Config.from_params("full").dataset == "acs_income"
+    with pytest.raises(RuntimeError): mc.MABoost().predict(f, sensitive_features=G)
 
 
 def test_full_profile_raises_resource_unavailable(tmp_path, monkeypatch):
@@ -154,9 +147,21 @@ def test_acs_loader_reads_a_local_cache(tmp_path):
 
 
 def test_run_smoke_is_deterministic():
-    cfg = mc.Config.from_params("smoke", crosscheck=False, ablation_seeds=0)
+    cfg = mc.Config.from_params("smoke", crosscheck=False, n_ablation_seeds=0)
     a, b = mc.run(cfg, progress=False), mc.run(cfg, progress=False)
     assert a.metrics == b.metrics
     assert a.tables["per_group"].equals(b.tables["per_group"])
     assert a.metrics["bound_failures"] == 0
     assert {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
+    assert check_headline(a).claim.startswith("Proxy bounds upper-bound")
+
+
+def test_boosters_need_keyword_sensitive_features_of_matching_length():
+    "Groups are keyword-only (fit(X, y, *, sensitive_features=...)): a swapped or missing argument fails loudly."
+    f, y, G = _boost_case(3, n=200)
+    for B in (mc.MCBoost(alpha=1e-3, m=10), mc.MABoost()):
+        with pytest.raises(TypeError): B.fit(f, G, y)                             # the old positional order
+        with pytest.raises(TypeError, match="sensitive_features="): B.fit(f, y)
+        with pytest.raises(ValueError, match="does not match"): B.fit(f, y, sensitive_features=G[:-1])
+        B.fit(f, y, sensitive_features=G)
+        with pytest.raises(ValueError, match="does not match"): B.predict(f, sensitive_features=G[:10])
