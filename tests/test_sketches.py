@@ -1,4 +1,4 @@
-"Property tests for trustlib.sketches.cardinality (issue 4): sketches, merges, attacks, robust estimators."
+"Property tests for trustlib.sketches.cardinality: sketches, merges, attacks, robust estimators."
 import numpy as np
 import pytest
 
@@ -193,7 +193,7 @@ def test_zcdp_bookkeeping():
 def test_config_validation():
     with pytest.raises(ConfigError, match="unknown parameter"): Config.from_params("smoke", kk=3)
     with pytest.raises(ConfigError, match="power of two"): Config.from_params("smoke", ks=(48,))
-    with pytest.raises(ConfigError, match="'seeds'"): Config.from_params("smoke", seeds=0)
+    with pytest.raises(ConfigError, match="'n_seeds'"): Config.from_params("smoke", n_seeds=0)
     with pytest.raises(ConfigError, match="at least two"): Config.from_params("smoke", ks_adaptive=(32,))
     with pytest.raises(ValueError, match="unknown pattern"): inclusion_weights(10, "zipf", None)
 
