@@ -204,3 +204,13 @@ def test_same_config_same_numbers():
     a, _ = experiment1(cfg, progress=False)
     b, _ = experiment1(cfg, progress=False)
     assert a.equals(b)
+
+
+def test_run_smoke_has_one_headline_and_rules():
+    pytest.importorskip("datasketch")
+    from trustlib.results import check_headline
+    from trustlib.sketches.cardinality import run
+    r = run(Config.from_params("smoke", seed=2), progress=False)
+    assert check_headline(r.verdicts).claim.startswith("CSS25: robust estimators with per-key participation accounting")
+    assert all(v.rule for v in r.verdicts if v.verdict != "not_testable_offline") and len(r.verdicts) == 5
+    assert {"exp1_seconds", "exp2_seconds", "exp3_seconds", "throughput_seconds"} <= set(r.timings)

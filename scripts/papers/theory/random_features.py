@@ -771,7 +771,7 @@ bh
 
 
 # %% [markdown]
-# ## The experiment
+# ## The four experiments
 #
 # `run(cfg)` runs four experiments and turns the measured numbers into verdicts by explicit rules.
 #
