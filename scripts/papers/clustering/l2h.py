@@ -1255,7 +1255,7 @@ result.figures['speed_dendrogram']
 result.verdict_table()
 
 # %% [markdown]
-# How to read the table: each row is computed by the rule in its `reason` column from the numbers above, for
+# How to read the table: each row is computed by the rule in its `rule` column from the numbers above, for
 # the profile that produced this page (see the injected parameters near the top; the committed page is a
 # `cpu` run, `smoke` runs are too small to judge the claims). The paper's quantitative claims rest on
 # CIFAR/Food-101 logits of CLIP/DINOv2-based flat models and on DeepECT/TreeVAE, none of which can be run
