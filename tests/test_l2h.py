@@ -7,6 +7,7 @@ from scipy.cluster.hierarchy import is_valid_linkage, fcluster
 from scipy.special import softmax
 
 from trustlib.config import ConfigError, ResourceUnavailable
+from trustlib.results import check_headline
 from trustlib.clustering.metrics import (dendrogram_purity, dendrogram_purity_bruteforce, leaf_purity, purity,
                                          cluster_acc, random_linkage, cut_linkage, check_linkage)
 from trustlib.clustering.l2h import (L2H, l2h, AGGREGATORS, Config, run, masked_softmax, merges_to_linkage,
@@ -239,7 +240,8 @@ def test_full_profile_on_a_small_local_logits_file(tmp_path):
     L = -((X[:, None] - mu[None]) ** 2).sum(-1)
     np.savez(tmp_path / "l.npz", logits=L, labels=y, coarse_labels=yc)
     res = run(Config.from_params("full", logits_path=str(tmp_path / "l.npz")))
-    assert res.metrics["K"] == 6 and 0 < res.metrics["dp"] <= 1 and "dp_coarse" in res.metrics
+    assert res.metrics["n_clusters"] == 6 and 0 < res.metrics["dp"] <= 1 and "dp_coarse" in res.metrics
+    assert check_headline(res.verdicts).claim == "Dendrogram purity of L2H on the supplied logits"
     np.savez(tmp_path / "bad.npz", scores=L)
     with pytest.raises(ValueError, match="needs arrays 'logits' and 'labels'"): load_logits_file(tmp_path / "bad.npz")
 
@@ -254,3 +256,4 @@ def test_run_smoke_is_deterministic():
     assert [v.verdict for v in a.verdicts] == [v.verdict for v in b.verdicts]
     assert {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert len(a.verdicts) == 9
+    assert check_headline(a.verdicts).claim.startswith("A tree built from a flat model's logits alone")

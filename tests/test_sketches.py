@@ -1,4 +1,4 @@
-"Property tests for trustlib.sketches.cardinality (issue 4): sketches, merges, attacks, robust estimators."
+"Property tests for trustlib.sketches.cardinality: sketches, merges, attacks, robust estimators."
 import numpy as np
 import pytest
 
@@ -193,7 +193,7 @@ def test_zcdp_bookkeeping():
 def test_config_validation():
     with pytest.raises(ConfigError, match="unknown parameter"): Config.from_params("smoke", kk=3)
     with pytest.raises(ConfigError, match="power of two"): Config.from_params("smoke", ks=(48,))
-    with pytest.raises(ConfigError, match="'seeds'"): Config.from_params("smoke", seeds=0)
+    with pytest.raises(ConfigError, match="'n_seeds'"): Config.from_params("smoke", n_seeds=0)
     with pytest.raises(ConfigError, match="at least two"): Config.from_params("smoke", ks_adaptive=(32,))
     with pytest.raises(ValueError, match="unknown pattern"): inclusion_weights(10, "zipf", None)
 
@@ -204,3 +204,13 @@ def test_same_config_same_numbers():
     a, _ = experiment1(cfg, progress=False)
     b, _ = experiment1(cfg, progress=False)
     assert a.equals(b)
+
+
+def test_run_smoke_has_one_headline_and_rules():
+    pytest.importorskip("datasketch")
+    from trustlib.results import check_headline
+    from trustlib.sketches.cardinality import run
+    r = run(Config.from_params("smoke", seed=2), progress=False)
+    assert check_headline(r.verdicts).claim.startswith("CSS25: robust estimators with per-key participation accounting")
+    assert all(v.rule for v in r.verdicts if v.verdict != "not_testable_offline") and len(r.verdicts) == 5
+    assert {"exp1_seconds", "exp2_seconds", "exp3_seconds", "throughput_seconds"} <= set(r.timings)
