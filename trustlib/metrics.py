@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['as_prob_matrix', 'accuracy', 'nll', 'brier', 'calibration_bins', 'ece', 'mce', 'rms_ce', 'ace', 'reliability_diagram',
-           'group_rates', 'statistical_parity_difference', 'equal_opportunity_difference', 'average_odds_difference',
-           'equalized_odds_difference', 'fairness_report']
+__all__ = ['as_prob_matrix', 'check_sensitive_features', 'accuracy', 'nll', 'brier', 'calibration_bins', 'ece', 'mce', 'rms_ce',
+           'ace', 'reliability_diagram', 'group_rates', 'statistical_parity_difference', 'equal_opportunity_difference',
+           'average_odds_difference', 'equalized_odds_difference', 'fairness_report']
 
 # %% ../nbs/core/03_metrics.ipynb #7f180e3c
 def as_prob_matrix(probs) -> np.ndarray:
@@ -30,6 +30,27 @@ def _labels(y, n:int, n_classes:int|None=None) -> np.ndarray:
         y = y.astype(np.int64)
     if n_classes is not None and (y.min() < 0 or y.max() >= n_classes): raise ValueError(f"labels must lie in 0..{n_classes-1}")
     return y
+
+# %% ../nbs/core/03_metrics.ipynb #d3d9cf6b
+def check_sensitive_features(sensitive_features, # the protected attribute: one entry per row of X (1-d), or what `convert` reads
+                             n:int, # number of rows of X
+                             *, name:str="sensitive_features", # the argument's name, used in the messages
+                             method:str|None=None, # the calling method (`"fit"`, `"predict"`): a missing attribute names the call to make
+                             convert=None, # `convert(sensitive_features, n) -> array` of `n` rows; None: `np.asarray`, which must be 1-d
+                             form:str="one entry per row of X", # what the attribute must look like, for the missing-attribute message
+                             ) -> np.ndarray:
+    "`sensitive_features` as an array with `n` rows; `TypeError` if it is missing, `ValueError` if it does not match the rows of X."
+    if sensitive_features is None:
+        call = f"{method}(X, ..., {name}=...)" if method else f"{name}=..."
+        raise TypeError(f"{method + '() ' if method else ''}needs the protected attribute: pass {call} with {form}")
+    if convert is None:
+        a = np.asarray(sensitive_features)
+        if a.ndim != 1: raise ValueError(f"{name} does not match the {n} rows of X: expected a 1-d array, got shape {a.shape}")
+    else:
+        try: a = np.asarray(convert(sensitive_features, n))
+        except (ValueError, IndexError) as e: raise type(e)(f"{name} does not match the {n} rows of X: {e}") from None
+    if a.ndim == 0 or len(a) != n: raise ValueError(f"{name} does not match the {n} rows of X: it has {len(a) if a.ndim else 'no'} entries")
+    return a
 
 # %% ../nbs/core/03_metrics.ipynb #a339e02d
 def accuracy(y_true, probs_or_pred) -> float:

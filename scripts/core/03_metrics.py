@@ -57,6 +57,52 @@ test_fail(lambda: _labels([0, 1], 3), contains="3 entries")
 
 
 # %% [markdown]
+# The protected attribute is passed as fairlearn does, keyword-only: `fit(X, y, *, sensitive_features=...)`,
+# `predict(X, *, sensitive_features=...)`. `check_sensitive_features` is the one check every estimator and
+# metric of the papers runs on it: present, and one entry per row of `X`. A paper whose groups take another
+# form (for example a list of boolean masks or index arrays) passes a `convert` function that builds the
+# `(n, ...)` array; its errors are reported as a mismatch with the rows of `X`.
+
+# %%
+#| export
+def check_sensitive_features(sensitive_features, # the protected attribute: one entry per row of X (1-d), or what `convert` reads
+                             n:int, # number of rows of X
+                             *, name:str="sensitive_features", # the argument's name, used in the messages
+                             method:str|None=None, # the calling method (`"fit"`, `"predict"`): a missing attribute names the call to make
+                             convert=None, # `convert(sensitive_features, n) -> array` of `n` rows; None: `np.asarray`, which must be 1-d
+                             form:str="one entry per row of X", # what the attribute must look like, for the missing-attribute message
+                             ) -> np.ndarray:
+    "`sensitive_features` as an array with `n` rows; `TypeError` if it is missing, `ValueError` if it does not match the rows of X."
+    if sensitive_features is None:
+        call = f"{method}(X, ..., {name}=...)" if method else f"{name}=..."
+        raise TypeError(f"{method + '() ' if method else ''}needs the protected attribute: pass {call} with {form}")
+    if convert is None:
+        a = np.asarray(sensitive_features)
+        if a.ndim != 1: raise ValueError(f"{name} does not match the {n} rows of X: expected a 1-d array, got shape {a.shape}")
+    else:
+        try: a = np.asarray(convert(sensitive_features, n))
+        except (ValueError, IndexError) as e: raise type(e)(f"{name} does not match the {n} rows of X: {e}") from None
+    if a.ndim == 0 or len(a) != n: raise ValueError(f"{name} does not match the {n} rows of X: it has {len(a) if a.ndim else 'no'} entries")
+    return a
+
+
+# %%
+a = np.array([0, 1, 1, 0])
+test_eq(check_sensitive_features(a, 4), a)
+test_eq(check_sensitive_features([1, 0], 2, method="fit").tolist(), [1, 0])
+test_fail(lambda: check_sensitive_features(None, 4, method="fit"), contains="fit(X, ..., sensitive_features=...)")
+test_fail(lambda: check_sensitive_features(a[:3], 4), contains="does not match the 4 rows of X: it has 3 entries")
+test_fail(lambda: check_sensitive_features(a[:, None], 4), contains="expected a 1-d array")
+test_fail(lambda: check_sensitive_features(7, 4), contains="1-d")
+masks = lambda g, n: np.stack([np.isin(np.arange(n), ix) for ix in g], axis=1)   # index arrays -> (n, k) boolean matrix
+test_eq(check_sensitive_features([[0, 2], [1]], 3, convert=masks).shape, (3, 2))
+test_fail(lambda: check_sensitive_features(np.ones((5, 2)), 4, convert=lambda g, n: g), contains="it has 5 entries")
+def strict(g, n): raise ValueError("mask 0 has 3 rows, expected 4")
+test_fail(lambda: check_sensitive_features([[True] * 3], 4, convert=strict), contains="does not match the 4 rows of X: mask 0 has 3 rows")
+check_sensitive_features([0, 1, 1], 3, method="predict")
+
+
+# %% [markdown]
 # ## Accuracy, NLL, Brier
 
 # %%

