@@ -187,8 +187,16 @@ def test_check_parameters_cell_finds_drift():
         assert needle in text, (needle, probs)
     assert any("comment contains '='" in p for p in check_parameters_cell(Demo, cell[0] + "\nseed: Optional[int] = None  # a = b"))
 
-@pytest.mark.parametrize("paper", IMPLEMENTED, ids=lambda p: p.name)
-@pytest.mark.xfail(strict=False, reason="papers migrate to parameters_cell")
+PARAMETERS_CELL_TODO = [  # papers whose parameters cell is not yet `parameters_cell(Config)`: xfail (one per line)
+    "disparate_benefits",
+    "label_smoothing",
+    "pta",
+    "fairness_generalization",
+    "proxy_multicalibration",
+]
+
+@pytest.mark.parametrize("paper", [pytest.param(p, marks=pytest.mark.xfail(strict=False, reason="papers migrate to parameters_cell"))
+                                   if p.name in PARAMETERS_CELL_TODO else p for p in IMPLEMENTED], ids=lambda p: p.name)
 def test_paper_parameters_cell(paper):
     import nbformat
     nb = nbformat.read(ROOT / "nbs" / paper.notebook, as_version=4)
