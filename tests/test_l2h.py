@@ -257,3 +257,10 @@ def test_run_smoke_is_deterministic():
     assert {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert len(a.verdicts) == 9
     assert check_headline(a.verdicts).claim.startswith("A tree built from a flat model's logits alone")
+
+def test_config_bounded_and_lists_checked():
+    assert Config.unbounded_fields() == []
+    for p in ("smoke", "cpu", "full"): Config.from_params(p)
+    with pytest.raises(ConfigError, match="'k_factors': give at least one factor"): Config.from_params("smoke", k_factors=[])
+    with pytest.raises(ConfigError, match="'temperatures'"): Config.from_params("smoke", temperatures=[])
+    with pytest.raises(ConfigError, match="'speed_n'.*allow_large"): Config.from_params("smoke", speed_n=10**9)

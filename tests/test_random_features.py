@@ -165,3 +165,12 @@ def test_notebook_banner_carries_the_erratum_notice():
         assert phrase in first_md, phrase
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown").lower()
     assert "confirms the theorem" not in text and "theorem is confirmed" not in text
+
+def test_config_bounded_and_lists_checked():
+    assert rf.Config.unbounded_fields() == []
+    for p in ("smoke", "cpu", "full"): rf.Config.from_params(p)
+    with pytest.raises(ConfigError, match="'rf_dims'.*exceeds its limit.*allow_large"): rf.Config.from_params("smoke", rf_dims=[10**9])
+    assert rf.Config.from_params("smoke", rf_dims=[2 * 10**5], allow_large=True).rf_dims == (2 * 10**5,)
+    for name in ("rf_dims", "prim_precisions_log2", "prim_batch_sizes", "scal_widths", "scal_steps", "scal_precisions_log2", "sq_bits"):
+        with pytest.raises(ConfigError, match=f"parameter '{name}': needs at least one value"): rf.Config.from_params("smoke", **{name: []})
+    with pytest.raises(ConfigError, match="'match_tolerance'"): rf.Config.from_params("smoke", match_tolerance=2.0)

@@ -109,3 +109,10 @@ def test_full_profile_raises_without_cifar(tmp_path, monkeypatch):
         run(Config.from_params("full"), progress=False)
 
 
+
+def test_config_bounded_and_lists_checked():
+    assert Config.unbounded_fields() == []
+    for p in ("smoke", "cpu", "full"): Config.from_params(p)
+    for name in ("eps_targets", "noise_multipliers", "steps_grid", "ratio_shifts", "heterogeneity"):
+        with pytest.raises(ConfigError, match=f"parameter '{name}': must not be empty"): Config.from_params("smoke", **{name: []})
+    with pytest.raises(ConfigError, match="'rounds'.*allow_large"): Config.from_params("smoke", rounds=10**7)

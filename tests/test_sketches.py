@@ -214,3 +214,12 @@ def test_run_smoke_has_one_headline_and_rules():
     assert check_headline(r.verdicts).claim.startswith("CSS25: robust estimators with per-key participation accounting")
     assert all(v.rule for v in r.verdicts if v.verdict != "not_testable_offline") and len(r.verdicts) == 5
     assert {"exp1_seconds", "exp2_seconds", "exp3_seconds", "throughput_seconds"} <= set(r.timings)
+
+def test_config_bounded_and_lists_checked():
+    from trustlib.sketches.cardinality import Config
+    assert Config.unbounded_fields() == []
+    for p in ("smoke", "cpu", "full"): Config.from_params(p)
+    for name in ("ks", "query_mults", "fractions", "pareto_alphas"):      # empty grids: a clear error, not max() of nothing
+        with pytest.raises(ConfigError, match=f"parameter '{name}': needs at least one value"): Config.from_params("smoke", **{name: []})
+    with pytest.raises(ConfigError, match="'ks'.*<= 4096"): Config.from_params("smoke", ks=[2**20])
+    with pytest.raises(ConfigError, match="'n'.*allow_large"): Config.from_params("smoke", n=10**9)

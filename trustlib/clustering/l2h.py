@@ -26,22 +26,22 @@ FLAT_MODELS = ("gmm", "kmeans", "logreg")
 @dataclass
 class Config(BaseConfig):
     "Parameters of the L2H reproduction (defaults: the `smoke` profile)."
-    n_seeds: int = param(2, "repetitions of every experiment (seeds derived from `seed`)", ge=1)
-    n_super: int = param(4, "planted hierarchy: number of superclasses", ge=2)
-    n_sub: int = param(4, "planted hierarchy: subclasses per superclass", ge=2)
-    dim: int = param(10, "planted hierarchy: feature dimension", ge=1)
-    n_per_class: int = param(50, "planted hierarchy: points per subclass", ge=4)
-    scales: tuple[float, ...] = param((2.0, 1.6, 1.3), "planted hierarchy: std of superclass means, subclass offsets, points", gt=0)
+    n_seeds: int = param(2, "repetitions of every experiment (seeds derived from `seed`)", ge=1, max=500)
+    n_super: int = param(4, "planted hierarchy: number of superclasses", ge=2, max=500)
+    n_sub: int = param(4, "planted hierarchy: subclasses per superclass", ge=2, max=500)
+    dim: int = param(10, "planted hierarchy: feature dimension", ge=1, max=1000)
+    n_per_class: int = param(50, "planted hierarchy: points per subclass", ge=4, max=20_000)
+    scales: tuple[float, ...] = param((2.0, 1.6, 1.3), "planted hierarchy: std of superclass means, subclass offsets, points", gt=0, max=200)
     flat_models: tuple[str, ...] = param(FLAT_MODELS, f"flat models that produce the logits; any of {FLAT_MODELS}")
-    k_factors: tuple[float, ...] = param((0.8, 1.0, 1.2), "misspecified K: GMM clusters = factor x true number of subclasses", gt=0)
-    temperatures: tuple[float, ...] = param((1.0, 10.0), "logit temperatures for the aggregator ablation (logits / T)", gt=0)
-    digits_hidden: int = param(64, "digits MLP hidden width", ge=1)
-    digits_max_iter: int = param(80, "digits MLP training epochs (adam)", ge=1)
+    k_factors: tuple[float, ...] = param((0.8, 1.0, 1.2), "misspecified K: GMM clusters = factor x true number of subclasses", gt=0, max=100)
+    temperatures: tuple[float, ...] = param((1.0, 10.0), "logit temperatures for the aggregator ablation (logits / T)", gt=0, max=5000)
+    digits_hidden: int = param(64, "digits MLP hidden width", ge=1, max=5000)
+    digits_max_iter: int = param(80, "digits MLP training epochs (adam)", ge=1, max=30_000)
     watermark_pair: tuple[int, int] = param((0, 7), "the two digit classes that carry the watermark", ge=0, le=9)
     watermark_frac: float = param(0.9, "fraction of the pair's images that carry the watermark", gt=0, le=1)
-    speed_k: int = param(100, "speed test: number of clusters K", ge=2)
-    speed_n: int = param(10_000, "speed test: number of logit rows N", ge=2)
-    n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1)
+    speed_k: int = param(100, "speed test: number of clusters K", ge=2, max=100_000)
+    speed_n: int = param(10_000, "speed test: number of logit rows N", ge=2, max=10**7)
+    n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     logits_path: str = param("", "full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; "
                                  "empty: $TRUSTLIB_DATA/l2h/logits.npz")
     PROFILE_DEFAULTS = {
@@ -56,6 +56,7 @@ class Config(BaseConfig):
         bad = [m for m in self.flat_models if m not in FLAT_MODELS]
         if bad or not self.flat_models: raise ConfigError(f"parameter 'flat_models': {list(bad) or 'empty'} not allowed; choose from {list(FLAT_MODELS)}")
         if self.watermark_pair[0] == self.watermark_pair[1]: raise ConfigError("parameter 'watermark_pair': the two classes must differ")
+        if not self.k_factors: raise ConfigError("parameter 'k_factors': give at least one factor")
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")

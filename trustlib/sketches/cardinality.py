@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, math, time
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, resolve_profile
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from ..results import Result, Verdict, judge, run_experiment
 
 # %% auto #0
@@ -21,26 +21,26 @@ __all__ = ['Config', 'hash64', 'uniform_ranks', 'key_ids', 'BottomK', 'KMins', '
 @dataclass
 class Config(BaseConfig):
     "Experiment configuration for the robust-sketches notebook."
-    n: int = param(3000, "Experiment 1: number of keys in the ground set", ge=100)
+    n: int = param(3000, "Experiment 1: number of keys in the ground set", ge=100, max=2_000_000)
     ks: tuple[int, ...] = param((32, 64), "Experiment 1: sketch sizes k (powers of two, for HLL++ registers)", ge=16, le=4096)
-    query_mults: tuple[int, ...] = param((4, 16), "Experiment 1: numbers of queries as multiples of k", ge=1)
-    n_seeds: int = param(1, "Experiment 1: repetitions (independent hash seeds)", ge=1)
+    query_mults: tuple[int, ...] = param((4, 16), "Experiment 1: numbers of queries as multiples of k", ge=1, max=10_000)
+    n_seeds: int = param(1, "Experiment 1: repetitions (independent hash seeds)", ge=1, max=500)
     fractions: tuple[float, ...] = param((0.01, 0.02, 0.05, 0.1, 0.2, 0.5), "prefix/suffix fractions of the score order", gt=0, le=1)
     hll: bool = param(True, "also attack datasketch's HyperLogLog++ (needs datasketch)")
-    n_adaptive: int = param(1500, "Experiments 2-3: number of keys in the ground set", ge=200)
+    n_adaptive: int = param(1500, "Experiments 2-3: number of keys in the ground set", ge=200, max=2_000_000)
     ks_adaptive: tuple[int, ...] = param((16, 32), "Experiment 2: sketch sizes k", ge=8, le=1024)
-    n_adaptive_seeds: int = param(1, "Experiments 2-3: repetitions", ge=1)
-    cap_mult: float = param(4.0, "Experiment 2: query cap as a multiple of k^2 (runs that survive it are censored)", gt=0)
+    n_adaptive_seeds: int = param(1, "Experiments 2-3: repetitions", ge=1, max=500)
+    cap_mult: float = param(4.0, "Experiment 2: query cap as a multiple of k^2 (runs that survive it are censored)", gt=0, max=5000)
     k_skew: int = param(32, "Experiment 3: sketch size k", ge=8, le=1024)
     query_frac: float = param(0.05, "Experiment 3: expected query size as a fraction of the ground set", gt=0, lt=1)
-    pareto_alphas: tuple[float, ...] = param((1.2, 2.0), "Experiment 3: Pareto tail indices of the participation weights", gt=1)
-    skew_cap_mult: float = param(16.0, "Experiment 3: query cap as a multiple of k^2", gt=0)
+    pareto_alphas: tuple[float, ...] = param((1.2, 2.0), "Experiment 3: Pareto tail indices of the participation weights", gt=1, max=100)
+    skew_cap_mult: float = param(16.0, "Experiment 3: query cap as a multiple of k^2", gt=0, max=2000)
     noise_eps: float = param(0.25, "[reconstruction] noise sd as a fraction of the target count k/2", gt=0, lt=1)
-    budget_mult: float = param(16.0, "[reconstruction] tracking budget r = budget_mult * sigma^2 participations", gt=0)
+    budget_mult: float = param(16.0, "[reconstruction] tracking budget r = budget_mult * sigma^2 participations", gt=0, max=2000)
     track_capacity: float = param(0.1, "[reconstruction] tracking: most deactivated keys, as a fraction of the ground set", gt=0, le=1)
-    wrapper_k0: int = param(4, "private-median wrapper: size of each of its k copies (bottom-k0)", ge=2)
-    wrapper_eps: float = param(1.0, "private-median wrapper: epsilon of the exponential-mechanism median, per query", gt=0)
-    bench_items: int = param(20_000, "throughput benchmark: keys per update", ge=1000)
+    wrapper_k0: int = param(4, "private-median wrapper: size of each of its k copies (bottom-k0)", ge=2, max=500)
+    wrapper_eps: float = param(1.0, "private-median wrapper: epsilon of the exponential-mechanism median, per query", gt=0, max=100)
+    bench_items: int = param(20_000, "throughput benchmark: keys per update", ge=1000, max=10**8)
     PROFILE_DEFAULTS = {
         "cpu": dict(n=20_000, ks=(32, 64, 128, 256), query_mults=(4, 16, 64), n_seeds=3, n_adaptive=5000,
                     ks_adaptive=(32, 64, 128), n_adaptive_seeds=2, cap_mult=8.0, k_skew=64, bench_items=200_000),
@@ -48,6 +48,8 @@ class Config(BaseConfig):
                      ks_adaptive=(32, 64, 128, 256), n_adaptive_seeds=5, cap_mult=32.0, k_skew=64, bench_items=1_000_000),
     }
     def validate(self):
+        for name in ("ks", "query_mults", "fractions", "pareto_alphas"):
+            if not getattr(self, name): raise ConfigError(f"parameter {name!r}: needs at least one value")
         for k in self.ks:
             if k & (k - 1): raise ConfigError(f"parameter 'ks': {k} is not a power of two (HLL++ needs 2^p registers)")
         if max(self.ks) * 4 > self.n: raise ConfigError(f"parameter 'n': {self.n} is too small for k = {max(self.ks)} (need n >= 4k)")

@@ -8,7 +8,7 @@ import math, os, time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, resolve_profile
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from ..results import Result, Verdict, judge, run_experiment
 
 # %% auto #0
@@ -33,36 +33,36 @@ class Config(BaseConfig):
     "Parameters of the random-features vs bSGD companion (defaults: `smoke`)."
     # separation experiment (2): bSGD vs random features
     n_bits: int = param(10, "input bits n (the cube {±1}^n is enumerated exactly)", ge=2, le=MAX_CUBE_BITS)
-    width: int = param(64, "hidden width of the one-hidden-layer ReLU network", ge=1)
-    steps: int = param(1000, "bSGD steps T", ge=1)
-    batch_size: int = param(256, "mini-batch size b", ge=1)
-    lr: float = param(0.1, "learning rate of bSGD (applied to the rounded gradient)", gt=0)
+    width: int = param(64, "hidden width of the one-hidden-layer ReLU network", ge=1, max=10_000)
+    steps: int = param(1000, "bSGD steps T", ge=1, max=300_000)
+    batch_size: int = param(256, "mini-batch size b", ge=1, max=2**15)
+    lr: float = param(0.1, "learning rate of bSGD (applied to the rounded gradient)", gt=0, max=10)
     precision_log2: int = param(6, "precision c = 2^-precision_log2", ge=0, le=30)
     roundings: tuple[str, ...] = param(("nearest", "adversarial"), "rounding rules run in experiments 1-2")
-    parity_size: int = param(5, "size s of the parity target", ge=1)
-    rf_dims: tuple[int, ...] = param((16, 64, 256), "random-feature counts d", ge=1)
+    parity_size: int = param(5, "size s of the parity target", ge=1, le=MAX_CUBE_BITS)
+    rf_dims: tuple[int, ...] = param((16, 64, 256), "random-feature counts d", ge=1, max=100_000)
     rf_kinds: tuple[str, ...] = param(("relu", "rbf"), "random-feature families (relu = the network's own first layer)")
     skew_low: float = param(0.2, "skewed product: P(x_i = +1) ~ U[skew_low, skew_high]", gt=0, lt=1)
     skew_high: float = param(0.8, "upper end of the skew range", gt=0, lt=1)
-    n_seeds: int = param(1, "independent repetitions of the separation experiment", ge=1)
-    ridge_alpha: float = param(1e-6, "ridge penalty, relative to the mean diagonal of the feature Gram matrix", gt=0)
+    n_seeds: int = param(1, "independent repetitions of the separation experiment", ge=1, max=500)
+    ridge_alpha: float = param(1e-6, "ridge penalty, relative to the mean diagonal of the feature Gram matrix", gt=0, max=1e-4)
     # bSGD primitive (1): error vs precision and batch size
     prim_bits: int = param(8, "input bits of the primitive experiment (exact SQ oracle on the cube)", ge=2, le=MAX_CUBE_BITS)
-    prim_width: int = param(32, "network width in the primitive experiment", ge=1)
-    prim_steps: int = param(300, "bSGD steps in the primitive experiment", ge=1)
+    prim_width: int = param(32, "network width in the primitive experiment", ge=1, max=10_000)
+    prim_steps: int = param(300, "bSGD steps in the primitive experiment", ge=1, max=300_000)
     prim_target: str = param("halfspace", "target of the primitive experiment", choices=TARGET_KINDS)
     prim_precisions_log2: tuple[int, ...] = param((2, 6, 10), "precisions c = 2^-k swept", ge=0, le=30)
-    prim_batch_sizes: tuple[int, ...] = param((8, 64), "mini-batch sizes swept (plus the exact SQ oracle)", ge=1)
+    prim_batch_sizes: tuple[int, ...] = param((8, 64), "mini-batch sizes swept (plus the exact SQ oracle)", ge=1, max=200_000)
     # scaling (3): features needed to match bSGD vs T·p/c
     scal_bits: int = param(8, "input bits of the scaling experiment", ge=2, le=MAX_CUBE_BITS)
     scal_targets: tuple[str, ...] = param(("halfspace",), "targets of the scaling experiment")
     scal_dists: tuple[str, ...] = param(("uniform", "skewed"), "input distributions of the scaling experiment")
-    scal_widths: tuple[int, ...] = param((16, 32), "widths (p) varied one at a time around the middle value", ge=1)
-    scal_steps: tuple[int, ...] = param((100, 300), "steps (T) varied one at a time", ge=1)
+    scal_widths: tuple[int, ...] = param((16, 32), "widths (p) varied one at a time around the middle value", ge=1, max=30_000)
+    scal_steps: tuple[int, ...] = param((100, 300), "steps (T) varied one at a time", ge=1, max=10**6)
     scal_precisions_log2: tuple[int, ...] = param((4, 6), "precisions c = 2^-k varied one at a time", ge=0, le=30)
     scal_rounding: str = param("nearest", "rounding rule of the scaling runs", choices=ROUNDINGS)
-    scal_rf_max: int = param(256, "largest random-feature count tried (powers of two from 2)", ge=2)
-    match_tolerance: float = param(0.02, "random features 'match' bSGD when their error <= bSGD error + match_tolerance", ge=0)
+    scal_rf_max: int = param(256, "largest random-feature count tried (powers of two from 2)", ge=2, max=10**6)
+    match_tolerance: float = param(0.02, "random features 'match' bSGD when their error <= bSGD error + match_tolerance", ge=0, le=1)
     # SQ-dimension toy (4)
     sq_bits: tuple[int, ...] = param((4, 6), "cube sizes n of the SQ-dimension toy", ge=1, le=12)
     PROFILE_DEFAULTS = {
@@ -93,7 +93,8 @@ class Config(BaseConfig):
                 if v not in allowed: raise ConfigError(f"parameter {name!r}: {v!r} is not allowed; choose from {list(allowed)}")
         if self.parity_size > self.n_bits: raise ConfigError(f"parameter 'parity_size': {self.parity_size} exceeds n_bits={self.n_bits}")
         if self.skew_low >= self.skew_high: raise ConfigError("parameters 'skew_low'/'skew_high': need skew_low < skew_high")
-        if not self.rf_dims: raise ConfigError("parameter 'rf_dims': needs at least one value")
+        for name in ("rf_dims", "prim_precisions_log2", "prim_batch_sizes", "scal_widths", "scal_steps", "scal_precisions_log2", "sq_bits"):
+            if not getattr(self, name): raise ConfigError(f"parameter {name!r}: needs at least one value")
 
 # %% ../../nbs/papers/theory/random_features.ipynb #1c76f1cc
 def boolean_cube(n:int # number of bits (<= MAX_CUBE_BITS)

@@ -53,7 +53,6 @@ from trustlib.clustering.metrics import (leaf_metrics, dendrogram_purity, leaf_p
 # %%
 #| hide
 from fastcore.test import test_eq, test_close, test_fail
-from trustlib.config import resolve_profile
 from threadpoolctl import threadpool_limits
 import pandas as pd
 
@@ -65,16 +64,25 @@ _threads = threadpool_limits(limits=1)   # the examples below fit small models: 
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"               # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale: needs precomputed logits)
-seed: Optional[int] = None              # base seed; None: the profile's default (0)
-n_seeds: Optional[int] = None           # repetitions of every experiment (smoke 2, cpu 5)
-n_super: Optional[int] = None           # planted hierarchy: number of superclasses (smoke 4, cpu 5)
-n_sub: Optional[int] = None             # planted hierarchy: subclasses per superclass (4)
-n_per_class: Optional[int] = None       # planted hierarchy: points per subclass (smoke 50, cpu 200)
-digits_max_iter: Optional[int] = None   # digits MLP training epochs (smoke 80, cpu 300)
-speed_k: Optional[int] = None           # speed test: number of clusters K (smoke 100, cpu 1000)
-speed_n: Optional[int] = None           # speed test: number of logit rows N (smoke 10_000, cpu 100_000)
-logits_path: Optional[str] = None       # full profile: .npz with `logits` (N, K) and `labels` (N,) [and `coarse_labels`]
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_seeds: Optional[int] = None  # repetitions of every experiment (seeds derived from `seed`)
+n_super: Optional[int] = None  # planted hierarchy: number of superclasses
+n_sub: Optional[int] = None  # planted hierarchy: subclasses per superclass
+dim: Optional[int] = None  # planted hierarchy: feature dimension
+n_per_class: Optional[int] = None  # planted hierarchy: points per subclass
+scales: Optional[list[float]] = None  # planted hierarchy: std of superclass means, subclass offsets, points
+flat_models: Optional[list[str]] = None  # flat models that produce the logits; any of ('gmm', 'kmeans', 'logreg')
+k_factors: Optional[list[float]] = None  # misspecified K: GMM clusters ＝ factor x true number of subclasses
+temperatures: Optional[list[float]] = None  # logit temperatures for the aggregator ablation (logits / T)
+digits_hidden: Optional[int] = None  # digits MLP hidden width
+digits_max_iter: Optional[int] = None  # digits MLP training epochs (adam)
+watermark_pair: Optional[list[int]] = None  # the two digit classes that carry the watermark
+watermark_frac: Optional[float] = None  # fraction of the pair's images that carry the watermark
+speed_k: Optional[int] = None  # speed test: number of clusters K
+speed_n: Optional[int] = None  # speed test: number of logit rows N
+n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)
+logits_path: Optional[str] = None  # full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; empty: $TRUSTLIB_DATA/l2h/logits.npz
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -93,22 +101,22 @@ FLAT_MODELS = ("gmm", "kmeans", "logreg")
 @dataclass
 class Config(BaseConfig):
     "Parameters of the L2H reproduction (defaults: the `smoke` profile)."
-    n_seeds: int = param(2, "repetitions of every experiment (seeds derived from `seed`)", ge=1)
-    n_super: int = param(4, "planted hierarchy: number of superclasses", ge=2)
-    n_sub: int = param(4, "planted hierarchy: subclasses per superclass", ge=2)
-    dim: int = param(10, "planted hierarchy: feature dimension", ge=1)
-    n_per_class: int = param(50, "planted hierarchy: points per subclass", ge=4)
-    scales: tuple[float, ...] = param((2.0, 1.6, 1.3), "planted hierarchy: std of superclass means, subclass offsets, points", gt=0)
+    n_seeds: int = param(2, "repetitions of every experiment (seeds derived from `seed`)", ge=1, max=500)
+    n_super: int = param(4, "planted hierarchy: number of superclasses", ge=2, max=500)
+    n_sub: int = param(4, "planted hierarchy: subclasses per superclass", ge=2, max=500)
+    dim: int = param(10, "planted hierarchy: feature dimension", ge=1, max=1000)
+    n_per_class: int = param(50, "planted hierarchy: points per subclass", ge=4, max=20_000)
+    scales: tuple[float, ...] = param((2.0, 1.6, 1.3), "planted hierarchy: std of superclass means, subclass offsets, points", gt=0, max=200)
     flat_models: tuple[str, ...] = param(FLAT_MODELS, f"flat models that produce the logits; any of {FLAT_MODELS}")
-    k_factors: tuple[float, ...] = param((0.8, 1.0, 1.2), "misspecified K: GMM clusters = factor x true number of subclasses", gt=0)
-    temperatures: tuple[float, ...] = param((1.0, 10.0), "logit temperatures for the aggregator ablation (logits / T)", gt=0)
-    digits_hidden: int = param(64, "digits MLP hidden width", ge=1)
-    digits_max_iter: int = param(80, "digits MLP training epochs (adam)", ge=1)
+    k_factors: tuple[float, ...] = param((0.8, 1.0, 1.2), "misspecified K: GMM clusters = factor x true number of subclasses", gt=0, max=100)
+    temperatures: tuple[float, ...] = param((1.0, 10.0), "logit temperatures for the aggregator ablation (logits / T)", gt=0, max=5000)
+    digits_hidden: int = param(64, "digits MLP hidden width", ge=1, max=5000)
+    digits_max_iter: int = param(80, "digits MLP training epochs (adam)", ge=1, max=30_000)
     watermark_pair: tuple[int, int] = param((0, 7), "the two digit classes that carry the watermark", ge=0, le=9)
     watermark_frac: float = param(0.9, "fraction of the pair's images that carry the watermark", gt=0, le=1)
-    speed_k: int = param(100, "speed test: number of clusters K", ge=2)
-    speed_n: int = param(10_000, "speed test: number of logit rows N", ge=2)
-    n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1)
+    speed_k: int = param(100, "speed test: number of clusters K", ge=2, max=100_000)
+    speed_n: int = param(10_000, "speed test: number of logit rows N", ge=2, max=10**7)
+    n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     logits_path: str = param("", "full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; "
                                  "empty: $TRUSTLIB_DATA/l2h/logits.npz")
     PROFILE_DEFAULTS = {
@@ -123,15 +131,14 @@ class Config(BaseConfig):
         bad = [m for m in self.flat_models if m not in FLAT_MODELS]
         if bad or not self.flat_models: raise ConfigError(f"parameter 'flat_models': {list(bad) or 'empty'} not allowed; choose from {list(FLAT_MODELS)}")
         if self.watermark_pair[0] == self.watermark_pair[1]: raise ConfigError("parameter 'watermark_pair': the two classes must differ")
+        if not self.k_factors: raise ConfigError("parameter 'k_factors': give at least one factor")
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, n_super=n_super, n_sub=n_sub,
-                         n_per_class=n_per_class, digits_max_iter=digits_max_iter, speed_k=speed_k, speed_n=speed_n,
-                         logits_path=logits_path)
+cfg = Config.from_namespace(globals())
 test_fail(lambda: Config.from_params("smoke", flat_models=("gmm", "dbscan")), contains="'flat_models'")
 test_fail(lambda: Config.from_params("smoke", watermark_pair=(3, 3)), contains="must differ")
 test_fail(lambda: Config.from_params("smoke", n_sub=1), contains="'n_sub': 1 is out of range")

@@ -51,7 +51,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, Verdict, judge, run_experiment
 from trustlib.privacy import accounting as acct
 
@@ -69,14 +69,32 @@ from fastcore.test import test_eq, test_fail, test_close
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"              # smoke (CI, < 60 s) | cpu (published results, minutes) | full (CIFAR-10; needs the data)
-seed: Optional[int] = None             # base seed; run s of the learning experiment uses derive_seed(seed, ...)
-n_seeds: Optional[int] = None          # independent repetitions of the learning experiment
-rounds: Optional[int] = None           # training rounds T (also the T at which σ and s are calibrated)
-eps_targets: Optional[list] = None     # target ε values (δ: parameter `delta`) for parts B and C
-noise_multipliers: Optional[list] = None  # σ/Δ values of the accounting table (part A)
-steps_grid: Optional[list] = None      # numbers of steps T of the accounting table (part A)
-split: Optional[str] = None            # non-IID split of the workers: shards | dirichlet | iid
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+delta: Optional[float] = None  # target δ of every (ε, δ) guarantee
+noise_multipliers: Optional[list[float]] = None  # σ/Δ values of the ε-vs-T table
+steps_grid: Optional[list[int]] = None  # numbers of steps T of the ε-vs-T table
+ratio_shifts: Optional[list[float]] = None  # shifts t ＝ Δ/σ of the RDP ratio curves
+eps_targets: Optional[list[float]] = None  # target ε values for the estimation and learning experiments
+rounds: Optional[int] = None  # training rounds T; σ and s are calibrated for T releases
+n_workers: Optional[int] = None  # number of workers M
+heterogeneity: Optional[list[float]] = None  # worker heterogeneity τ (std of ζ_i, in units of Δ)
+mean_gradient: Optional[float] = None  # mean gradient ḡ (units of Δ)
+n_draws: Optional[int] = None  # draws of the workers' gradients per heterogeneity level
+dataset: Optional[str] = None  # data: digits (sklearn, offline) or cifar10 (binary version in data_dir()/cifar10)
+split: Optional[str] = None  # how data is split across workers
+classes_per_worker: Optional[int] = None  # shards split: label-sorted shards per worker (≈ classes per worker)
+dirichlet_alpha: Optional[float] = None  # dirichlet split: concentration
+model: Optional[str] = None  # logreg (multinomial logistic regression) | mlp | cnn
+hidden: Optional[int] = None  # hidden width of the mlp
+clip: Optional[float] = None  # per-example ℓ2 clipping norm C (＝ sensitivity of a worker's sum)
+lr: Optional[float] = None  # step size of SGD, DP-SGD and the de-biased Noisy SignSGD (fixed a priori, not tuned)
+lr_sign: Optional[float] = None  # step size of the majority-vote sign methods
+test_frac: Optional[float] = None  # held-out test fraction
+n_seeds: Optional[int] = None  # repetitions of the learning experiment
+eval_every: Optional[int] = None  # evaluate every k rounds (0: rounds // 20)
+methods: Optional[list[str]] = None  # learning methods to run
+n_threads: Optional[int] = None  # torch CPU threads during training (1 is fastest on a shared, loaded CPU)
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -95,32 +113,32 @@ class Config(BaseConfig):
     "Configuration of the Noisy SignSGD reproduction."
     delta: float = param(1e-5, "target δ of every (ε, δ) guarantee", gt=0, lt=1)
     # A. accounting
-    noise_multipliers: tuple[float, ...] = param((2.0,), "σ/Δ values of the ε-vs-T table", gt=0)
-    steps_grid: tuple[int, ...] = param((10, 100), "numbers of steps T of the ε-vs-T table", ge=1)
-    ratio_shifts: tuple[float, ...] = param((0.25, 0.5, 1.0), "shifts t = Δ/σ of the RDP ratio curves", gt=0)
+    noise_multipliers: tuple[float, ...] = param((2.0,), "σ/Δ values of the ε-vs-T table", gt=0, max=1000)
+    steps_grid: tuple[int, ...] = param((10, 100), "numbers of steps T of the ε-vs-T table", ge=1, max=10**6)
+    ratio_shifts: tuple[float, ...] = param((0.25, 0.5, 1.0), "shifts t = Δ/σ of the RDP ratio curves", gt=0, max=100)
     # B + C
-    eps_targets: tuple[float, ...] = param((4.0,), "target ε values for the estimation and learning experiments", gt=0)
-    rounds: int = param(20, "training rounds T; σ and s are calibrated for T releases", ge=1)
-    n_workers: int = param(10, "number of workers M", ge=2)
+    eps_targets: tuple[float, ...] = param((4.0,), "target ε values for the estimation and learning experiments", gt=0, max=1000)
+    rounds: int = param(20, "training rounds T; σ and s are calibrated for T releases", ge=1, max=50_000)
+    n_workers: int = param(10, "number of workers M", ge=2, max=1000)
     # B. estimation error
-    heterogeneity: tuple[float, ...] = param((0.0, 2.0, 8.0), "worker heterogeneity τ (std of ζ_i, in units of Δ)", ge=0)
-    mean_gradient: float = param(1.0, "mean gradient ḡ (units of Δ)")
-    n_draws: int = param(2000, "draws of the workers' gradients per heterogeneity level", ge=10)
+    heterogeneity: tuple[float, ...] = param((0.0, 2.0, 8.0), "worker heterogeneity τ (std of ζ_i, in units of Δ)", ge=0, max=2000)
+    mean_gradient: float = param(1.0, "mean gradient ḡ (units of Δ)", max=100)
+    n_draws: int = param(2000, "draws of the workers' gradients per heterogeneity level", ge=10, max=10**6)
     # C. learning
-    dataset: str = param("digits", "data: digits (sklearn, offline) or cifar10 (full profile; binary version in data_dir()/cifar10)", choices=("digits", "cifar10"))
+    dataset: str = param("digits", "data: digits (sklearn, offline) or cifar10 (binary version in data_dir()/cifar10)", choices=("digits", "cifar10"))
     split: str = param("shards", "how data is split across workers", choices=("shards", "dirichlet", "iid"))
-    classes_per_worker: int = param(2, "shards split: label-sorted shards per worker (≈ classes per worker)", ge=1)
-    dirichlet_alpha: float = param(0.1, "dirichlet split: concentration", gt=0)
+    classes_per_worker: int = param(2, "shards split: label-sorted shards per worker (≈ classes per worker)", ge=1, max=100)
+    dirichlet_alpha: float = param(0.1, "dirichlet split: concentration", gt=0, max=100)
     model: str = param("logreg", "logreg (multinomial logistic regression) | mlp | cnn", choices=("logreg", "mlp", "cnn"))
-    hidden: int = param(32, "hidden width of the mlp", ge=1)
-    clip: float = param(1.0, "per-example ℓ2 clipping norm C (= sensitivity of a worker's sum)", gt=0)
-    lr: float = param(0.5, "step size of SGD, DP-SGD and the de-biased Noisy SignSGD (fixed a priori, not tuned)", gt=0)
-    lr_sign: float = param(0.01, "step size of the majority-vote sign methods", gt=0)
+    hidden: int = param(32, "hidden width of the mlp", ge=1, max=4096)
+    clip: float = param(1.0, "per-example ℓ2 clipping norm C (= sensitivity of a worker's sum)", gt=0, max=100)
+    lr: float = param(0.5, "step size of SGD, DP-SGD and the de-biased Noisy SignSGD (fixed a priori, not tuned)", gt=0, max=100)
+    lr_sign: float = param(0.01, "step size of the majority-vote sign methods", gt=0, max=1)
     test_frac: float = param(0.3, "held-out test fraction", gt=0, lt=1)
-    n_seeds: int = param(1, "repetitions of the learning experiment", ge=1)
-    eval_every: int = param(0, "evaluate every k rounds (0: rounds // 20)", ge=0)
+    n_seeds: int = param(1, "repetitions of the learning experiment", ge=1, max=500)
+    eval_every: int = param(0, "evaluate every k rounds (0: rounds // 20)", ge=0, max=50_000)
     methods: tuple[str, ...] = param(METHODS, "learning methods to run")
-    n_threads: int = param(1, "torch CPU threads during training (1 is fastest on a shared, loaded CPU)", ge=1)
+    n_threads: int = param(1, "torch CPU threads during training (1 is fastest on a shared, loaded CPU)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(noise_multipliers=(1.0, 2.0, 4.0), steps_grid=(10, 100, 1000), eps_targets=(2.0, 4.0, 8.0), rounds=100,
                     heterogeneity=(0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), n_draws=4000, n_seeds=3),
@@ -132,12 +150,12 @@ class Config(BaseConfig):
         bad = sorted(set(self.methods) - set(METHODS))
         if bad or not self.methods: raise ConfigError(f"parameter 'methods': {bad or '[]'} not allowed; choose a non-empty subset of {list(METHODS)}")
         if self.dataset == "digits" and self.model == "cnn": raise ConfigError("model 'cnn' is for dataset 'cifar10'; use 'logreg' or 'mlp' with digits")
-        if not self.eps_targets: raise ConfigError("parameter 'eps_targets': must not be empty")
+        for name in ("eps_targets", "noise_multipliers", "steps_grid", "ratio_shifts", "heterogeneity"):
+            if not getattr(self, name): raise ConfigError(f"parameter {name!r}: must not be empty")
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, rounds=rounds, eps_targets=eps_targets,
-                         noise_multipliers=noise_multipliers, steps_grid=steps_grid, split=split)
+cfg = Config.from_namespace(globals())
 cfg
 
 # %%

@@ -64,7 +64,7 @@ import math, os, time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, resolve_profile
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, Verdict, judge, run_experiment
 
 # %%
@@ -80,13 +80,38 @@ from IPython.display import display
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"                      # smoke (CI, < 60 s) | cpu (published results, minutes) | full (larger grids and n, slow)
-seed: Optional[int] = None                     # base seed; None: the profile default (0)
-n_bits: Optional[int] = None                   # input bits n of the separation experiment (16 in cpu)
-width: Optional[int] = None                    # hidden width of the ReLU network trained with bSGD (128 in cpu)
-steps: Optional[int] = None                    # bSGD steps T (3000 in cpu)
-precision_log2: Optional[int] = None           # precision c is 2^-precision_log2 in the separation runs (6 in cpu)
-n_seeds: Optional[int] = None                  # independent repetitions (targets, distributions, inits) of the separation experiment
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_bits: Optional[int] = None  # input bits n (the cube {±1}^n is enumerated exactly)
+width: Optional[int] = None  # hidden width of the one-hidden-layer ReLU network
+steps: Optional[int] = None  # bSGD steps T
+batch_size: Optional[int] = None  # mini-batch size b
+lr: Optional[float] = None  # learning rate of bSGD (applied to the rounded gradient)
+precision_log2: Optional[int] = None  # precision c ＝ 2^-precision_log2
+roundings: Optional[list[str]] = None  # rounding rules run in experiments 1-2
+parity_size: Optional[int] = None  # size s of the parity target
+rf_dims: Optional[list[int]] = None  # random-feature counts d
+rf_kinds: Optional[list[str]] = None  # random-feature families (relu ＝ the network's own first layer)
+skew_low: Optional[float] = None  # skewed product: P(x_i ＝ +1) ~ U[skew_low, skew_high]
+skew_high: Optional[float] = None  # upper end of the skew range
+n_seeds: Optional[int] = None  # independent repetitions of the separation experiment
+ridge_alpha: Optional[float] = None  # ridge penalty, relative to the mean diagonal of the feature Gram matrix
+prim_bits: Optional[int] = None  # input bits of the primitive experiment (exact SQ oracle on the cube)
+prim_width: Optional[int] = None  # network width in the primitive experiment
+prim_steps: Optional[int] = None  # bSGD steps in the primitive experiment
+prim_target: Optional[str] = None  # target of the primitive experiment
+prim_precisions_log2: Optional[list[int]] = None  # precisions c ＝ 2^-k swept
+prim_batch_sizes: Optional[list[int]] = None  # mini-batch sizes swept (plus the exact SQ oracle)
+scal_bits: Optional[int] = None  # input bits of the scaling experiment
+scal_targets: Optional[list[str]] = None  # targets of the scaling experiment
+scal_dists: Optional[list[str]] = None  # input distributions of the scaling experiment
+scal_widths: Optional[list[int]] = None  # widths (p) varied one at a time around the middle value
+scal_steps: Optional[list[int]] = None  # steps (T) varied one at a time
+scal_precisions_log2: Optional[list[int]] = None  # precisions c ＝ 2^-k varied one at a time
+scal_rounding: Optional[str] = None  # rounding rule of the scaling runs
+scal_rf_max: Optional[int] = None  # largest random-feature count tried (powers of two from 2)
+match_tolerance: Optional[float] = None  # random features 'match' bSGD when their error ≤ bSGD error + match_tolerance
+sq_bits: Optional[list[int]] = None  # cube sizes n of the SQ-dimension toy
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -115,36 +140,36 @@ class Config(BaseConfig):
     "Parameters of the random-features vs bSGD companion (defaults: `smoke`)."
     # separation experiment (2): bSGD vs random features
     n_bits: int = param(10, "input bits n (the cube {±1}^n is enumerated exactly)", ge=2, le=MAX_CUBE_BITS)
-    width: int = param(64, "hidden width of the one-hidden-layer ReLU network", ge=1)
-    steps: int = param(1000, "bSGD steps T", ge=1)
-    batch_size: int = param(256, "mini-batch size b", ge=1)
-    lr: float = param(0.1, "learning rate of bSGD (applied to the rounded gradient)", gt=0)
+    width: int = param(64, "hidden width of the one-hidden-layer ReLU network", ge=1, max=10_000)
+    steps: int = param(1000, "bSGD steps T", ge=1, max=300_000)
+    batch_size: int = param(256, "mini-batch size b", ge=1, max=2**15)
+    lr: float = param(0.1, "learning rate of bSGD (applied to the rounded gradient)", gt=0, max=10)
     precision_log2: int = param(6, "precision c = 2^-precision_log2", ge=0, le=30)
     roundings: tuple[str, ...] = param(("nearest", "adversarial"), "rounding rules run in experiments 1-2")
-    parity_size: int = param(5, "size s of the parity target", ge=1)
-    rf_dims: tuple[int, ...] = param((16, 64, 256), "random-feature counts d", ge=1)
+    parity_size: int = param(5, "size s of the parity target", ge=1, le=MAX_CUBE_BITS)
+    rf_dims: tuple[int, ...] = param((16, 64, 256), "random-feature counts d", ge=1, max=100_000)
     rf_kinds: tuple[str, ...] = param(("relu", "rbf"), "random-feature families (relu = the network's own first layer)")
     skew_low: float = param(0.2, "skewed product: P(x_i = +1) ~ U[skew_low, skew_high]", gt=0, lt=1)
     skew_high: float = param(0.8, "upper end of the skew range", gt=0, lt=1)
-    n_seeds: int = param(1, "independent repetitions of the separation experiment", ge=1)
-    ridge_alpha: float = param(1e-6, "ridge penalty, relative to the mean diagonal of the feature Gram matrix", gt=0)
+    n_seeds: int = param(1, "independent repetitions of the separation experiment", ge=1, max=500)
+    ridge_alpha: float = param(1e-6, "ridge penalty, relative to the mean diagonal of the feature Gram matrix", gt=0, max=1e-4)
     # bSGD primitive (1): error vs precision and batch size
     prim_bits: int = param(8, "input bits of the primitive experiment (exact SQ oracle on the cube)", ge=2, le=MAX_CUBE_BITS)
-    prim_width: int = param(32, "network width in the primitive experiment", ge=1)
-    prim_steps: int = param(300, "bSGD steps in the primitive experiment", ge=1)
+    prim_width: int = param(32, "network width in the primitive experiment", ge=1, max=10_000)
+    prim_steps: int = param(300, "bSGD steps in the primitive experiment", ge=1, max=300_000)
     prim_target: str = param("halfspace", "target of the primitive experiment", choices=TARGET_KINDS)
     prim_precisions_log2: tuple[int, ...] = param((2, 6, 10), "precisions c = 2^-k swept", ge=0, le=30)
-    prim_batch_sizes: tuple[int, ...] = param((8, 64), "mini-batch sizes swept (plus the exact SQ oracle)", ge=1)
+    prim_batch_sizes: tuple[int, ...] = param((8, 64), "mini-batch sizes swept (plus the exact SQ oracle)", ge=1, max=200_000)
     # scaling (3): features needed to match bSGD vs T·p/c
     scal_bits: int = param(8, "input bits of the scaling experiment", ge=2, le=MAX_CUBE_BITS)
     scal_targets: tuple[str, ...] = param(("halfspace",), "targets of the scaling experiment")
     scal_dists: tuple[str, ...] = param(("uniform", "skewed"), "input distributions of the scaling experiment")
-    scal_widths: tuple[int, ...] = param((16, 32), "widths (p) varied one at a time around the middle value", ge=1)
-    scal_steps: tuple[int, ...] = param((100, 300), "steps (T) varied one at a time", ge=1)
+    scal_widths: tuple[int, ...] = param((16, 32), "widths (p) varied one at a time around the middle value", ge=1, max=30_000)
+    scal_steps: tuple[int, ...] = param((100, 300), "steps (T) varied one at a time", ge=1, max=10**6)
     scal_precisions_log2: tuple[int, ...] = param((4, 6), "precisions c = 2^-k varied one at a time", ge=0, le=30)
     scal_rounding: str = param("nearest", "rounding rule of the scaling runs", choices=ROUNDINGS)
-    scal_rf_max: int = param(256, "largest random-feature count tried (powers of two from 2)", ge=2)
-    match_tolerance: float = param(0.02, "random features 'match' bSGD when their error <= bSGD error + match_tolerance", ge=0)
+    scal_rf_max: int = param(256, "largest random-feature count tried (powers of two from 2)", ge=2, max=10**6)
+    match_tolerance: float = param(0.02, "random features 'match' bSGD when their error <= bSGD error + match_tolerance", ge=0, le=1)
     # SQ-dimension toy (4)
     sq_bits: tuple[int, ...] = param((4, 6), "cube sizes n of the SQ-dimension toy", ge=1, le=12)
     PROFILE_DEFAULTS = {
@@ -175,7 +200,8 @@ class Config(BaseConfig):
                 if v not in allowed: raise ConfigError(f"parameter {name!r}: {v!r} is not allowed; choose from {list(allowed)}")
         if self.parity_size > self.n_bits: raise ConfigError(f"parameter 'parity_size': {self.parity_size} exceeds n_bits={self.n_bits}")
         if self.skew_low >= self.skew_high: raise ConfigError("parameters 'skew_low'/'skew_high': need skew_low < skew_high")
-        if not self.rf_dims: raise ConfigError("parameter 'rf_dims': needs at least one value")
+        for name in ("rf_dims", "prim_precisions_log2", "prim_batch_sizes", "scal_widths", "scal_steps", "scal_precisions_log2", "sq_bits"):
+            if not getattr(self, name): raise ConfigError(f"parameter {name!r}: needs at least one value")
 
 
 # %%
@@ -188,8 +214,7 @@ test_fail(lambda: Config.from_params("smoke", n_bits=20), contains="'n_bits': 20
 test_fail(lambda: Config.from_params("smoke", widht=3), contains="unknown parameter(s) ['widht']")
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_bits=n_bits, width=width, steps=steps,
-                         precision_log2=precision_log2, n_seeds=n_seeds)
+cfg = Config.from_namespace(globals())
 cfg
 
 
