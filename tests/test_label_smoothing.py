@@ -1,4 +1,4 @@
-"Tests of the label-smoothed losses (trustlib.calibration.label_smoothing), as listed in issue 10."
+"Tests of the label-smoothed losses and the toy experiment (trustlib.calibration.label_smoothing)."
 import math, os
 import numpy as np
 import pytest
@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from trustlib.config import ConfigError, ResourceUnavailable
+from trustlib.results import check_headline
 from trustlib.calibration.label_smoothing import (linear_smooth_ce, smoothed_cross_entropy, ls_gradient, check_beta,
                                                   ls_optimal_gap, ls_optimal_target_prob, soft_cap, option_probs,
                                                   mcq_calibration, bench_case, auto_chunk_size, Config, run,
@@ -215,5 +216,7 @@ def test_same_seed_same_metrics_and_config_validation():
     assert to_jsonable(deterministic_metrics(a.metrics)) == to_jsonable(deterministic_metrics(b.metrics))
     assert [v.verdict for v in a.verdicts] == [v.verdict for v in b.verdicts]
     assert len(a.verdict_table()) == 7
+    assert check_headline(a.verdicts).claim.startswith("Label smoothing during SFT")
+    assert "seconds_total" not in a.metrics and "toy_seconds" in a.timings
     with pytest.raises(ConfigError, match="betas"): Config.from_params("smoke", betas=[0.0, 1.5])
     with pytest.raises(ConfigError, match="unknown parameter"): Config.from_params("smoke", beta=0.1)

@@ -187,13 +187,7 @@ def test_check_parameters_cell_finds_drift():
         assert needle in text, (needle, probs)
     assert any("comment contains '='" in p for p in check_parameters_cell(Demo, cell[0] + "\nseed: Optional[int] = None  # a = b"))
 
-PARAMETERS_CELL_TODO = [  # papers whose parameters cell is not yet `parameters_cell(Config)`: xfail (one per line)
-    "label_smoothing",
-    "pta",
-]
-
-@pytest.mark.parametrize("paper", [pytest.param(p, marks=pytest.mark.xfail(strict=False, reason="papers migrate to parameters_cell"))
-                                   if p.name in PARAMETERS_CELL_TODO else p for p in IMPLEMENTED], ids=lambda p: p.name)
+@pytest.mark.parametrize("paper", IMPLEMENTED, ids=lambda p: p.name)
 def test_paper_parameters_cell(paper):
     import nbformat
     nb = nbformat.read(ROOT / "nbs" / paper.notebook, as_version=4)
@@ -202,12 +196,7 @@ def test_paper_parameters_cell(paper):
     Config = importlib.import_module(paper.module).Config
     assert check_parameters_cell(Config, cells[0].source) == []
 
-UNBOUNDED_TODO = [   # papers whose Config does not yet give every int/float field an upper bound (one per line)
-    "label_smoothing",
-    "pta",
-]
-
-@pytest.mark.parametrize("paper", [p for p in IMPLEMENTED if p.name not in UNBOUNDED_TODO], ids=lambda p: p.name)
+@pytest.mark.parametrize("paper", IMPLEMENTED, ids=lambda p: p.name)
 def test_paper_config_bounded(paper):
     Config = importlib.import_module(paper.module).Config
     assert_bounded(Config)

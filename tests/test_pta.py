@@ -1,4 +1,4 @@
-"Tests for trustlib.privacy.dp_icl (PTA / Tang et al. DP few-shot generation, issue 9)."
+"Tests for trustlib.privacy.dp_icl (PTA / Tang et al. DP few-shot generation)."
 import itertools, math
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from trustlib.privacy.dp_icl import (PAPER_ACCOUNTANT, METHODS, Config, epsilon_
 
 @pytest.mark.parametrize("name", list(PAPER_ACCOUNTANT))
 def test_paper_sigma_table_reproduces(name):
-    """The paper's Table 4 sigma values give the issue's epsilons under the PRV accountant (+-0.2), never more than 0.2 above
+    """The paper's Table 4 sigma values give the reference epsilons under the PRV accountant (+-0.2), never more than 0.2 above
     the nominal 1, 2, 4, 8, and dp-accounting agrees."""
     q, T, n, sigmas, nominal, expected = PAPER_ACCOUNTANT[name]
     for s, e, x in zip(sigmas, nominal, expected):
