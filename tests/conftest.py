@@ -42,6 +42,41 @@ def requires_sns_bench() -> Path:
 @pytest.fixture(scope="session")
 def root() -> Path: return ROOT
 
+def has_parameters_cell(path) -> bool:
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    return any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells)
+
+def smoke_record_dir(base: Path, rel) -> Path:
+    "Where the smoke run of notebook `rel` (relative to nbs/) records its result.json in this pytest session."
+    return base / str(rel).replace("/", "__").removesuffix(".ipynb")
+
+def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
+    """Execute notebook `rel` (relative to nbs/) with papermill into `out_dir`, under kernel_env(); a paper notebook
+    (one with a parameters cell) runs its smoke profile and, when `record_base` is given, records its Result there
+    (TRUSTLIB_RUN_DIR). Returns the wall time in seconds."""
+    import time
+    import papermill as pm
+    path = ROOT / "nbs" / rel
+    params = dict(profile="smoke") if has_parameters_cell(path) else {}
+    env = kernel_env()
+    env.pop("TRUSTLIB_RUN_DIR", None)
+    if params and record_base is not None: env["TRUSTLIB_RUN_DIR"] = str(smoke_record_dir(record_base, rel))
+    saved = dict(os.environ)
+    os.environ.clear(); os.environ.update(env)          # the kernel inherits this process's environment
+    try:
+        t0 = time.time()
+        pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3",
+                            cwd=str(path.parent), progress_bar=False, log_output=False)
+        return time.time() - t0
+    finally:
+        os.environ.clear(); os.environ.update(saved)
+
+@pytest.fixture(scope="session")
+def smoke_records(tmp_path_factory) -> Path:
+    "Session folder where the notebook items' smoke runs record result.json (read by the determinism check)."
+    return tmp_path_factory.mktemp("smoke_records")
+
 @pytest.fixture
 def offline_env(monkeypatch):
     "Apply kernel_env() to this process (kernels started from here inherit it)."
