@@ -61,7 +61,9 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     params = dict(profile="smoke") if has_parameters_cell(path) else {}
     env = kernel_env()
     env.pop("TRUSTLIB_RUN_DIR", None)
-    if params and record_base is not None: env["TRUSTLIB_RUN_DIR"] = str(smoke_record_dir(record_base, rel))
+    if params and record_base is not None:
+        rd = smoke_record_dir(record_base, rel); rd.mkdir(parents=True, exist_ok=True)   # exists = the run was attempted
+        env["TRUSTLIB_RUN_DIR"] = str(rd)
     saved = dict(os.environ)
     os.environ.clear(); os.environ.update(env)          # the kernel inherits this process's environment
     try:

@@ -35,7 +35,8 @@ def test_config_contract(paper):
 @pytest.mark.parametrize("paper", IMPLEMENTED, ids=lambda p: p.name)
 def test_same_seed_same_metrics(paper, offline_env, smoke_records, tmp_path):
     rec = smoke_record_dir(smoke_records, paper.notebook) / "result.json"
-    if not rec.exists(): execute_smoke(paper.notebook, tmp_path, smoke_records)
+    if not rec.parent.exists(): execute_smoke(paper.notebook, tmp_path, smoke_records)   # its notebook item did not run
+    elif not rec.exists(): pytest.fail(f"the notebook item of {paper.notebook} ran but recorded no result (it failed?)", pytrace=False)
     assert rec.exists(), f"the smoke run of {paper.notebook} did not record a result (no `record(result)` cell?)"
     saved = json.loads(rec.read_text())
     mod = _module(paper)
