@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 .PHONY: install test reproduce site report export clean sync check lint-nbs bench help
 help:
 	@echo "make reproduce  - run all paper notebooks (cpu profile), build results + website"
-	@echo "make test       - repository checks + the whole pytest suite (smoke profile)"
+	@echo "make test       - repository checks + the whole pytest suite (smoke profile); tests needing the licensed"
+	@echo "                  SNS-Bench data skip unless TRUSTLIB_SNS_BENCH or ../shared/data/sns_bench has it"
 	@echo "make install    - create .venv and install trustlib with its dev extras"
 	@echo "make export / clean / sync - nbdev_export, nbdev_clean, rewrite the jupytext pairs"
 

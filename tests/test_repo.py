@@ -79,7 +79,51 @@ def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "readme.py"), "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
+def _nbfix_check(*args):
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "nbfix.py"), "--check", *args], capture_output=True, text=True)
+
+def _committed_notebooks(papers: bool) -> list[str]:
+    nbs = ROOT / "nbs"
+    out = [p for p in sorted(nbs.rglob("*.ipynb")) if not any(part.startswith((".", "_")) for part in p.relative_to(nbs).parts)]
+    return [str(p) for p in out if (p.relative_to(nbs).parts[0] == "papers") == papers]
+
 def test_notebooks_fit_nbdev_docs_build():
     "Title cells hold only title + summary; no non-exported cell mixes imports with other code (tools/nbfix.py)."
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "nbfix.py"), "--check"], capture_output=True, text=True)
+    r = _nbfix_check("--only=structure")
     assert r.returncode == 0, r.stdout + r.stderr
+
+def test_published_pages_hygiene():
+    "Core, index and results notebooks: no stderr with local paths, no 1,000-character output lines, no process narration on the home page."
+    r = _nbfix_check("--only=hygiene", *_committed_notebooks(papers=False))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+@pytest.mark.xfail(strict=False, reason="paper pages are re-published")
+def test_paper_pages_hygiene():
+    "The same for nbs/papers/**, whose markdown must also not narrate the process (issue, lead, helper, session)."
+    r = _nbfix_check("--only=hygiene", *_committed_notebooks(papers=True))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+def _load_nbfix():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("nbfix", ROOT / "tools" / "nbfix.py")
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+def test_hygiene_rules_catch_each_problem():
+    import nbformat
+    nbfix = _load_nbfix()
+    v4 = nbformat.v4
+    warn = "/work/x/.venv/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning: IProgress not found. Please update jupyter and ipywidgets.\n  from .autonotebook import tqdm as notebook_tqdm\n"
+    code = v4.new_code_cell("f()", outputs=[v4.new_output("stream", name="stderr", text=warn),
+                                            v4.new_output("stream", name="stderr", text="UserWarning in /home/me/x.py\n"),
+                                            v4.new_output("stream", name="stdout", text="ok /tmp/ is fine on stdout\n"),
+                                            v4.new_output("stream", name="stdout", text="\r" + "#" * 1500 + "\n")])
+    md = v4.new_markdown_cell("As the issue asks, a helper wrote this in one session. Closing note.")
+    nb = v4.new_notebook(cells=[md, code])
+    probs = nbfix.hygiene(nb, page=True)
+    assert len([q for q in probs if "local path" in q]) == 2 and len([q for q in probs if "1,501 characters" in q]) == 1
+    assert {q.split("(")[1].split(")")[0] for q in probs if "narrates" in q} == {"'the issue'", "'helper'", "'session'", "'Closing note'"}
+    assert not [q for q in nbfix.hygiene(nb, page=False) if "narrates" in q]       # narration is only checked on published pages
+    assert nbfix.drop_tqdm_warnings(nb) == ["tqdm IProgress warning dropped"] and len(nb.cells[1].outputs) == 3
+    assert nbfix.is_page(ROOT / "nbs" / "index.ipynb") and nbfix.is_page(ROOT / "nbs" / "papers" / "x" / "y.ipynb")
+    assert not nbfix.is_page(ROOT / "nbs" / "core" / "01_data.ipynb")

