@@ -97,7 +97,6 @@ def test_published_pages_hygiene():
     r = _nbfix_check("--only=hygiene", *_committed_notebooks(papers=False))
     assert r.returncode == 0, r.stdout + r.stderr
 
-@pytest.mark.xfail(strict=False, reason="paper pages are re-published")
 def test_paper_pages_hygiene():
     "The same for nbs/papers/**, whose markdown must also not narrate the process (issue, lead, helper, session)."
     r = _nbfix_check("--only=hygiene", *_committed_notebooks(papers=True))
