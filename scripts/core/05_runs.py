@@ -436,6 +436,7 @@ class ParamValidator:
             if cp is not None:   # the stricter checks of trustlib.config (finite floats, soft bounds), where present
                 try: cp(self.Config, profile, cfg_in, **({'allow_large': True} if self.allow_large and _accepts(cp, 'allow_large') else {}))
                 except ConfigError as e: raise ConfigError(_cap_msg(str(e))) from None
+                except TypeError: pass   # another signature than expected: Config.from_params below still validates
             got = _from_params(self.Config, profile, cfg_in, self.allow_large).to_dict()
             dflt = _from_params(self.Config, profile, {}, self.allow_large).to_dict()
             for k in cfg_in:
@@ -643,7 +644,8 @@ assert notebook_source_sha1(TOY) == notebook_source_sha1(TOY) and len(notebook_s
 # process id, start time and a random token. While the run lasts, a thread refreshes the file's modification
 # time every `LOCK_HEARTBEAT_S` seconds. A lock is *stale* — and is broken by the next process that wants it —
 # when its owner is on this host and the process is gone, or when it has not been refreshed for
-# `LOCK_STALE_S` seconds (an owner on another host, or an unreadable lock file). Breaking renames the lock
+# `LOCK_STALE_S` seconds (an owner on another host that died, a reused process id; 30 s for an unreadable
+# lock file, which is written right after it is created). Breaking renames the lock
 # file aside and checks it is still the stale one, so two processes never both break and both take it.
 # A second process that finds the lock held waits (and says so), or skips the run (`wait=False`).
 
@@ -679,9 +681,10 @@ class RunLock:
     def _stale(self, h:dict) -> bool:
         try: age = time.time() - self.path.stat().st_mtime
         except FileNotFoundError: return True
+        if age > (self.stale_s if h else min(self.stale_s, 30.0)): return True   # not refreshed: its owner is gone (or its pid was reused)
         if h.get('host') == socket.gethostname() and isinstance(h.get('pid'), int):
             return not _pid_alive(h['pid']) or (h['pid'] == os.getpid() and h.get('token') not in _HELD)
-        return age > (self.stale_s if h else min(self.stale_s, 30.0))
+        return False
 
     def _try(self) -> bool:
         token = secrets.token_hex(8)

@@ -482,10 +482,14 @@ def cmd_site(args) -> int:
     try: proc = build_proc(root)
     except Exception as e:   # nbdev's processing failed: say where, and the usual cause (with the real error under nbdev's wrapper)
         from trustlib.runs import error_chain
-        msg = '\n  caused by: '.join(error_chain(e, cap=1000))
-        print(f"site: nbdev_proc_nbs failed: {msg[:3000]}\n\nnbdev executes, while building the docs, every exported cell "
-              "and every cell containing an import statement (to render show_doc); a cell that mixes an import with "
-              "example code that needs earlier cells fails there. Move the import into the notebook's import cell.", file=sys.stderr)
+        chain = error_chain(e, cap=1000)
+        msg = '\n  caused by: '.join(chain)
+        hint = ("nbdev executes, while building the docs, every exported cell and every cell containing an import statement "
+                "(to render show_doc); a cell that mixes an import with example code that needs earlier cells fails there. "
+                "Move the import into the notebook's import cell.")
+        if not any(w in chain[-1] for w in ('NameError', 'ImportError', 'ModuleNotFoundError', 'AttributeError')):
+            hint = "That cell fails when nbdev executes it (the last cause above is the real error). " + hint
+        print(f"site: nbdev_proc_nbs failed: {msg[:4000]}\n\n{hint}", file=sys.stderr)
         return 1
     problems = check_site(root)
     if problems:
