@@ -436,7 +436,11 @@ class ParamValidator:
             if cp is not None:   # the stricter checks of trustlib.config (finite floats, soft bounds), where present
                 try: cp(self.Config, profile, cfg_in, **({'allow_large': True} if self.allow_large and _accepts(cp, 'allow_large') else {}))
                 except ConfigError as e: raise ConfigError(_cap_msg(str(e))) from None
-                except TypeError: pass   # another signature than expected: Config.from_params below still validates
+                except TypeError as e:
+                    if 'argument' not in str(e): raise ConfigError(f"invalid parameters for {self.Config.__module__}.Config: TypeError: {_cap_msg(str(e), 500)}") from None
+                    # another signature than expected: Config.from_params below still validates
+                except Exception as e:   # a paper's validate() raising something else than ConfigError
+                    raise ConfigError(f"invalid parameters for {self.Config.__module__}.Config: {type(e).__name__}: {_cap_msg(str(e), 500)}") from None
             got = _from_params(self.Config, profile, cfg_in, self.allow_large).to_dict()
             dflt = _from_params(self.Config, profile, {}, self.allow_large).to_dict()
             for k in cfg_in:
