@@ -409,6 +409,7 @@ def test_executed_notebook_has_no_progress_bars_or_local_paths(tmp_path):
         import sys, os
         from tqdm.auto import tqdm
         for _ in tqdm(range(50)): pass
+        for _ in tqdm(range(50), desc="explicit", disable=False): pass   # TQDM_DISABLE cannot stop this one; the scrub does
         print(os.__file__ + ": SomeWarning: a warning that shows a local path", file=sys.stderr)
         print("plain stderr line", file=sys.stderr)
         ''') + RECORD)

@@ -831,9 +831,10 @@ def _failed_name(final:Path) -> Path:
 # temporary folder, with the parameters written by `render_parameters` into an `injected-parameters` cell after
 # the `parameters` cell (replacing one left by an earlier run), `TRUSTLIB_RUN_DIR` pointing at the folder (so
 # `trustlib.results.record(result)` writes `result.json`, `tables/` and `figures/` there) and `TQDM_DISABLE=1`
-# (no progress bars stored in the executed notebook; set `TRUSTLIB_PROGRESS=1` to keep them). papermill saves
-# the notebook after every cell, non-atomically, to a hidden file; the run folder gets the notebook written
-# once, atomically, without the stderr lines that show absolute paths of this machine. Then `metrics.json`,
+# (for tqdm bars whose `disable` is not given explicitly). papermill saves the notebook after every cell,
+# non-atomically, to a hidden file; the run folder gets the notebook written once, atomically, without the
+# stderr lines that show absolute paths of this machine or tqdm progress bars (`scrub_notebook`; set
+# `TRUSTLIB_PROGRESS=1` to keep the bars, both in the kernel and in the stored notebook). Then `metrics.json`,
 # and the folder is renamed into place.
 #
 # On failure — an error in a cell (`PapermillExecutionError`), a timeout, ctrl-C, SIGTERM, a full disk, a
@@ -894,9 +895,14 @@ def _machine_paths(*extra) -> list[str]:
     except ConfigError: pass
     return sorted((p for p in ps if p and p not in ('/', '.') and len(p) > 4), key=len, reverse=True)
 
-def scrub_notebook(nb:dict, extra_paths=()) -> int:
-    "Remove the lines of stderr stream outputs that show absolute paths of this machine (warnings of tqdm/ipywidgets...); return how many."
+_BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.]+[kMGT]?)\s*(?:[A-Za-z]+/s|s/[A-Za-z]+)\]')   # tqdm bars
+
+def _keep_bars() -> bool: return os.environ.get('TRUSTLIB_PROGRESS', '') not in ('', '0')
+
+def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
+    "Remove from stderr stream outputs the lines that show absolute paths of this machine and tqdm progress bars; return how many."
     paths, n = _machine_paths(*extra_paths), 0
+    bars = (not _keep_bars()) if bars is None else bars
     for c in nb.get('cells', []):
         outs = c.get('outputs')
         if not outs: continue
@@ -904,8 +910,8 @@ def scrub_notebook(nb:dict, extra_paths=()) -> int:
         for o in outs:
             if o.get('output_type') == 'stream' and o.get('name') == 'stderr':
                 txt = o.get('text', ''); txt = ''.join(txt) if isinstance(txt, list) else txt
-                lines = txt.splitlines(keepends=True)
-                kept = [l for l in lines if not any(p in l for p in paths)]
+                lines = re.split(r'(?<=[\r\n])', txt)   # tqdm redraws with \r: each redraw is a line here
+                kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))]
                 if len(kept) != len(lines):
                     n += len(lines) - len(kept)
                     if not ''.join(kept).strip(): continue
@@ -935,7 +941,9 @@ test_eq(sum(t == ['injected-parameters'] for t in [c['metadata'].get('tags', [])
 _sn = dict(cells=[dict(cell_type='code', outputs=[dict(output_type='stream', name='stderr', text=f'{sys.prefix}/x.py:1: TqdmWarning: IProgress not found'),
                                                     dict(output_type='stream', name='stderr', text='a plain warning\n' + f'{sys.prefix}/y.py:2: UserWarning\n'),
                                                     dict(output_type='stream', name='stdout', text='ok')])])
-test_eq(scrub_notebook(_sn), 2)
+_sn['cells'][0]['outputs'].append(dict(output_type='stream', name='stderr', text='\rexp1:  50%|#####     | 1/2 [00:00<00:00, 46.92it/s]\rexp1: 100%|##########| 2/2 [00:00<00:00, 46.92it/s]\n'))
+_sn['cells'][0]['outputs'].append(dict(output_type='stream', name='stderr', text='\rsteps: 7it [00:01,  5.01it/s]'))
+test_eq(scrub_notebook(_sn), 5)   # 2 lines with paths, 3 progress-bar redraws
 test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', 'ok'])
 
 
