@@ -462,3 +462,14 @@ def test_error_chain_digs_out_a_wrapped_remote_traceback():
     except Exception as e: chain = R.error_chain(e)
     assert chain[0] == 'Exception: Error in notebook: data in cell 80'
     assert chain[1].endswith('trustlib.config.DataUnavailable: SNS-Bench data is not available'), chain
+
+
+@kernel
+def test_result_timings_are_carried_into_metrics(tmp_path):
+    nb = toy_variant(tmp_path/'toy.ipynb', RECORD + textwrap.dedent('''
+        import json, os, pathlib
+        _p = pathlib.Path(os.environ["TRUSTLIB_RUN_DIR"])/"result.json"
+        _r = json.loads(_p.read_text()); _r["timings"] = {"train_s": 1.5}; _p.write_text(json.dumps(_r))
+        '''))
+    d = R.run_notebook(notebook=nb, profile='smoke', runs_dir=tmp_path/'runs', progress=False)
+    assert R.load_run(d)['timings'] == {'train_s': 1.5}
