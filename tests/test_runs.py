@@ -208,7 +208,7 @@ def test_run_publish_updates_the_paper_notebook(fake_repo, capsys):
     assert 'tags=["injected-parameters"]' in py and 'tags=[]' not in py
     # the notebook changed after a run started: refuse to publish over it
     d = fake_repo/'runs'/'toy'/R.run_id('smoke', dict(seed=4))
-    m = R.load_run(d); m['source_sha1'] = '0' * 40; write_json(d/'metrics.json', m)
+    m = R.load_run(d); m['source_sha1'] = m['source_code_sha1'] = '0' * 40; write_json(d/'metrics.json', m)
     from trustlib.cli import publish_run
     with pytest.raises(ConfigError, match='changed since run'): publish_run(d)
 

@@ -7,9 +7,18 @@
 # A *run* executes a paper notebook (or any parameterised notebook) with papermill into its own folder
 # `runs/<paper>/<run_id>/`: the executed notebook, `metrics.json` (parameters, metrics, verdicts, versions,
 # git commit, timings) and whatever the notebook recorded with `trustlib.results.record` (`result.json`,
-# `tables/`, `figures/`). Runs are built in a hidden temporary folder and renamed into place when finished,
-# so a crashed or killed run never leaves a folder that looks complete. A *sweep* runs a grid of parameters
-# and skips grid points that already have a complete run, so it can be restarted after a kill.
+# `tables/`, `figures/`). The rules a run keeps, whatever the input and whatever happens to the process:
+#
+# - Parameters are data: validated JSON-like values (null, bool, int, float, str, lists, string-keyed
+#   mappings), checked against the paper's `Config` or the notebook's type annotations before any work, and
+#   written into the notebook by a renderer that can only produce literals (papermill's own is not used).
+# - The run id is a hash of the *canonical* parameters: `{}`, `{seed: 0}` and `{seed: 0.0}` are one run.
+# - One process at a time per run id (a lock file, across processes and hosts on a shared file system).
+# - A run is built in a hidden temporary folder and renamed into place when finished; a complete run is only
+#   ever replaced by another complete run of the same id. A failed or interrupted re-run is recorded beside
+#   it, in `<run_id>.failed-<UTC time>/`.
+# - A *sweep* runs a grid of parameters and skips grid points whose complete run was made from the same
+#   notebook source with the same parameters, so it can be restarted after a kill.
 
 # %%
 #| default_exp runs
@@ -17,8 +26,8 @@
 # %%
 #| export
 from __future__ import annotations
-import ast, configparser, hashlib, io, json, os, platform, re, secrets, shutil, socket, subprocess, sys, time
-import tokenize, traceback, typing
+import ast, configparser, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +38,7 @@ from trustlib.results import write_json
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
-import importlib.util, tempfile, yaml
+import importlib.util, yaml
 
 
 # %% [markdown]
@@ -151,11 +160,12 @@ test_eq(_public(_p)['seed'], dict(type='int', default='0', help='the metric `val
 _public(_p)
 
 # %% [markdown]
-# When a paper's module cannot be imported (or for a notebook that is not a paper), parameter values are
-# checked against the annotations of the parameters cell. Annotations are turned into types by walking
-# their syntax tree over a fixed vocabulary (`int`, `float`, `str`, `bool`, `list[...]`, `tuple[...]`,
-# `dict`, `Literal[...]`, `X | None`, `Optional[...]`) — nothing is evaluated; anything else is not checked.
-# Without an annotation, the type of a literal default (`0`, `0.5`, `"a"`, `True`) is used.
+# Every parameter of a runnable notebook must be declared with a type annotation: an unannotated parameter is
+# rejected (its value could not be checked). For a paper, the paper's `Config` validates the values; every
+# other parameter (and every parameter of a notebook that is not a paper) is checked against its annotation.
+# Annotations are turned into types by walking their syntax tree over a fixed vocabulary (`int`, `float`,
+# `str`, `bool`, `list[...]`, `tuple[...]`, `dict`, `Any`, `Literal[...]`, `X | None`, `Optional[...]`) —
+# nothing is evaluated; an annotation outside it is rejected too.
 
 # %%
 #| export
@@ -187,13 +197,10 @@ def _ann2type(node):
     raise _Unknown()
 
 def param_type(info:dict):
-    "The type to check a parameter against (from its annotation or literal default), or None."
-    if info.get('_ann') is not None:
-        try: return _ann2type(info['_ann'])
-        except (_Unknown, SyntaxError, ValueError, TypeError): return None
-    v = info.get('_value')
-    if isinstance(v, ast.Constant) and type(v.value) in (bool, int, float, str): return type(v.value)
-    return None
+    "The type declared by a parameter's annotation, or None (no annotation, or one outside the vocabulary)."
+    if info.get('_ann') is None: return None
+    try: return _ann2type(info['_ann'])
+    except (_Unknown, SyntaxError, ValueError, TypeError): return None
 
 
 # %%
@@ -204,82 +211,330 @@ assert _t("Literal['a', 'b']") == typing.Literal['a', 'b']
 assert _t('typing.Optional[float]') == typing.Optional[float]
 test_fail(lambda: _t('np.ndarray'), exc=_Unknown)
 assert param_type(_p['fail']) is bool
-assert param_type(dict(_ann=None, _value=ast.parse('x = 3').body[0].value)) is int
+test_eq(param_type(dict(_ann=None, _value=ast.parse('x = 3').body[0].value)), None)   # unannotated: no type
+
+# %% [markdown]
+# ## Parameter values are data
+#
+# `check_value` accepts exactly the JSON-like values YAML and JSON give (plus tuples and numpy scalars from
+# Python callers), as plain built-in objects: `None`, `bool`, `int`, `float`, `str`, lists and mappings with
+# string keys, at most `MAX_VALUE_NODES` items in all and nested at most `MAX_DEPTH` deep. Everything else —
+# bytes (YAML `!!binary`), dates, sets, objects, subclasses of the built-in types (whose `repr` could be
+# anything) — is refused. Non-finite floats are refused unless `allow_nonfinite` (a paper's `Config` may
+# declare them). Messages quote values capped to `MAX_QUOTE` characters (`short`), however big the value.
+
+# %%
+#| export
+MAX_VALUE_NODES = 10_000   # items in one parameter value (all levels)
+MAX_DEPTH = 20
+MAX_QUOTE = 200            # characters of a value quoted in an error message
+
+def short(v, n:int=MAX_QUOTE) -> str:
+    "`repr(v)` capped to `n` characters (and never built in full for big containers)."
+    if isinstance(v, (list, tuple, dict, set)) and len(v) > n: v = type(v).__name__ + f" of {len(v)} items"
+    try: s = repr(v) if not isinstance(v, str) else repr(v[:n + 1])
+    except Exception: s = f"<{type(v).__name__}>"
+    return s if len(s) <= n else s[:n - 1] + '…'
+
+def _count_nodes(v, limit:int) -> int:
+    "Number of items in `v` (all levels), counting shared references each time; stops past `limit`."
+    n, stack = 0, [v]
+    while stack:
+        x = stack.pop(); n += 1
+        if n > limit: return n
+        if isinstance(x, dict): stack.extend(x.keys()); stack.extend(x.values())
+        elif isinstance(x, (list, tuple, set)): stack.extend(x)
+    return n
+
+def check_value(name:str, v, allow_nonfinite:bool=False, _depth:int=0):
+    "`v` as plain JSON-like data (tuples become lists, numpy scalars Python numbers), or raise `ConfigError`."
+    if _depth == 0 and _count_nodes(v, MAX_VALUE_NODES) > MAX_VALUE_NODES:
+        raise ConfigError(f"parameter {name!r}: the value has more than {MAX_VALUE_NODES} items; parameters are small data")
+    if _depth > MAX_DEPTH: raise ConfigError(f"parameter {name!r}: the value is nested more than {MAX_DEPTH} levels deep")
+    t = type(v)
+    if v is None or t is bool or t is str: return v
+    if t is int: return v
+    if t is float:
+        if not math.isfinite(v) and not allow_nonfinite:
+            raise ConfigError(f"parameter {name!r}: {v!r} is not a finite number")
+        return v
+    if t.__module__ == 'numpy' and hasattr(v, 'dtype') and getattr(v, 'ndim', 1) == 0 and v.dtype.kind in 'biuf':
+        return check_value(name, v.item(), allow_nonfinite, _depth)
+    if t in (list, tuple): return [check_value(f"{name}[{i}]", x, allow_nonfinite, _depth + 1) for i, x in enumerate(v)]
+    if t is dict:
+        bad = [k for k in v if type(k) is not str]
+        if bad: raise ConfigError(f"parameter {name!r}: mapping keys must be strings, got {short(bad[0])}")
+        return {k: check_value(f"{name}[{k!r}]", x, allow_nonfinite, _depth + 1) for k, x in v.items()}
+    raise ConfigError(f"parameter {name!r}: a value of type {t.__name__} ({short(v)}) is not allowed; parameters are "
+                      "JSON-like data: null, true/false, numbers, strings, lists and mappings with string keys")
+
+
+# %%
+test_eq(check_value('x', (1, [2.5, 'a'], dict(k=None))), [1, [2.5, 'a'], dict(k=None)])
+test_fail(lambda: check_value('x', b'hello'), contains="parameter 'x': a value of type bytes")
+test_fail(lambda: check_value('x', {1: 2}), contains="mapping keys must be strings")
+test_fail(lambda: check_value('x', [float('nan')]), contains="parameter 'x[0]': nan is not a finite number")
+class _Evil(str):
+    def __repr__(self): return '__import__("os").system("true")'
+test_fail(lambda: check_value('x', _Evil('a')), contains="a value of type _Evil")
+_bomb = ['a'] * 10; [_bomb := [_bomb] * 10 for _ in range(8)]   # 10**9 leaves by shared references
+test_fail(lambda: check_value('x', _bomb), contains="more than 10000 items")
+assert len(short('x' * 10**6)) <= MAX_QUOTE
+
+# %% [markdown]
+# ## Writing the parameters into the notebook
+#
+# `render_parameters` writes the `injected-parameters` cell: one `name = literal` line per parameter. Each
+# literal is built from the checked value (strings through `json.dumps`, which Python reads as the same
+# string; non-finite floats as `float('inf')`), and the finished cell is parsed again and accepted only if
+# every statement assigns a plain name to a literal that evaluates back to the value given — so no value,
+# whatever its text, can become code.
+
+# %%
+#| export
+_NONFINITE = {'inf': "float('inf')", '-inf': "float('-inf')", 'nan': "float('nan')"}
+
+def _literal(v) -> str:
+    if v is None or type(v) is bool: return repr(v)
+    if type(v) is int: return repr(v)
+    if type(v) is float: return repr(v) if math.isfinite(v) else _NONFINITE[repr(v)]
+    if type(v) is str: return json.dumps(v, ensure_ascii=False)
+    if type(v) is list: return '[' + ', '.join(_literal(x) for x in v) + ']'
+    if type(v) is dict: return '{' + ', '.join(f"{json.dumps(k, ensure_ascii=False)}: {_literal(x)}" for k, x in v.items()) + '}'
+    raise ConfigError(f"cannot write a value of type {type(v).__name__} into a notebook")
+
+def _eval_literal(node):
+    "The value of literal AST `node`; raises `ConfigError` for anything that is not a literal."
+    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (bool, int, float, str)): return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+       and type(node.operand.value) in (int, float): return -node.operand.value
+    if isinstance(node, ast.List): return [_eval_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_eval_literal(k): _eval_literal(v) for k, v in zip(node.keys, node.values)}
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'float' and not node.keywords
+        and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value in ('inf', '-inf', 'nan')):
+        return float(node.args[0].value)
+    raise ConfigError(f"refusing to write parameters: {ast.dump(node)[:MAX_QUOTE]} is not a literal")
+
+def _same(a, b) -> bool:
+    "Equal as data (types included; NaN equals NaN)."
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+def render_parameters(params:dict) -> str:
+    "The source of the `injected-parameters` cell for checked `params`; raises `ConfigError` if it could be anything but literals."
+    lines = ['# Parameters']
+    for k, v in params.items():
+        if type(k) is not str or not k.isidentifier() or keyword.iskeyword(k) or k.startswith('__'):
+            raise ConfigError(f"parameter name {short(k)} is not a plain Python name")
+        lines.append(f"{k} = {_literal(check_value(k, v, allow_nonfinite=True))}")
+    src = '\n'.join(lines) + '\n'
+    tree = ast.parse(src)
+    if len(tree.body) != len(params): raise ConfigError("refusing to write parameters: the rendered cell does not have one statement per parameter")
+    for stmt, (k, v) in zip(tree.body, params.items()):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == k):
+            raise ConfigError(f"refusing to write parameters: the line for {k!r} is not a plain assignment")
+        if not _same(_eval_literal(stmt.value), check_value(k, v, allow_nonfinite=True)):
+            raise ConfigError(f"refusing to write parameters: the literal for {k!r} does not read back as its value")
+    return src
+
+
+# %%
+_inj = '", __import__("os").system("touch /tmp/pwned"), "'
+_src = render_parameters(dict(profile='smoke', seed=3, x=[_inj, {'k"': float('inf')}], ok=None))
+print(_src)
+test_eq(_src.splitlines()[1:3], ['profile = "smoke"', 'seed = 3'])
+_ns = {}; exec(compile(ast.parse(_src), '<params>', 'exec'), {'__builtins__': {'float': float}}, _ns)   # what the kernel runs
+test_eq(_ns['x'][0], _inj)
+test_eq(_ns['x'][1], {'k"': float('inf')})
+test_fail(lambda: render_parameters({'a=1;import os;b': 1}), contains="is not a plain Python name")
+test_fail(lambda: render_parameters(dict(x=b'\x00')), contains="type bytes")
 
 
 # %% [markdown]
 # ## Validating parameters before any work
 #
-# `validate_params` rejects names that are not in the notebook's parameters cell, then validates the values
-# with the paper's `Config.from_params(profile, **params)` (types, ranges, choices, cross-parameter rules),
-# importing the paper module named in the registry. If the module cannot be imported (or for a notebook that
-# is not a paper) it falls back to the annotations of the parameters cell. Errors are `ConfigError`s that
-# name the parameter and what is allowed.
+# `validate_params` rejects names that are not in the notebook's parameters cell and parameters without a
+# type, checks that every value is JSON-like data, then validates the values with the paper's
+# `Config.from_params(profile, **params)` (types, ranges, choices, cross-parameter rules), importing the paper
+# module named in the registry. If that module cannot be imported the run is refused with the import error
+# (no looser check stands in for it). Parameters that are not `Config` fields, and every parameter of a
+# notebook that is not a paper, are checked against their annotations. Errors are `ConfigError`s that name
+# the parameter and what is allowed, in one line.
+#
+# It returns the *canonical* parameters: each value normalised to its declared type (`0.0` for an `int`
+# parameter is `0`, a tuple is a list) and parameters equal to their default left out (for a paper: the
+# profile's default; `None` means the default). The run id is computed from them, and they are what the
+# notebook receives. `allow_large` lifts a `Config`'s soft upper bounds (`param(..., max=N)`), as does
+# `TRUSTLIB_ALLOW_LARGE=1`.
 
 # %%
 #| export
 def _check_profile(profile):
     if profile not in PROFILES:
-        raise ConfigError(f"parameter 'profile': {profile!r} is not allowed; choose one of {list(PROFILES)}")
+        raise ConfigError(f"parameter 'profile': {short(profile)} is not allowed; choose one of {list(PROFILES)}")
+
+def _cap_msg(s:str, n:int=1000) -> str:
+    s = ' '.join(str(s).split())
+    return s if len(s) <= n else s[:n - 1] + '…'
+
+def _from_params(Config, profile, params, allow_large):
+    "`Config.from_params`, passing `allow_large` where the installed trustlib.config supports it."
+    import inspect
+    kw = dict(allow_large=True) if allow_large and 'allow_large' in inspect.signature(Config.from_params).parameters else {}
+    try: return Config.from_params(profile, **params, **kw)
+    except ConfigError as e: raise ConfigError(_cap_msg(str(e))) from None
+    except Exception as e:
+        raise ConfigError(f"invalid parameters for {Config.__module__}.Config: {type(e).__name__}: {_cap_msg(str(e), 500)}") from None
+
+class ParamValidator:
+    "Checks parameters of one paper or notebook; caches the parameters cell and the paper's `Config` (a sweep checks many points)."
+    def __init__(self, paper:str|None=None, notebook:str|Path|None=None, root=None, nbs_dir=None, allow_large:bool=False):
+        self.name, self.nb, self.entry = resolve_notebook(paper, notebook, root, nbs_dir)
+        self.info = notebook_parameters(self.nb)
+        self.allow_large = allow_large or os.environ.get('TRUSTLIB_ALLOW_LARGE', '') not in ('', '0')
+        self.Config, self._defaults = None, {}
+        if self.info is None: return
+        untyped = [k for k, v in self.info.items() if k != 'profile' and param_type(v) is None]
+        if untyped:
+            raise ConfigError(f"notebook {self.nb.name}: parameter(s) {untyped} have no type annotation the runner understands "
+                              f"(e.g. `seed: int = 0`, `sizes: Optional[list] = None`); every parameter must declare its type")
+        if self.entry is not None:
+            import importlib
+            try: mod = importlib.import_module(self.entry.module)
+            except Exception as e:
+                raise ConfigError(f"paper {self.name!r}: its module {self.entry.module} cannot be imported, so its parameters cannot be "
+                                  f"validated: {type(e).__name__}: {_cap_msg(str(e), 300)}") from None
+            self.Config = getattr(mod, 'Config', None)
+            if self.Config is None: raise ConfigError(f"paper {self.name!r}: module {self.entry.module} has no Config class")
+
+    def _nb_default(self, k):
+        if k not in self._defaults:
+            try: d = _coerce_jsonable(k, ast.literal_eval(self.info[k]['default']), param_type(self.info[k]))
+            except Exception: d = _NODEFAULT
+            self._defaults[k] = d
+        return self._defaults[k]
+
+    def check(self, profile:str, params:dict|None) -> dict:
+        "The canonical parameters for `profile` and `params`, or raise `ConfigError`."
+        _check_profile(profile)
+        params = {} if params is None else params
+        if type(params) is not dict or not all(type(k) is str for k in params):
+            raise ConfigError(f"parameters must be a mapping of names to values, got {short(params)}")
+        if 'profile' in params: raise ConfigError("pass the profile as profile=... (CLI: --profile), not as a parameter")
+        if self.info is None:
+            if params: raise ConfigError(f"notebook {self.nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)[:20]})")
+            return {}
+        unknown = sorted(set(params) - set(self.info))
+        if unknown: raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
+                                      f"allowed: {sorted(n for n in self.info if n != 'profile')}")
+        fields = set(self.Config.param_names()) if self.Config is not None else set()
+        vals = {k: check_value(k, v, allow_nonfinite=k in fields) for k, v in params.items()}
+        canon = {}
+        if self.Config is not None:
+            cfg_in = {k: v for k, v in vals.items() if k in fields}
+            cp = getattr(_config_module(), 'canonical_params', None)
+            if cp is not None:   # the stricter checks of trustlib.config (finite floats, soft bounds), where present
+                try: cp(self.Config, profile, cfg_in, **({'allow_large': True} if self.allow_large and _accepts(cp, 'allow_large') else {}))
+                except ConfigError as e: raise ConfigError(_cap_msg(str(e))) from None
+                except TypeError as e:
+                    if 'argument' not in str(e): raise ConfigError(f"invalid parameters for {self.Config.__module__}.Config: TypeError: {_cap_msg(str(e), 500)}") from None
+                    # another signature than expected: Config.from_params below still validates
+                except Exception as e:   # a paper's validate() raising something else than ConfigError
+                    raise ConfigError(f"invalid parameters for {self.Config.__module__}.Config: {type(e).__name__}: {_cap_msg(str(e), 500)}") from None
+            got = _from_params(self.Config, profile, cfg_in, self.allow_large).to_dict()
+            dflt = _from_params(self.Config, profile, {}, self.allow_large).to_dict()
+            for k in cfg_in:
+                v = to_plain(got[k])
+                if not _same(v, to_plain(dflt[k])): canon[k] = v
+        for k, v in vals.items():
+            if k in fields: continue
+            v = _coerce_jsonable(k, v, param_type(self.info[k]))
+            if isinstance(v, float) and not math.isfinite(v): raise ConfigError(f"parameter {k!r}: {v!r} is not a finite number")
+            if not _same(v, self._nb_default(k)): canon[k] = v
+        return {k: canon[k] for k in params if k in canon}   # in the order given
+
+_NODEFAULT = object()
+
+def _accepts(f, name) -> bool:
+    import inspect
+    try: return name in inspect.signature(f).parameters
+    except (TypeError, ValueError): return False
+
+def _config_module():
+    import trustlib.config
+    return trustlib.config
+
+def to_plain(v):
+    "Tuples as lists, recursively (what JSON and the notebook see)."
+    if isinstance(v, (list, tuple)): return [to_plain(x) for x in v]
+    if isinstance(v, dict): return {k: to_plain(x) for k, x in v.items()}
+    return v
+
+def _coerce_jsonable(k, v, tp):
+    from trustlib.config import _coerce
+    try: return to_plain(_coerce(k, v, tp))
+    except ConfigError as e: raise ConfigError(_cap_msg(str(e))) from None
 
 def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPERS`)
-                    params:dict|None=None, # parameter overrides, as papermill will receive them
+                    params:dict|None=None, # parameter overrides, as a user gives them
                     profile:str="cpu", # smoke | cpu | full
                     *, notebook:str|Path|None=None, # or: a notebook path
-                    root:str|Path|None=None, nbs_dir:str|Path|None=None) -> dict:
-    "Check `params` for `paper`/`notebook` and `profile`; return them unchanged or raise `ConfigError`."
-    from trustlib.config import _coerce
+                    root:str|Path|None=None, nbs_dir:str|Path|None=None,
+                    allow_large:bool=False, # lift the Config's soft upper bounds
+                   ) -> dict:
+    "Check `params` for `paper`/`notebook` and `profile`; return the canonical parameters or raise `ConfigError`."
     _check_profile(profile)
-    params = {} if params is None else params
-    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise ConfigError(f"parameters must be a mapping of names to values, got {params!r}")
-    if 'profile' in params: raise ConfigError("pass the profile as profile=... (CLI: --profile), not as a parameter")
-    name, nb, entry = resolve_notebook(paper, notebook, root, nbs_dir)
-    info = notebook_parameters(nb)
-    if info is None:
-        if params: raise ConfigError(f"notebook {nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)})")
-        return params
-    allowed = sorted(n for n in info if n != 'profile')
-    unknown = sorted(set(params) - set(info))
-    if unknown: raise ConfigError(f"unknown parameter(s) {unknown} for {name}; allowed: {allowed}")
-    Config = None
-    if entry is not None:
-        import importlib
-        try: Config = getattr(importlib.import_module(entry.module), 'Config', None)
-        except ImportError: Config = None
-    if Config is not None:
-        fields = set(Config.param_names())
-        Config.from_params(profile, **{k: v for k, v in params.items() if k in fields})
-        rest = {k: v for k, v in params.items() if k not in fields}
-    else: rest = params
-    for k, v in rest.items():
-        tp = param_type(info[k])
-        if tp is None: continue
-        if v is None and info[k].get('default') == 'None': continue
-        _coerce(k, v, tp)
-    return params
+    return ParamValidator(paper, notebook, root, nbs_dir, allow_large).check(profile, params)
 
 
 # %%
-test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1))
+test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1.0))
+test_eq(validate_params(notebook=TOY, params=dict(seed=0.0, fail=False)), {})      # defaults are left out
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seed='three')), contains="parameter 'seed': expected int")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(fail='yes')), contains="parameter 'fail': expected bool")
+test_fail(lambda: validate_params(notebook=TOY, params=dict(sleep=float('inf'))), contains="parameter 'sleep': inf is not a finite number")
+test_fail(lambda: validate_params(notebook=TOY, params=dict(seed=b'1')), contains="a value of type bytes")
 test_fail(lambda: validate_params(notebook=TOY, profile='laptop'), contains="choose one of ['smoke', 'cpu', 'full']")
 test_fail(lambda: validate_params('disparate', {}), contains="unknown paper")
+
+# %% [markdown]
+# A notebook whose parameters are not all typed cannot be run:
+
+# %%
+_untyped = Path(tempfile.mkdtemp())/'untyped.ipynb'
+_unb = json.loads(TOY.read_text()); _unb['cells'][1]['source'] = 'profile: str = "smoke"\nseed = 0\n'
+_untyped.write_text(json.dumps(_unb))
+test_fail(lambda: validate_params(notebook=_untyped, params={}), contains="parameter(s) ['seed'] have no type annotation")
 
 
 # %% [markdown]
 # ## Run ids
 #
-# A run id is the profile plus a hash of the parameters, so the same parameters always map to the same
-# folder: a sweep can see which grid points are finished, and rerunning replaces the previous attempt.
+# A run id is the profile plus a hash of the canonical parameters, so the same experiment always maps to the
+# same folder, however its parameters were spelled: a sweep can see which grid points are finished. Non-finite
+# floats (which a paper's `Config` may allow) are hashed and recorded as `{"__float__": "inf"}`, never as
+# `null` (which would read as "the default").
 
 # %%
 #| export
+def encode_params(v):
+    "`v` with non-finite floats as `{'__float__': 'inf' | '-inf' | 'nan'}` (JSON has no inf/NaN)."
+    if isinstance(v, float) and not math.isfinite(v): return {'__float__': repr(v)}
+    if isinstance(v, (list, tuple)): return [encode_params(x) for x in v]
+    if isinstance(v, dict): return {k: encode_params(x) for k, x in v.items()}
+    return v
+
+def decode_params(v):
+    "The inverse of `encode_params`."
+    if isinstance(v, dict) and set(v) == {'__float__'} and v['__float__'] in ('inf', '-inf', 'nan'): return float(v['__float__'])
+    if isinstance(v, list): return [decode_params(x) for x in v]
+    if isinstance(v, dict): return {k: decode_params(x) for k, x in v.items()}
+    return v
+
 def run_id(profile:str, params:dict|None=None) -> str:
     "`<profile>-<first 10 hex digits of sha1 of the canonical JSON of the sorted params>`."
-    canon = json.dumps(params or {}, sort_keys=True, separators=(',', ':'), default=str)
+    canon = json.dumps(encode_params(params or {}), sort_keys=True, separators=(',', ':'), allow_nan=False)
     return f"{profile}-{hashlib.sha1(canon.encode()).hexdigest()[:10]}"
 
 
@@ -288,12 +543,21 @@ test_eq(run_id('smoke', dict(seed=1, n=2)), run_id('smoke', dict(n=2, seed=1)))
 assert run_id('smoke', dict(seed=1)) != run_id('smoke', dict(seed=2)) != run_id('cpu', dict(seed=1))
 test_eq(run_id('cpu', {}), 'cpu-bf21a9e8fb')
 test_eq(len(run_id('cpu', dict(seed=3))), len('cpu-') + 10)
+_ids = {run_id('smoke', validate_params(notebook=TOY, params=p, profile='smoke')) for p in ({}, dict(seed=0), dict(seed=0.0))}
+test_eq(len(_ids), 1)
+test_eq(decode_params(encode_params(dict(x=[float('inf'), 1.0]))), dict(x=[float('inf'), 1.0]))
+assert run_id('cpu', dict(x=float('inf'))) != run_id('cpu', dict(x=None))
 
 # %% [markdown]
 # ## Provenance
 #
 # `metrics.json` records the versions of the main packages (read from package metadata, so nothing heavy is
 # imported), the git commit and whether the work tree had uncommitted changes, and the host.
+#
+# *Dirty* means that a tracked file differs from the commit in a way that matters: a notebook whose cells'
+# types and sources equal the committed ones (it differs only in outputs, execution counts or metadata, as
+# after executing it) does not make the tree dirty. `notebook_source_sha1` is that same view of a notebook,
+# hashed: it is recorded with every run, and a sweep re-runs a grid point when it changes.
 
 # %%
 #| export
@@ -309,16 +573,46 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError: pass
     return res
 
+def _nb_sources(text:str|bytes):
+    "`[(cell_type, source)]` of a notebook's text, without papermill's injected-parameters cell; None if it is not a notebook."
+    try: nb = json.loads(text)
+    except ValueError: return None
+    if not isinstance(nb, dict) or not isinstance(nb.get('cells'), list): return None
+    return [(c.get('cell_type'), _cell_source(c)) for c in nb['cells'] if isinstance(c, dict)
+            and 'injected-parameters' not in (c.get('metadata') or {}).get('tags', [])]
+
+def notebook_source_sha1(nb_path:str|Path) -> str|None:
+    "sha1 of a notebook's cell types and sources (outputs, counts, metadata and injected parameters left out)."
+    src = _nb_sources(Path(nb_path).read_bytes())
+    return None if src is None else hashlib.sha1(json.dumps(src).encode()).hexdigest()
+
 def git_info(path:str|Path) -> dict[str, Any]:
-    "`dict(git_commit, git_dirty)` of the repository holding `path` (both None outside git)."
-    def _git(*args):
-        return subprocess.run(['git', '-C', str(path), *args], capture_output=True, text=True, timeout=20)
+    "`dict(git_commit, git_dirty, git_dirty_files)` of the repository holding `path` (None outside git)."
+    def _git(*args, text=True):
+        return subprocess.run(['git', '-C', str(path), *args], capture_output=True, text=text, timeout=20)
+    none = dict(git_commit=None, git_dirty=None, git_dirty_files=None)
     try:
         head = _git('rev-parse', 'HEAD')
-        if head.returncode: return dict(git_commit=None, git_dirty=None)
-        st = _git('status', '--porcelain', '--untracked-files=no')
-        return dict(git_commit=head.stdout.strip(), git_dirty=bool(st.stdout.strip()) if st.returncode == 0 else None)
-    except (OSError, subprocess.SubprocessError): return dict(git_commit=None, git_dirty=None)
+        if head.returncode: return none
+        top = _git('rev-parse', '--show-toplevel').stdout.strip()
+        st = _git('status', '--porcelain', '-z', '--untracked-files=no', text=False)
+        if st.returncode: return dict(none, git_commit=head.stdout.strip())
+        dirty = []
+        entries = st.stdout.decode('utf-8', 'surrogateescape').split('\0')
+        i = 0
+        while i < len(entries):
+            e = entries[i]; i += 1
+            if len(e) < 4: continue
+            code, f = e[:2], e[3:]
+            if 'R' in code or 'C' in code: i += 1; dirty.append(f); continue   # renames/copies carry a second path
+            if code.strip() == 'M' and f.endswith('.ipynb'):
+                old = subprocess.run(['git', '-C', top, 'show', f'HEAD:{f}'], capture_output=True, timeout=20)
+                try: new = (Path(top)/f).read_bytes()
+                except OSError: new = b''
+                if old.returncode == 0 and _nb_sources(old.stdout) is not None and _nb_sources(old.stdout) == _nb_sources(new): continue
+            dirty.append(f)
+        return dict(git_commit=head.stdout.strip(), git_dirty=bool(dirty), git_dirty_files=dirty[:20])
+    except (OSError, subprocess.SubprocessError): return none
 
 def _now() -> str: return datetime.now(timezone.utc).isoformat()
 
@@ -328,93 +622,470 @@ def _sha1_file(p:Path) -> str: return hashlib.sha1(Path(p).read_bytes()).hexdige
 # %%
 _v = versions()
 assert {'python', 'numpy', 'papermill'} <= set(_v), _v
-test_eq(set(git_info(_root)), {'git_commit', 'git_dirty'})
-test_eq(git_info(tempfile.mkdtemp()), dict(git_commit=None, git_dirty=None))
+test_eq(set(git_info(_root)), {'git_commit', 'git_dirty', 'git_dirty_files'})
+test_eq(git_info(tempfile.mkdtemp()), dict(git_commit=None, git_dirty=None, git_dirty_files=None))
 
 # %% [markdown]
-# ## Atomic run folders
+# A repository where a notebook's outputs changed is clean; a changed source is dirty:
+
+# %%
+_g = Path(tempfile.mkdtemp())
+_gnb = lambda src, out: json.dumps(dict(cells=[dict(cell_type='code', source=src, metadata={}, outputs=out, execution_count=None)], metadata={}))
+(_g/'a.ipynb').write_text(_gnb('x = 1', []))
+_genv = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@t', GIT_COMMITTER_NAME='t', GIT_COMMITTER_EMAIL='t@t')
+for _c in (['init', '-q'], ['add', 'a.ipynb'], ['commit', '-qm', 'a']): subprocess.run(['git', '-C', str(_g), *_c], check=True, env=_genv)
+(_g/'a.ipynb').write_text(_gnb('x = 1', [dict(output_type='stream', name='stdout', text='1\n')]))
+test_eq(git_info(_g)['git_dirty'], False)
+(_g/'a.ipynb').write_text(_gnb('x = 2', []))
+test_eq((git_info(_g)['git_dirty'], git_info(_g)['git_dirty_files']), (True, ['a.ipynb']))
+assert notebook_source_sha1(TOY) == notebook_source_sha1(TOY) and len(notebook_source_sha1(TOY)) == 40
+
+# %% [markdown]
+# ## One run at a time: the run lock
 #
-# A run is built in `runs/<paper>/.tmp-<run_id>-<random>/`, which holds an `.owner` file (host, process id).
-# Everything that reads runs ignores folders whose name starts with a dot. When the run ends, `_swap_in`
-# renames the temporary folder to `runs/<paper>/<run_id>`; if that folder exists (an earlier attempt), it is
-# first renamed aside (to another hidden `.tmp-` name) and deleted afterwards, so a reader sees the old run,
-# then briefly no run, then the new run — never a half-written one. Temporary folders of killed runs are
-# deleted by the next run of the same id once their owner process is gone.
+# Before it touches anything of run `<run_id>`, a process takes the lock `runs/<paper>/.lock-<run_id>`: a file
+# created with `O_CREAT | O_EXCL` (atomic on local file systems and on NFSv3+), holding the owner's host,
+# process id, start time and a random token. While the run lasts, a thread refreshes the file's modification
+# time every `LOCK_HEARTBEAT_S` seconds. A lock is *stale* — and is broken by the next process that wants it —
+# when its owner is on this host and the process is gone, or when it has not been refreshed for
+# `LOCK_STALE_S` seconds (an owner on another host that died, a reused process id; 30 s for an unreadable
+# lock file, which is written right after it is created). Breaking renames the lock
+# file aside and checks it is still the stale one, so two processes never both break and both take it.
+# A second process that finds the lock held waits (and says so), or skips the run (`wait=False`).
 
 # %%
 #| export
-_ACTIVE: set[str] = set()   # temporary folders of runs in progress in this process
+LOCK_HEARTBEAT_S = 30.0
+LOCK_STALE_S = 600.0
 
-def _rename(src:Path, dst:Path): os.rename(src, dst)   # one place, so tests can simulate a crash here
+class RunLocked(RuntimeError):
+    "Another live process holds the lock of this run id."
 
 def _pid_alive(pid:int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
     except PermissionError: return True
+    except (OverflowError, ValueError): return False
     return True
 
-def _is_stale(tmp:Path, max_age_s:float=7*24*3600) -> bool:
-    "A temporary run folder whose owner process is gone (or, from another host, older than `max_age_s`)."
-    if str(tmp) in _ACTIVE: return False
-    if '-old-' in tmp.name: return True   # a finished run renamed aside by `_swap_in`, which crashed before deleting it
-    try: owner = json.loads((tmp/'.owner').read_text())
-    except (OSError, ValueError): owner = {}
-    if owner.get('host') == socket.gethostname() and isinstance(owner.get('pid'), int):
-        return owner['pid'] == os.getpid() or not _pid_alive(owner['pid'])
-    try: return time.time() - tmp.stat().st_mtime > (max_age_s if owner else 3600)
-    except OSError: return False
+class RunLock:
+    "A lock file per run id, across processes and hosts (see above). Use `acquire`/`release` or `with`."
+    def __init__(self, base:str|Path, rid:str, stale_s:float|None=None, heartbeat_s:float|None=None):
+        self.path = Path(base)/f".lock-{rid}"
+        self.stale_s = LOCK_STALE_S if stale_s is None else stale_s
+        self.heartbeat_s = LOCK_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+        self.token, self._stop, self._thread = None, None, None
 
-def clean_stale(base:str|Path, rid:str) -> list[Path]:
-    "Delete stale `.tmp-<rid>-*` folders under `base`; return them."
+    def holder(self) -> dict|None:
+        "The lock file's content (`{}` if unreadable), or None if there is no lock."
+        try: return json.loads(self.path.read_text()) or {}
+        except FileNotFoundError: return None
+        except (OSError, ValueError): return {}
+
+    def _stale(self, h:dict) -> bool:
+        try: age = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError: return True
+        if age > (self.stale_s if h else min(self.stale_s, 30.0)): return True   # not refreshed: its owner is gone (or its pid was reused)
+        if h.get('host') == socket.gethostname() and isinstance(h.get('pid'), int):
+            return not _pid_alive(h['pid']) or (h['pid'] == os.getpid() and h.get('token') not in _HELD)
+        return False
+
+    def _try(self) -> bool:
+        token = secrets.token_hex(8)
+        data = json.dumps(dict(host=socket.gethostname(), pid=os.getpid(), started=_now(), token=token)).encode()
+        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError: return False
+        try: os.write(fd, data); os.fsync(fd)
+        finally: os.close(fd)
+        self.token = token; _HELD.add(token)
+        return True
+
+    def _break(self, h:dict):
+        "Remove the stale lock `h` (only if it is still that lock)."
+        aside = self.path.with_name(f"{self.path.name}.broken-{secrets.token_hex(4)}")
+        try: os.rename(self.path, aside)
+        except FileNotFoundError: return
+        try: now = json.loads(aside.read_text()) or {}
+        except (OSError, ValueError): now = {}
+        if now != h:   # someone else broke it and took a fresh lock meanwhile: put theirs back
+            try: os.link(aside, self.path)
+            except OSError: pass
+        aside.unlink(missing_ok=True)
+
+    def acquire(self, wait:bool=True, timeout:float|None=None, poll:float=0.25, on_wait=None) -> bool:
+        "Take the lock; if it is held: wait (calling `on_wait(holder)` once), or return False (`wait=False` or after `timeout`)."
+        t0, told = time.time(), False
+        while True:
+            if self._try(): break
+            h = self.holder()
+            if h is not None and self._stale(h): self._break(h); continue
+            if not wait or (timeout is not None and time.time() - t0 > timeout): return False
+            if not told and on_wait is not None: on_wait(h or {}); told = True
+            time.sleep(poll)
+        self._stop = threading.Event()
+        def beat(stop=self._stop, path=self.path, every=self.heartbeat_s):
+            while not stop.wait(every):
+                try: os.utime(path)
+                except OSError: pass
+        self._thread = threading.Thread(target=beat, daemon=True, name=f"trustlib-lock-{self.path.name}"); self._thread.start()
+        return True
+
+    def owned(self) -> bool:
+        "True while the lock file is still ours."
+        return self.token is not None and (self.holder() or {}).get('token') == self.token
+
+    def release(self):
+        if self._stop is not None: self._stop.set()
+        if self.token is not None and self.owned(): self.path.unlink(missing_ok=True)
+        _HELD.discard(self.token); self.token = None
+
+    def __enter__(self):
+        if not self.acquire(): raise RunLocked(f"{self.path} is held")
+        return self
+    def __exit__(self, *exc): self.release()
+
+_HELD: set = set()   # tokens of the locks this process holds
+
+def describe_holder(h:dict) -> str:
+    return f"process {h.get('pid', '?')} on {h.get('host', '?')} (since {str(h.get('started', '?'))[:19]})"
+
+
+# %%
+_lb = Path(tempfile.mkdtemp())
+_l1, _l2 = RunLock(_lb, 'cpu-x'), RunLock(_lb, 'cpu-x')
+test_eq(_l1.acquire(), True)
+test_eq(_l2.acquire(wait=False), False)                    # held by a live process (this one)
+test_eq(_l1.owned(), True); _l1.release()
+test_eq(_l2.acquire(wait=False), True); _l2.release()
+_dead = subprocess.Popen([sys.executable, '-c', 'pass']); _dead.wait()
+(_lb/'.lock-cpu-x').write_text(json.dumps(dict(host=socket.gethostname(), pid=_dead.pid, started=_now(), token='t')))
+test_eq(_l1.acquire(wait=False), True)                     # its owner is gone: stale, broken, taken
+test_eq(json.loads((_lb/'.lock-cpu-x').read_text())['pid'], os.getpid()); _l1.release()
+(_lb/'.lock-cpu-x').write_text(json.dumps(dict(host='elsewhere', pid=1, started=_now(), token='t')))
+test_eq(_l1.acquire(wait=False), False)                    # another host, fresh: respected
+os.utime(_lb/'.lock-cpu-x', (time.time() - LOCK_STALE_S - 1,) * 2)
+test_eq(_l1.acquire(wait=False), True); _l1.release()      # another host, not refreshed for LOCK_STALE_S: stale
+test_eq(sorted(p.name for p in _lb.iterdir()), [])
+
+# %% [markdown]
+# ## Atomic run folders
+#
+# A run is built, under its lock, in `runs/<paper>/.tmp-<run_id>-<random>/`, which holds an `.owner` file (host,
+# process id). Everything that reads runs ignores folders whose name starts with a dot. When the run ends:
+#
+# - complete: `_swap_in` renames the temporary folder to `runs/<paper>/<run_id>`; an existing folder of that
+#   name is first renamed aside (a hidden `.tmp-<run_id>-old-*` name), and renamed back if the second rename
+#   fails, so a reader sees the old run or the new one — and a complete run is never lost;
+# - failed (an error, ctrl-C, SIGTERM, a notebook that recorded no result): if `<run_id>` holds a complete run,
+#   the failure goes *beside* it, to `runs/<paper>/<run_id>.failed-<UTC time>/`; otherwise it takes the
+#   `<run_id>` folder (replacing an earlier failure).
+#
+# Temporary folders of killed runs are deleted when they are stale: every `.tmp-<run_id>-*` folder when the
+# lock of `<run_id>` is free (it is taken first), whether or not its `.owner` file was written.
+
+# %%
+#| export
+_ACTIVE: set[str] = set()   # temporary folders of runs in progress in this process
+_TMP = re.compile(r'^\.tmp-(?P<rid>.+?)-(?:old-)?[0-9a-f]{8}$')
+
+def _rename(src:Path, dst:Path): os.rename(src, dst)   # one place, so tests can simulate a crash here
+
+def clean_stale(base:str|Path, rid:str|None=None, holding:str|None=None) -> list[Path]:
+    "Delete stale temporary folders under `base` (all run ids, or only `rid`; `holding`: a run id whose lock the caller holds)."
     removed = []
-    for tmp in Path(base).glob(f".tmp-{rid}-*"):
-        if tmp.is_dir() and _is_stale(tmp):
-            shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+    try: entries = list(Path(base).iterdir())
+    except OSError: return removed
+    for tmp in entries:
+        m = _TMP.match(tmp.name)
+        if not m or not tmp.is_dir() or str(tmp) in _ACTIVE or (rid is not None and m['rid'] != rid): continue
+        if m['rid'] == holding: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp); continue
+        lock = RunLock(base, m['rid'])
+        if not lock.acquire(wait=False): continue   # that run is in progress somewhere
+        try:
+            if str(tmp) not in _ACTIVE: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+        finally: lock.release()
     return removed
 
 def _swap_in(tmp:Path, final:Path):
-    "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder."
+    "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder or losing it."
     old = None
     if final.exists():
         old = final.with_name(f".tmp-{final.name}-old-{secrets.token_hex(4)}")
         _rename(final, old)
-    _rename(tmp, final)
+    try: _rename(tmp, final)
+    except BaseException:
+        if old is not None and not final.exists(): _rename(old, final)   # put the previous run back
+        raise
     (final/'.owner').unlink(missing_ok=True)   # kept until now: a temp folder left by a crash stays attributable
     if old is not None: shutil.rmtree(old, ignore_errors=True)
+
+def _failed_name(final:Path) -> Path:
+    ts = datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+    return final.with_name(f"{final.name}.failed-{ts}-{secrets.token_hex(2)}")
 
 
 # %% [markdown]
 # ## `run_notebook`
 #
-# Executes the notebook with papermill (kernel `python3`, working directory = the notebook's folder,
-# parameters = `dict(profile=profile, **params)`) into the temporary folder, with `TRUSTLIB_RUN_DIR` pointing
-# at it, so `trustlib.results.record(result)` in the notebook writes `result.json`, `tables/` and `figures/`
-# there. Then it writes `metrics.json` and renames the folder into place.
+# Executes the notebook with papermill (kernel `python3`, working directory = the notebook's folder) into the
+# temporary folder, with the parameters written by `render_parameters` into an `injected-parameters` cell after
+# the `parameters` cell (replacing one left by an earlier run), `TRUSTLIB_RUN_DIR` pointing at the folder (so
+# `trustlib.results.record(result)` writes `result.json`, `tables/` and `figures/` there) and `TQDM_DISABLE=1`
+# (for tqdm bars whose `disable` is not given explicitly). papermill saves the notebook after every cell,
+# non-atomically, to a hidden file; the run folder gets the notebook written once, atomically, without the
+# stderr lines that show absolute paths of this machine or tqdm progress bars (`scrub_notebook`; set
+# `TRUSTLIB_PROGRESS=1` to keep the bars, both in the kernel and in the stored notebook). Then `metrics.json`,
+# and the folder is renamed into place.
 #
-# On failure — an error in a cell (`PapermillExecutionError`), a timeout, Ctrl-C, anything — the folder is
-# still published, with `metrics.json` saying `status: "failed"`, the error and its traceback, and the
-# partially executed notebook; `result.json` is removed so nothing looks complete. Then `RunFailed` is
-# raised (a `KeyboardInterrupt` is re-raised as itself after recording). Runs never call `nbdev_export`.
+# On failure — an error in a cell (`PapermillExecutionError`), a timeout, ctrl-C, SIGTERM, a full disk, a
+# notebook that never called `record()` — the run is published as failed (see above), with `metrics.json`
+# saying `status: "failed"`, the error, its chain of causes and the traceback, and the partially executed
+# notebook if it could be saved whole; `result.json` is removed so nothing looks complete. Then `RunFailed` is
+# raised (`KeyboardInterrupt` and `Terminated` are re-raised as themselves after recording). Runs never call
+# `nbdev_export`.
 
 # %%
 #| export
 class RunFailed(RuntimeError):
     "A run failed; `run_dir` is its folder (with `metrics.json` status `failed` and the traceback)."
-    def __init__(self, msg:str, run_dir:Path|None=None, error:str=""):
-        super().__init__(msg); self.run_dir, self.error = run_dir, error
+    def __init__(self, msg:str, run_dir:Path|None=None, error:str="", chain:list|None=None):
+        super().__init__(msg); self.run_dir, self.error, self.chain = run_dir, error, chain or []
+
+class Terminated(KeyboardInterrupt):
+    "The process received SIGTERM (handled like ctrl-C: the run is recorded as failed, then this propagates)."
+
+class NoResult(RuntimeError):
+    "The notebook ran to the end without calling `trustlib.results.record`."
 
 _ANSI = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
+_EXC_LINE = re.compile(r'^([A-Za-z_][\w.]*(?:Error|Exception|Unavailable|Interrupt|Exit|Failed|Warning|Terminated|Missing)\w*)(?::\s?(.*))?$')
 
-def _describe_error(e:BaseException) -> tuple[str, str]:
-    "(one-line error, traceback text); for errors inside the notebook, the notebook's own traceback."
+def error_chain(e:BaseException, cap:int=500, depth:int=8) -> list[str]:
+    "`['Type: message', ...]` of `e` and its causes/contexts (`__cause__`, else `__context__`), each capped."
+    out, seen = [], set()
+    while e is not None and id(e) not in seen and len(out) < depth:
+        seen.add(id(e))
+        msg = str(e).strip()
+        if 'Traceback (most recent call last)' in msg:   # a wrapper quoting a remote traceback: keep its last exception line
+            inner = [l.strip() for l in msg.splitlines() if _EXC_LINE.match(l.strip())]
+            if inner: msg = f"{msg.splitlines()[0][:200]} … {inner[-1]}" if not msg.startswith('Traceback') else f"… {inner[-1]}"
+        out.append(_cap_msg(f"{type(e).__name__}: {msg}" if msg else type(e).__name__, cap))
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    return out
+
+def _tb_chain(tb:str, cap:int=500) -> list[str]:
+    "The exception lines (`Type: message`, unindented) of a traceback text, outermost last as Python prints them."
+    return [_cap_msg(l, cap) for l in tb.splitlines() if _EXC_LINE.match(l)]
+
+def _describe_error(e:BaseException) -> tuple[str, str, list[str]]:
+    "(one-line error, traceback text, chain); for errors inside the notebook, the notebook's own traceback."
     if type(e).__name__ == 'PapermillExecutionError':
-        return f"{e.ename}: {e.evalue}", _ANSI.sub('', '\n'.join(e.traceback))
-    msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-    return msg, ''.join(traceback.format_exception(type(e), e, e.__traceback__))
+        tb = _ANSI.sub('', '\n'.join(e.traceback))
+        return _cap_msg(f"{e.ename}: {e.evalue}"), tb, _tb_chain(tb)[::-1] or [_cap_msg(f"{e.ename}: {e.evalue}")]
+    chain = error_chain(e)
+    return chain[0], ''.join(traceback.format_exception(type(e), e, e.__traceback__)), chain
 
 
 # %%
 #| export
+def _machine_paths(*extra) -> list[str]:
+    "Absolute paths of this machine that must not appear in published pages."
+    ps = {str(Path.home()), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(), os.getcwd(), *map(str, extra)}
+    try: ps.add(str(find_root()))
+    except ConfigError: pass
+    return sorted((p for p in ps if p and p not in ('/', '.') and len(p) > 4), key=len, reverse=True)
+
+_BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.]+[kMGT]?)\s*(?:[A-Za-z]+/s|s/[A-Za-z]+)\]')   # tqdm bars
+
+def _keep_bars() -> bool: return os.environ.get('TRUSTLIB_PROGRESS', '') not in ('', '0')
+
+def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
+    "Remove from stderr stream outputs the lines that show absolute paths of this machine and tqdm progress bars; return how many."
+    paths, n = _machine_paths(*extra_paths), 0
+    bars = (not _keep_bars()) if bars is None else bars
+    for c in nb.get('cells', []):
+        outs = c.get('outputs')
+        if not outs: continue
+        keep = []
+        for o in outs:
+            if o.get('output_type') == 'stream' and o.get('name') == 'stderr':
+                txt = o.get('text', ''); txt = ''.join(txt) if isinstance(txt, list) else txt
+                lines = re.split(r'(?<=[\r\n])', txt)   # tqdm redraws with \r: each redraw is a line here
+                kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))]
+                if len(kept) != len(lines):
+                    n += len(lines) - len(kept)
+                    if not ''.join(kept).strip(): continue
+                    o['text'] = ''.join(kept)
+            keep.append(o)
+        c['outputs'] = keep
+    return n
+
+def inject_parameters(nb:dict, params:dict) -> dict:
+    "`nb` with an `injected-parameters` cell (from `render_parameters`) after its `parameters` cell, replacing an old one."
+    import nbformat
+    src = render_parameters(params)
+    cell = nbformat.v4.new_code_cell(source=src); cell.metadata['tags'] = ['injected-parameters']
+    cells = [c for c in nb['cells'] if 'injected-parameters' not in c.get('metadata', {}).get('tags', [])]
+    idx = next((i for i, c in enumerate(cells) if 'parameters' in c.get('metadata', {}).get('tags', [])), -1)
+    nb['cells'] = cells[:idx + 1] + [cell] + cells[idx + 1:]
+    nb.setdefault('metadata', {}).setdefault('papermill', {})['parameters'] = encode_params(params)
+    return nb
+
+
+# %%
+_nb = inject_parameters(json.loads(TOY.read_text()), dict(profile='smoke', seed=2))
+_tags = [c['metadata'].get('tags', []) for c in _nb['cells']]
+test_eq(_tags.index(['injected-parameters']), _tags.index(['parameters']) + 1)
+_nb = inject_parameters(_nb, dict(profile='cpu'))   # a second injection replaces the first
+test_eq(sum(t == ['injected-parameters'] for t in [c['metadata'].get('tags', []) for c in _nb['cells']]), 1)
+_sn = dict(cells=[dict(cell_type='code', outputs=[dict(output_type='stream', name='stderr', text=f'{sys.prefix}/x.py:1: TqdmWarning: IProgress not found'),
+                                                    dict(output_type='stream', name='stderr', text='a plain warning\n' + f'{sys.prefix}/y.py:2: UserWarning\n'),
+                                                    dict(output_type='stream', name='stdout', text='ok')])])
+_sn['cells'][0]['outputs'].append(dict(output_type='stream', name='stderr', text='\rexp1:  50%|#####     | 1/2 [00:00<00:00, 46.92it/s]\rexp1: 100%|##########| 2/2 [00:00<00:00, 46.92it/s]\n'))
+_sn['cells'][0]['outputs'].append(dict(output_type='stream', name='stderr', text='\rsteps: 7it [00:01,  5.01it/s]'))
+test_eq(scrub_notebook(_sn), 5)   # 2 lines with paths, 3 progress-bar redraws
+test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', 'ok'])
+
+
+# %%
+#| export
+def _prepare_base(runs_dir:Path, name:str) -> Path:
+    "`runs_dir/name`, created; a `ConfigError` with one clear line when that is impossible."
+    base = runs_dir/name
+    for p in (runs_dir, base):
+        if p.exists() and not p.is_dir(): raise ConfigError(f"runs folder {p} is not a directory (a file is in the way); pass --runs-dir DIR")
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base/f".probe-{secrets.token_hex(4)}"
+        probe.mkdir(); probe.rmdir()
+    except OSError as e:
+        raise ConfigError(f"cannot write run folders under {runs_dir}: {e.strerror or e}; pass --runs-dir DIR "
+                          "(or set TRUSTLIB_RUNS) to a writable folder") from None
+    return base
+
+def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tuple[bool, str]:
+    "Whether `final` is a complete run of this notebook source with these parameters, and why not."
+    if not final.exists(): return False, 'no run yet'
+    if not is_complete(final): return False, 're-run: the recorded run did not complete'
+    try: m = load_run(final)
+    except (OSError, ValueError): return False, 're-run: the recorded run is unreadable'
+    rec = m.get('source_code_sha1')
+    if rec is not None and src_sha is not None:
+        if rec != src_sha: return False, 're-run: the notebook source changed since the recorded run'
+    elif m.get('source_sha1') != file_sha: return False, 're-run: the notebook changed since the recorded run'
+    if not _same(decode_params(m.get('params') or {}), params): return False, 're-run: the recorded parameters differ'
+    return True, 'already complete'
+
+def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,
+         root=None, nbs_dir=None, allow_large=False, wait=True, reuse=False, on_wait=None, validator=None) -> tuple[Path, bool, str]:
+    "Run (or, with `reuse`, skip a current run); return `(folder, executed, note)`."
+    v = validator or ParamValidator(paper, notebook, root, nbs_dir, allow_large)
+    params = v.check(profile, dict(params or {}))
+    name, nb = v.name, v.nb
+    runs_dir = _local_runs_dir(runs_dir, root if notebook is None else None)
+    base = _prepare_base(runs_dir, name)
+    rid = run_id(profile, params)
+    final = base/rid
+    lock = RunLock(base, rid)
+    waited = []
+    def _told(h):
+        waited.append(h)
+        (on_wait or (lambda h: print(f"run {name}/{rid} is in progress in {describe_holder(h)}; waiting for it", file=sys.stderr)))(h)
+    if not lock.acquire(wait=wait, on_wait=_told):
+        raise RunLocked(f"run {name}/{rid} is in progress in {describe_holder(lock.holder() or {})}; skipped")
+    try:
+        src_sha, file_sha = notebook_source_sha1(nb), _sha1_file(nb)
+        if reuse:
+            ok, why = _current(final, src_sha, file_sha, params)
+            if ok: return final, False, ('completed by another process' if waited else why)
+        else: why = ''
+        clean_stale(base, holding=rid)
+        return _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha), True, why
+    finally: lock.release()
+
+def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha) -> Path:
+    import nbformat
+    tmp = base/f".tmp-{rid}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    _ACTIVE.add(str(tmp))
+    partial = tmp/f".partial-{nb.name}"
+    out_nb = tmp/nb.name
+    meta = dict(paper=name, run_id=rid, status='running', profile=profile, params=encode_params(params),
+                notebook=nb.name, source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha,
+                hostname=socket.gethostname(), started=_now())
+    t0 = time.perf_counter()
+    saved_env = {k: os.environ.get(k) for k in ('TRUSTLIB_RUN_DIR', 'TQDM_DISABLE', 'TRUSTLIB_ALLOW_LARGE')}
+    old_term = None
+    def _set_env():
+        os.environ['TRUSTLIB_RUN_DIR'] = str(tmp)   # the kernel inherits it: `record` writes here
+        if os.environ.get('TRUSTLIB_PROGRESS', '') in ('', '0'): os.environ['TQDM_DISABLE'] = '1'
+        if allow_large: os.environ['TRUSTLIB_ALLOW_LARGE'] = '1'
+    def _restore_env():
+        for k, val in saved_env.items():
+            if val is None: os.environ.pop(k, None)
+            else: os.environ[k] = val
+    def _save_notebook(node=None):
+        "Write the executed notebook into the run folder atomically (from papermill's node, or its last complete save)."
+        from trustlib.results import atomic_write_text
+        if node is None:
+            try: node = nbformat.reads(partial.read_text(encoding='utf-8'), as_version=4)
+            except Exception: return False   # missing or torn (e.g. the disk filled up mid-write): publish no notebook
+        pm_meta = node.get('metadata', {}).get('papermill')
+        if pm_meta is not None: pm_meta.update(input_path=meta['source_notebook'], output_path=nb.name)
+        scrub_notebook(node, (tmp, base))
+        atomic_write_text(out_nb, nbformat.writes(node))
+        partial.unlink(missing_ok=True)
+        return True
+    try:
+        (tmp/'.owner').write_text(json.dumps(dict(host=socket.gethostname(), pid=os.getpid(), started=_now())))
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            def _on_term(signum, frame): raise Terminated("the run received SIGTERM")
+            old_term = signal.signal(signal.SIGTERM, _on_term)
+        import papermill as pm
+        src = inject_parameters(nbformat.read(str(nb), as_version=4), dict(profile=profile, **params))
+        inp = tmp/f".input-{nb.name}"
+        inp.write_text(nbformat.writes(src), encoding='utf-8')
+        _set_env()
+        try:
+            node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
+                                       cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
+                                       extra_arguments=['--IPKernelApp.log_level=CRITICAL'])   # no kernel log noise on stderr
+        finally: _restore_env()
+        inp.unlink(missing_ok=True)
+        _save_notebook(node)
+        if not (tmp/'result.json').exists():
+            raise NoResult("the notebook recorded no result: it ran to the end without calling trustlib.results.record(result)")
+        res = json.loads((tmp/'result.json').read_text())
+        meta.update(status='complete', **{k: res.get(k, d) for k, d in (('config', {}), ('metrics', {}), ('verdicts', []), ('tables', []), ('figures', []))})
+        if isinstance(res.get('timings'), dict): meta['timings'] = res['timings']
+        meta.update(versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
+        write_json(tmp/'metrics.json', meta)
+        if not lock.owned(): raise RunFailed(f"the lock {lock.path.name} was taken over by another process; not publishing")
+        _swap_in(tmp, final)
+        return final
+    except BaseException as e:
+        err, tb, chain = _describe_error(e)
+        where = None
+        try:
+            (tmp/f".input-{nb.name}").unlink(missing_ok=True)
+            (tmp/'result.json').unlink(missing_ok=True)   # never leave a result that looks complete
+            if not out_nb.exists() and not _save_notebook(): meta['notebook'] = None
+            partial.unlink(missing_ok=True)
+            meta.update(status='failed', error=err, error_chain=chain, traceback=tb, config={}, metrics={}, verdicts=[], tables=[], figures=[],
+                        versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
+            write_json(tmp/'metrics.json', meta)
+            if lock.owned():
+                if is_complete(final): where = _failed_name(final); _rename(tmp, where)   # a complete run is never replaced by a failure
+                else: _swap_in(tmp, final); where = final
+                (where/'.owner').unlink(missing_ok=True)
+        except BaseException as e2:   # recording failed too (disk full, crash in rename): leave the hidden temp folder
+            where, err = None, f"{err} (and recording the failure failed: {type(e2).__name__}: {_cap_msg(str(e2), 300)})"
+        if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
+        raise RunFailed(f"run {name}/{rid} failed: {err}" + (f"; see {where}/metrics.json" if where else ""), where, err, chain) from e
+    finally:
+        _ACTIVE.discard(str(tmp))
+        if old_term is not None: signal.signal(signal.SIGTERM, old_term)
+
 def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustlib list`
                  params:dict|None=None, # parameter overrides (validated before any work)
                  profile:str="cpu", # smoke | cpu | full
@@ -423,70 +1094,25 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
                  kernel:str="python3", # Jupyter kernel name
                  progress:bool=True, # papermill's per-cell progress bar
                  timeout:float|None=None, # per-cell timeout in seconds
-                 root:str|Path|None=None, nbs_dir:str|Path|None=None) -> Path:
+                 root:str|Path|None=None, nbs_dir:str|Path|None=None,
+                 allow_large:bool=False, # lift the Config's soft upper bounds
+                 wait:bool=True, # if another process runs this run id: wait for it (False: raise `RunLocked`)
+                ) -> Path:
     "Execute a paper notebook with papermill into `runs/<paper>/<run_id>/`; return that folder."
-    params = dict(params or {})
-    validate_params(paper, params, profile, notebook=notebook, root=root, nbs_dir=nbs_dir)
-    name, nb, _ = resolve_notebook(paper, notebook, root, nbs_dir)
-    runs_dir = _local_runs_dir(runs_dir, root if notebook is None else None)
-    rid = run_id(profile, params)
-    base = runs_dir/name
-    base.mkdir(parents=True, exist_ok=True)
-    clean_stale(base, rid)
-    final = base/rid
-    tmp = base/f".tmp-{rid}-{secrets.token_hex(4)}"
-    tmp.mkdir()
-    _ACTIVE.add(str(tmp))
-    (tmp/'.owner').write_text(json.dumps(dict(host=socket.gethostname(), pid=os.getpid())))
-    out_nb = tmp/nb.name
-    meta = dict(paper=name, run_id=rid, status='running', profile=profile, params=params,
-                notebook=nb.name, source_notebook=_relpath(nb), source_sha1=_sha1_file(nb),
-                hostname=socket.gethostname(), started=_now())
-    t0 = time.perf_counter()
-    old_env = os.environ.get('TRUSTLIB_RUN_DIR')
-    try:
-        import papermill as pm
-        os.environ['TRUSTLIB_RUN_DIR'] = str(tmp)   # the kernel inherits it: `record` writes here
-        try:
-            pm.execute_notebook(str(nb), str(out_nb), parameters=dict(profile=profile, **params), kernel_name=kernel,
-                                cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
-                                extra_arguments=['--IPKernelApp.log_level=CRITICAL'])   # no kernel log noise on stderr
-        finally:
-            if old_env is None: os.environ.pop('TRUSTLIB_RUN_DIR', None)
-            else: os.environ['TRUSTLIB_RUN_DIR'] = old_env
-        res = json.loads((tmp/'result.json').read_text()) if (tmp/'result.json').exists() else {}
-        meta.update(status='complete', **{k: res.get(k, d) for k, d in (('config', {}), ('metrics', {}), ('verdicts', []), ('tables', []), ('figures', []))})
-        meta.update(versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
-        write_json(tmp/'metrics.json', meta)
-        _swap_in(tmp, final)
-        return final
-    except BaseException as e:
-        err, tb = _describe_error(e)
-        try:
-            (tmp/'result.json').unlink(missing_ok=True)   # never leave a result that looks complete
-            meta.update(status='failed', error=err, traceback=tb, config={}, metrics={}, verdicts=[], tables=[], figures=[],
-                        versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
-            if not out_nb.exists(): meta['notebook'] = None
-            write_json(tmp/'metrics.json', meta)
-            _swap_in(tmp, final)
-            where = final
-        except BaseException as e2:   # recording failed too (disk full, crash in rename): leave the hidden temp folder
-            where, err = None, f"{err} (and recording the failure failed: {type(e2).__name__}: {e2})"
-        if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
-        raise RunFailed(f"run {name}/{rid} failed: {err}" + (f"; see {where}/metrics.json" if where else ""), where, err) from e
-    finally:
-        _ACTIVE.discard(str(tmp))
+    return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
+                root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
 
 def _local_runs_dir(runs_dir, root=None) -> Path:
     "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs are rejected."
     if runs_dir is not None and re.match(r'^[a-z][a-z0-9+.-]*://', str(runs_dir)):
-        raise ConfigError(f"runs_dir {str(runs_dir)!r}: run folders need a file system with atomic rename; "
+        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; "
                           "on a cluster use a shared mount (NFS, EFS, a bucket mounted with gcsfuse/s3fs) instead of a URL")
-    return (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
+    try: return (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
+    except (OSError, RuntimeError) as e: raise ConfigError(f"runs folder {short(str(runs_dir))}: {e}") from None
 
 def _relpath(p:Path) -> str:
     try: return str(Path(p).resolve().relative_to(find_root(Path(p).parent)))
-    except (ConfigError, ValueError): return str(p)
+    except (ConfigError, ValueError): return Path(p).name
 
 
 # %% [markdown]
@@ -508,12 +1134,18 @@ def is_complete(run_dir:str|Path) -> bool:
     except (OSError, ValueError): return False
 
 def iter_runs(runs_dir:str|Path|None=None):
-    "Yield the published run folders `runs_dir/<paper>/<run_id>` (hidden folders are skipped)."
+    "Yield the published run folders `runs_dir/<paper>/<run_id>` and `<run_id>.failed-*` (hidden folders are skipped)."
     runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
-    if not runs_dir.is_dir(): return
-    for pd_ in sorted(runs_dir.iterdir()):
-        if not pd_.is_dir() or pd_.name.startswith('.'): continue
-        for rd in sorted(pd_.iterdir()):
+    try:
+        if not runs_dir.is_dir(): return
+        papers = sorted(runs_dir.iterdir())
+    except OSError: return
+    for pd_ in papers:
+        try:
+            if not pd_.is_dir() or pd_.name.startswith('.'): continue
+            rds = sorted(pd_.iterdir())
+        except OSError: continue
+        for rd in rds:
             if rd.is_dir() and not rd.name.startswith('.') and (rd/'metrics.json').is_file(): yield rd
 
 
@@ -530,11 +1162,11 @@ test_eq(m['config'], dict(profile='smoke', seed=3, fail=False, sleep=0.0))
 test_eq(m['verdicts'][0]['verdict'], 'reproduced')
 test_eq(sorted(p.name for p in d.iterdir()), ['metrics.json', 'result.json', 'toy.ipynb'])
 test_eq(is_complete(d), True)
-test_eq([p.name for p in (runs/'toy').iterdir()], [d.name])   # no temporary folders left
+test_eq([p.name for p in (runs/'toy').iterdir()], [d.name])   # no temporary folders or locks left
 {k: m[k] for k in ('paper', 'run_id', 'status', 'profile', 'params', 'metrics', 'notebook', 'git_commit', 'duration_s')}
 
 # %% [markdown]
-# The executed notebook carries papermill's `injected-parameters` cell:
+# The executed notebook carries the `injected-parameters` cell:
 
 # %%
 _cells = json.loads((d/'toy.ipynb').read_text())['cells']
@@ -557,6 +1189,20 @@ test_eq(mf['metrics'], {})
 print(mf['traceback'][-300:])
 
 # %% [markdown]
+# A failed re-run of a run id that has a complete run is recorded beside it; the complete run stays. Here the
+# notebook is changed to fail whatever its parameters, and the seed-3 run is run again:
+
+# %%
+_brk = Path(tempfile.mkdtemp())/'toy.ipynb'
+_bnb = json.loads(TOY.read_text()); _bnb['cells'][2]['source'] = 'raise ValueError("broken notebook")'
+_brk.write_text(json.dumps(_bnb))
+try: run_notebook(notebook=_brk, params=dict(seed=3), profile='smoke', runs_dir=runs, progress=False); raise AssertionError('no error')
+except RunFailed as e: failed = e
+test_eq(failed.run_dir.name.startswith(d.name + '.failed-'), True)
+test_eq((is_complete(d), load_run(d)['metrics']['value']), (True, 6))   # the complete run is intact
+test_eq(load_run(failed.run_dir)['error'], 'ValueError: broken notebook')
+
+# %% [markdown]
 # ## Sweeps
 #
 # A sweep spec is data (a dict, or a YAML file read with `yaml.safe_load`):
@@ -568,26 +1214,47 @@ print(mf['traceback'][-300:])
 # grid: {seed: [0, 1, 2, 3]}    # every combination of these values is one run
 # ```
 #
-# The spec and every grid point are validated before the first run starts. Grid points that already have a
-# complete run are skipped (so a killed sweep resumes where it stopped); failed runs are run again.
+# The spec is limited in size (`MAX_SPEC_BYTES`) and, after loading, in items (`MAX_SPEC_NODES`, counting
+# every reference: a YAML alias "bomb" of a few hundred bytes is refused, not expanded), and its grid in points
+# (`MAX_GRID_POINTS`, unless `allow_large`). The spec and every grid point are validated before the first run
+# starts (with a progress count). A grid point is skipped when its complete run was made from the same
+# notebook source with the same canonical parameters; otherwise it runs, and the result table says why
+# (`note`). Failed runs are run again. Two sweeps of one spec at the same time never execute a run twice:
+# each takes a run's lock before it runs it; a sweep that finds a lock held moves on and comes back to that
+# grid point at the end, waiting for the lock, and then skips it if the other sweep completed it.
 
 # %%
 #| export
 _SPEC_KEYS = ('paper', 'notebook', 'profile', 'params', 'grid')
+MAX_SPEC_BYTES = 64 * 1024
+MAX_SPEC_NODES = 100_000
+MAX_GRID_POINTS = 10_000
 
 def load_spec(spec:dict|str|Path) -> dict:
     "Read and check a sweep spec (dict or YAML file); relative notebook paths are resolved against the cwd, then the spec's folder."
     src = None
     if isinstance(spec, (str, Path)):
         src = Path(spec).expanduser()
-        if not src.is_file(): raise ConfigError(f"sweep spec {str(spec)!r} does not exist")
+        if not src.is_file(): raise ConfigError(f"sweep spec {short(str(spec))} does not exist")
         import yaml
-        try: spec = yaml.safe_load(src.read_text(encoding='utf-8'))
-        except yaml.YAMLError as e: raise ConfigError(f"sweep spec {src}: invalid YAML: {e}") from e
+        try:
+            size = src.stat().st_size
+            if size > MAX_SPEC_BYTES: raise ConfigError(f"sweep spec {src.name}: {size} bytes; a spec is at most {MAX_SPEC_BYTES} bytes")
+            text = src.read_text(encoding='utf-8')
+        except UnicodeDecodeError: raise ConfigError(f"sweep spec {src.name}: not UTF-8 text") from None
+        except OSError as e: raise ConfigError(f"sweep spec {src.name}: cannot read it: {e.strerror or e}") from None
+        try: spec = yaml.safe_load(text)
+        except yaml.YAMLError as e: raise ConfigError(f"sweep spec {src.name}: invalid YAML: {_cap_msg(str(e), 300)}") from None
+        except RecursionError: raise ConfigError(f"sweep spec {src.name}: nested too deeply") from None
+        except Exception as e: raise ConfigError(f"sweep spec {src.name}: cannot be read as YAML ({type(e).__name__}: {_cap_msg(str(e), 200)})") from None
+    if _count_nodes(spec, MAX_SPEC_NODES) > MAX_SPEC_NODES:
+        raise ConfigError(f"sweep spec: more than {MAX_SPEC_NODES} items after loading (YAML aliases count every time they are used); refused")
     if not isinstance(spec, dict): raise ConfigError(f"a sweep spec must be a mapping with keys {list(_SPEC_KEYS)}, got {type(spec).__name__}")
-    unknown = sorted(set(map(str, spec)) - set(_SPEC_KEYS))
-    if unknown: raise ConfigError(f"sweep spec: unknown key(s) {unknown}; allowed: {list(_SPEC_KEYS)}")
+    unknown = sorted(k if len(k) <= 40 else k[:39] + '…' for k in set(map(str, spec)) - set(_SPEC_KEYS))
+    if unknown: raise ConfigError(f"sweep spec: unknown key(s) {unknown[:10]}; allowed: {list(_SPEC_KEYS)}")
     if bool(spec.get('paper')) == bool(spec.get('notebook')): raise ConfigError("sweep spec: give exactly one of 'paper' or 'notebook'")
+    for k in ('paper', 'notebook', 'profile'):
+        if k in spec and type(spec[k]) is not str: raise ConfigError(f"sweep spec: {k!r} must be a string, got {short(spec[k])}")
     spec = dict(spec)
     spec.setdefault('profile', 'cpu'); _check_profile(spec['profile'])
     for k in ('params', 'grid'):
@@ -595,7 +1262,7 @@ def load_spec(spec:dict|str|Path) -> dict:
         if not isinstance(spec[k], dict) or not all(isinstance(n, str) for n in spec[k]):
             raise ConfigError(f"sweep spec: {k!r} must be a mapping of parameter names to values")
     for n, vals in spec['grid'].items():
-        if not isinstance(vals, list) or not vals: raise ConfigError(f"sweep spec: grid {n!r} must be a non-empty list of values, got {vals!r}")
+        if not isinstance(vals, list) or not vals: raise ConfigError(f"sweep spec: grid {n!r} must be a non-empty list of values, got {short(vals)}")
     both = sorted(set(spec['params']) & set(spec['grid']))
     if both: raise ConfigError(f"sweep spec: parameter(s) {both} are both fixed (params) and swept (grid)")
     if 'profile' in spec['params']: raise ConfigError("sweep spec: set the profile with the 'profile' key (or sweep it in 'grid')")
@@ -605,12 +1272,20 @@ def load_spec(spec:dict|str|Path) -> dict:
         spec['notebook'] = str(nb.resolve())
     return spec
 
-def grid_points(spec:dict) -> list[tuple[str, dict]]:
-    "`(profile, params)` for every combination of the grid (in grid order)."
+def grid_size(spec:dict) -> int:
+    "Number of grid points (the product of the grid's list lengths), computed without building them."
+    return math.prod(len(v) for v in spec['grid'].values())
+
+def grid_points(spec:dict, allow_large:bool=False) -> list[tuple[str, dict]]:
+    "`(profile, params)` for every combination of the grid (in grid order); refuses more than `MAX_GRID_POINTS` unless `allow_large`."
     import itertools
+    n = grid_size(spec)
+    if n > MAX_GRID_POINTS and not allow_large:
+        dims = ' × '.join(f"{len(v)} {k}" for k, v in spec['grid'].items())
+        raise ConfigError(f"sweep spec: the grid has {n:,} points ({dims}); the limit is {MAX_GRID_POINTS:,} (pass --allow-large to run it anyway)")
     names = list(spec['grid'])
     pts = []
-    for combo in itertools.product(*(spec['grid'][n] for n in names)):
+    for combo in itertools.product(*(spec['grid'][k] for k in names)):
         p = {**spec['params'], **dict(zip(names, combo))}
         pts.append((p.pop('profile', spec['profile']), p))
     return pts
@@ -624,6 +1299,12 @@ test_fail(lambda: load_spec(dict(paper='toy', notebook='x')), contains="exactly 
 test_fail(lambda: load_spec(dict(notebook=str(TOY), grid=dict(seed=3))), contains="grid 'seed' must be a non-empty list")
 test_fail(lambda: load_spec(dict(notebook=str(TOY), grids={})), contains="unknown key(s) ['grids']")
 test_fail(lambda: load_spec(dict(notebook=str(TOY), params=dict(seed=1), grid=dict(seed=[1]))), contains="both fixed (params) and swept")
+test_fail(lambda: grid_points(load_spec(dict(notebook=str(TOY), grid=dict(seed=list(range(1000)), sleep=list(range(1000)))))),
+          contains="the grid has 1,000,000 points (1000 seed × 1000 sleep); the limit is 10,000")
+_yb = Path(tempfile.mkdtemp())/'bomb.yaml'
+_yb.write_text(f"notebook: {TOY}\na: &a [x, x, x, x, x, x, x, x, x]\n" + ''.join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+               for p, c in zip('abcdefgh', 'bcdefghi')))
+test_fail(lambda: load_spec(_yb), contains="more than 100000 items after loading")
 
 
 # %%
@@ -631,15 +1312,19 @@ test_fail(lambda: load_spec(dict(notebook=str(TOY), params=dict(seed=1), grid=di
 def _sweep_job(job:dict) -> dict:
     "Run one grid point (in a worker process or a Ray task); never raises for a failed run."
     try:
-        d = run_notebook(job['paper'], job['params'], job['profile'], notebook=job['notebook'], runs_dir=job['runs_dir'],
-                         progress=False, root=job.get('root'), nbs_dir=job.get('nbs_dir'))
-        return dict(status='complete', path=str(d), error=None)
-    except RunFailed as e: return dict(status='failed', path=str(e.run_dir) if e.run_dir else None, error=e.error)
-    except Exception as e: return dict(status='failed', path=None, error=f"{type(e).__name__}: {e}")
+        d, executed, note = _run(job['paper'], job['params'], job['profile'], notebook=job['notebook'], runs_dir=job['runs_dir'],
+                                 progress=False, root=job.get('root'), nbs_dir=job.get('nbs_dir'), allow_large=job.get('allow_large', False),
+                                 wait=job.get('wait', True), reuse=True, on_wait=lambda h: None)
+        return dict(status='complete', path=str(d), error=None, skipped=not executed, note=note)
+    except RunLocked as e: return dict(status='busy', path=None, error=str(e), skipped=True, note='in progress elsewhere')
+    except RunFailed as e: return dict(status='failed', path=str(e.run_dir) if e.run_dir else None, error=e.error, skipped=False, note='')
+    except Exception as e: return dict(status='failed', path=None, error=_cap_msg(f"{type(e).__name__}: {e}", 500), skipped=False, note='')
 
 def _run_local(jobs, todo, workers, results, pbar):
     if workers == 1:
-        for i in todo: results[i] = _sweep_job(jobs[i]); pbar.update()
+        for i in todo:
+            results[i] = _sweep_job(jobs[i])
+            if results[i]['status'] != 'busy': pbar.update()
         return
     import concurrent.futures as cf, multiprocessing as mp
     import trustlib.runs   # the library's own function: picklable by reference even when called from a notebook
@@ -650,8 +1335,8 @@ def _run_local(jobs, todo, workers, results, pbar):
         for f in cf.as_completed(futs):
             i = futs[f]
             try: results[i] = f.result()
-            except Exception as e: results[i] = dict(status='failed', path=None, error=f"worker died: {type(e).__name__}: {e}")
-            pbar.update()
+            except Exception as e: results[i] = dict(status='failed', path=None, error=f"worker died: {type(e).__name__}: {e}", skipped=False, note='')
+            if results[i]['status'] != 'busy': pbar.update()
     except BaseException:
         ex.shutdown(wait=False, cancel_futures=True); raise
     ex.shutdown(wait=True)
@@ -676,40 +1361,57 @@ def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
           backend:str="local", # 'local' (process pool) or 'ray' (one Ray task per run)
           ray_address:str|None=None, # passed to `ray.init(address=...)`; None starts/joins a local Ray
           runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
-          progress:bool=True, # tqdm progress over the runs
-          root:str|Path|None=None, nbs_dir:str|Path|None=None):
-    "Run every grid point of `spec` that has no complete run yet; return a DataFrame with one row per grid point."
+          progress:bool=True, # tqdm progress over validation and runs
+          root:str|Path|None=None, nbs_dir:str|Path|None=None,
+          allow_large:bool=False, # allow grids over MAX_GRID_POINTS and lift the Config's soft upper bounds
+         ):
+    "Run every grid point of `spec` that has no current complete run; return a DataFrame with one row per grid point."
     import pandas as pd
     from tqdm import tqdm
-    if backend not in ('local', 'ray'): raise ConfigError(f"backend {backend!r} is not allowed; choose one of ['local', 'ray']")
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1: raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
+    if backend not in ('local', 'ray'): raise ConfigError(f"backend {short(backend)} is not allowed; choose one of ['local', 'ray']")
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1: raise ConfigError(f"workers must be an int >= 1, got {short(workers)}")
     spec = load_spec(spec)
-    pts = grid_points(spec)
-    for prof, p in pts: validate_params(spec.get('paper'), p, prof, notebook=spec.get('notebook'), root=root, nbs_dir=nbs_dir)
-    name, nb, _ = resolve_notebook(spec.get('paper'), spec.get('notebook'), root, nbs_dir)
+    pts = grid_points(spec, allow_large)
+    v = ParamValidator(spec.get('paper'), spec.get('notebook'), root, nbs_dir, allow_large)
+    name, nb = v.name, v.nb
+    canon = []
+    for i, (prof, p) in enumerate(tqdm(pts, desc=f"validating {len(pts):,} grid point(s) of {name}", unit='point', disable=not progress, leave=False)):
+        try: canon.append(v.check(prof, p))
+        except ConfigError as e:
+            raise ConfigError(f"grid point {i + 1} of {len(pts)} ({short({k: p[k] for k in spec['grid'] if k in p}, 120)}): {e}") from None
     runs_dir = str(_local_runs_dir(runs_dir, root if not spec.get('notebook') else None))
+    _prepare_base(Path(runs_dir), name)
     root_s = str(find_root(root)) if spec.get('paper') and nbs_dir is None else None
     jobs, seen = [], {}
-    for prof, p in pts:
-        jobs.append(dict(paper=spec.get('paper'), notebook=spec.get('notebook'), params=p, profile=prof, runs_dir=runs_dir,
-                         root=root_s, nbs_dir=str(nbs_dir) if nbs_dir else None, run_id=run_id(prof, p)))
+    for (prof, p), c in zip(pts, canon):
+        jobs.append(dict(paper=spec.get('paper'), notebook=spec.get('notebook'), params=c, profile=prof, runs_dir=runs_dir,
+                         root=root_s, nbs_dir=str(nbs_dir) if nbs_dir else None, run_id=run_id(prof, c), allow_large=allow_large,
+                         wait=(backend == 'ray'), given=p))
+    src_sha, file_sha = notebook_source_sha1(nb), _sha1_file(nb)
     results, todo = {}, []
     for i, j in enumerate(jobs):
-        final = Path(runs_dir)/name/j['run_id']
-        if j['run_id'] in seen: continue   # duplicate grid point: same run
+        if j['run_id'] in seen: continue   # duplicate grid point (canonically): same run
         seen[j['run_id']] = i
-        if is_complete(final): results[i] = dict(status='complete', path=str(final), error=None, skipped=True)
-        else: todo.append(i)
+        ok, why = _current(Path(runs_dir)/name/j['run_id'], src_sha, file_sha, j['params'])
+        if ok: results[i] = dict(status='complete', path=str(Path(runs_dir)/name/j['run_id']), error=None, skipped=True, note=why)
+        else: todo.append(i); j['note'] = why
     with tqdm(total=len(seen), initial=len(seen) - len(todo), desc=f"sweep {name}", unit='run', disable=not progress) as pbar:
         if backend == 'ray': _run_ray(jobs, todo, results, pbar, ray_address)
-        else: _run_local(jobs, todo, workers, results, pbar)
+        else:
+            _run_local(jobs, todo, workers, results, pbar)
+            busy = [i for i in todo if results[i]['status'] == 'busy']   # locked by another process: wait for those now
+            for i in busy: jobs[i]['wait'] = True
+            _run_local(jobs, busy, workers, results, pbar)
     rows = []
     for i, j in enumerate(jobs):
         r = results.get(i) or results[seen[j['run_id']]]
+        note = r.get('note') or ''
+        if r['status'] == 'complete' and not r.get('skipped') and j.get('note') and j['note'] != 'no run yet': note = j['note']
+        if i not in results: note = 'same run as an earlier grid point'
         row = dict(paper=name, run_id=j['run_id'], status=r['status'], path=r['path'], skipped=bool(r.get('skipped', False)), profile=j['profile'])
         for k in spec['grid']:
-            if k != 'profile': row[k if k not in row else f'param_{k}'] = j['params'].get(k)
-        rows.append({**row, 'error': r['error']})
+            if k != 'profile': row[k if k not in row else f'param_{k}'] = j['given'].get(k)
+        rows.append({**row, 'note': note, 'error': r['error']})
     return pd.DataFrame(rows)
 
 
@@ -738,7 +1440,7 @@ _y.write_text(yaml.safe_dump(dict(notebook=str(TOY), profile='smoke', params=dic
 df3 = sweep(_y, runs_dir=runs, progress=False)
 test_eq((df3.status[0], df3.skipped[0]), ('failed', False))
 assert 'toy failure requested (seed=7)' in df3.error[0]
-test_fail(lambda: sweep(dict(notebook=str(TOY), grid=dict(seed=[0, 'x'])), runs_dir=runs), contains="parameter 'seed': expected int")
+test_fail(lambda: sweep(dict(notebook=str(TOY), grid=dict(seed=[0, 'x'])), runs_dir=runs, progress=False), contains="parameter 'seed': expected int")
 test_fail(lambda: sweep(spec, backend='slurm', runs_dir=runs), contains="choose one of ['local', 'ray']")
 
 # %% [markdown]

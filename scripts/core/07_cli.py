@@ -6,14 +6,18 @@
 # %% [markdown]
 # ```
 # trustlib list [--params PAPER]
-# trustlib run PAPER [-p KEY VALUE]... [--profile smoke|cpu|full] [--runs-dir DIR] [--publish]
-# trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR]
-# trustlib report [--runs-dir DIR] [--profile cpu] [--out NOTEBOOK]
-# trustlib site [--run] [--runs-dir DIR]
+# trustlib run PAPER [-p KEY VALUE]... [--profile smoke|cpu|full] [--runs-dir DIR] [--allow-large] [--no-wait]
+#                    [--publish [--allow-dirty]]
+# trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR] [--allow-large]
+# trustlib report [--runs-dir DIR] [--profile cpu] [--out NOTEBOOK | --publish [--allow-dirty]]
+# trustlib site [--run | --check] [--runs-dir DIR]
 # ```
 #
 # Every subcommand is a plain function of the parsed arguments, and `main(argv)` returns the exit code
-# (0 success, 1 a run or check failed, 2 invalid parameters), so everything here is testable in-process.
+# (0 success, 1 a run or check failed, 2 a user error: invalid parameters or spec, a runs folder that cannot be
+# written, a dirty tree for `--publish`; 130/143 interrupted by ctrl-C/SIGTERM), so everything here is testable
+# in-process. A user error is reported as one line; an unexpected error as one line per link of its chain of
+# causes (capped), never as a bare traceback.
 # Heavy libraries (papermill, pandas, nbdev) are imported inside the functions: `trustlib --help` is instant.
 
 # %%
@@ -22,7 +26,7 @@
 # %%
 #| export
 from __future__ import annotations
-import argparse, io, json, os, shutil, subprocess, sys
+import argparse, io, json, os, shutil, signal, subprocess, sys, threading
 from pathlib import Path
 
 from trustlib.config import PAPERS, PROFILES, ConfigError
@@ -49,7 +53,9 @@ def run_cli(*args) -> tuple[int, str, str]:
 #
 # Plain-text tables (no pandas needed), and `-p KEY VALUE` parsing: values are read with `yaml.safe_load`,
 # like papermill's `-y`: `3` is an int, `0.5` a float, `true` a bool, `[1, 2]` a list, `null` None, anything
-# else a string. Parameters are data, never code.
+# else a string. Parameters are data, never code: a value YAML turns into anything but JSON-like data (bytes
+# from `!!binary`, a date, a set) is refused, as is a value of more than `MAX_VALUE_NODES` items (YAML aliases
+# counted every time they are used).
 
 # %%
 #| export
@@ -64,14 +70,25 @@ def text_table(rows:list[dict], cols:list[str]|None=None, max_width:int=60) -> s
     lines += ['  '.join(trunc(cell(r.get(c))).ljust(w[c]) for c in cols).rstrip() for r in rows]
     return '\n'.join(lines)
 
+def _one_line(s, n:int=200) -> str:
+    s = ' '.join(str(s).split()); return s if len(s) <= n else s[:n - 1] + '…'
+
 def parse_params(pairs:list[list[str]]|None) -> dict:
     "`[[key, value], ...]` from `-p KEY VALUE` options to a dict, values parsed with `yaml.safe_load`."
     import yaml
+    from trustlib.runs import check_value, short
     res = {}
     for k, v in pairs or []:
-        if k in res: raise ConfigError(f"parameter {k!r} given twice")
-        try: res[k] = yaml.safe_load(v)
-        except yaml.YAMLError: res[k] = v
+        if k in res: raise ConfigError(f"parameter {short(k, 60)} given twice")
+        if len(v) > 100_000: raise ConfigError(f"parameter {short(k, 60)}: the value is {len(v)} characters long; parameters are small data")
+        try: val = yaml.safe_load(v)
+        except yaml.constructor.ConstructorError as e:
+            raise ConfigError(f"parameter {short(k, 60)}: {short(v, 80)} uses a YAML tag that is not allowed ({_one_line(e.problem)})") from None
+        except yaml.YAMLError: val = v
+        except RecursionError: raise ConfigError(f"parameter {short(k, 60)}: the value is nested too deeply") from None
+        except Exception as e:   # PyYAML's constructors can fail with other errors (e.g. KeyError for `!!bool 1`)
+            raise ConfigError(f"parameter {short(k, 60)}: {short(v, 80)} cannot be read as YAML ({type(e).__name__})") from None
+        res[k] = check_value(k, val, allow_nonfinite=True)   # non-finite floats: the paper's Config decides
     return res
 
 
@@ -79,6 +96,10 @@ def parse_params(pairs:list[list[str]]|None) -> dict:
 test_eq(parse_params([['seed', '3'], ['lr', '0.5'], ['fast', 'true'], ['sizes', '[1, 2]'], ['name', 'abc'], ['x', 'null']]),
         dict(seed=3, lr=0.5, fast=True, sizes=[1, 2], name='abc', x=None))
 test_fail(lambda: parse_params([['seed', '1'], ['seed', '2']]), contains="'seed' given twice")
+test_fail(lambda: parse_params([['x', '!!binary aGVsbG8=']]), contains="parameter 'x': a value of type bytes")
+test_fail(lambda: parse_params([['x', '2026-01-01']]), contains="a value of type date")
+test_fail(lambda: parse_params([['x', '!!python/object/apply:os.system ["true"]']]), contains="uses a YAML tag that is not allowed")
+test_eq(parse_params([['x', '.inf']]), dict(x=float('inf')))
 test_eq(text_table([dict(a=1, b='x')]), 'a  b\n-  -\n1  x')
 
 
@@ -137,7 +158,9 @@ def _list_params(name:str, nbs) -> int:
 # website page carries the outputs of this run (papermill's `injected-parameters` cell is kept: it records
 # what was run), cleans it with nbdev's `clean_nb` and the settings.ini rules, and rewrites its py:percent pair
 # (`trustlib.report.write_pair`: what `jupytext --sync` does, normalised like `tools/pairs.py`, so the pair check passes).
-# It refuses if the paper notebook changed since the run started.
+# It refuses if the paper notebook's source changed since the run started, and if the run was made from a
+# dirty work tree (see `trustlib.runs.git_info`: notebooks that differ from the commit only in outputs do not
+# count) unless `--allow-dirty`; `trustlib run --publish` checks the tree before it runs.
 
 # %%
 #| export
@@ -147,21 +170,38 @@ def _settings(root:Path) -> dict:
     cp.read(root/'settings.ini', encoding='utf-8')
     return dict(cp['DEFAULT'])
 
-def publish_run(run_dir:str|Path, root:str|Path|None=None) -> Path:
+def _dirty_msg(files) -> str:
+    fs = list(files or [])
+    return f"{len(fs)} file(s) differ from the commit: {', '.join(fs[:5])}" + (' …' if len(fs) > 5 else '')
+
+def check_clean(root:str|Path|None=None):
+    "Raise `ConfigError` if the checkout has uncommitted changes that matter (notebook outputs do not)."
+    from trustlib.runs import git_info, find_root
+    g = git_info(find_root(root))
+    if g['git_dirty']:
+        raise ConfigError(f"the work tree is dirty ({_dirty_msg(g['git_dirty_files'])}); commit first, or pass --allow-dirty")
+
+def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
     "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
-    from trustlib.runs import load_run, find_root, _get_paper, _sha1_file
+    from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook
     from trustlib.results import atomic_write_text
     run_dir = Path(run_dir); m = load_run(run_dir)
     if m.get('status') != 'complete': raise ConfigError(f"only a complete run can be published; {run_dir} is {m.get('status')!r}")
+    if m.get('git_dirty') and not allow_dirty:
+        raise ConfigError(f"run {m['run_id']} was made from a dirty work tree ({_dirty_msg(m.get('git_dirty_files'))}); "
+                          "commit and run again, or pass --allow-dirty")
     p = _get_paper(m['paper'])
     root = find_root(root)
     s = _settings(root)
     target = root/s.get('nbs_path', 'nbs')/p.notebook
-    if m.get('source_sha1') and target.exists() and _sha1_file(target) != m['source_sha1']:
-        raise ConfigError(f"nbs/{p.notebook} changed since run {m['run_id']} started; run it again before publishing")
+    if target.exists():
+        changed = (notebook_source_sha1(target) != m['source_code_sha1']) if m.get('source_code_sha1') else \
+                  (bool(m.get('source_sha1')) and _sha1_file(target) != m['source_sha1'])
+        if changed: raise ConfigError(f"nbs/{p.notebook} changed since run {m['run_id']} started; run it again before publishing")
     from nbdev.clean import clean_nb
     from execnb.nbio import nb2str
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
+    scrub_notebook(nb, (run_dir,))
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
              allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
              clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))
@@ -172,27 +212,38 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None) -> Path:
 
 def _headline(m:dict, n:int=12) -> list[str]:
     items = [(k, v) for k, v in (m.get('metrics') or {}).items() if isinstance(v, (int, float, str, bool)) or v is None]
-    return [f"  {k} = {v:.4g}" if isinstance(v, float) else f"  {k} = {v}" for k, v in items[:n]]
+    return [f"  {k} = {v:.4g}" if isinstance(v, float) else f"  {k} = {_one_line(v)}" for k, v in items[:n]]
+
+def _print_chain(chain, first:str|None=None, n:int=6):
+    "Print an error and its causes, one capped line each, to stderr."
+    lines = list(chain or [])
+    if first is not None and (not lines or lines[0] != first): lines.insert(0, first)
+    for i, l in enumerate(lines[:n]): print(("  caused by: " if i else "") + l[:500], file=sys.stderr)
 
 def cmd_run(args) -> int:
-    "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--runs-dir DIR] [--publish]"
-    from trustlib.runs import run_notebook, validate_params, load_run, RunFailed
+    "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--runs-dir DIR] [--allow-large] [--no-wait] [--publish [--allow-dirty]]"
+    from trustlib.runs import run_notebook, validate_params, load_run, RunFailed, RunLocked
     params = parse_params(args.param)
     paper, notebook = (None, args.paper) if args.paper.endswith('.ipynb') else (args.paper, None)
     if args.publish and notebook: raise ConfigError("--publish needs a paper name, not a notebook path")
-    validate_params(paper, params, args.profile, notebook=notebook)
-    try: d = run_notebook(paper, params, args.profile, notebook=notebook, runs_dir=args.runs_dir, progress=not args.quiet, timeout=args.timeout)
+    if args.allow_dirty and not args.publish: raise ConfigError("--allow-dirty only applies with --publish")
+    validate_params(paper, params, args.profile, notebook=notebook, allow_large=args.allow_large)
+    if args.publish and not args.allow_dirty: check_clean()
+    try: d = run_notebook(paper, params, args.profile, notebook=notebook, runs_dir=args.runs_dir, progress=not args.quiet,
+                          timeout=args.timeout, allow_large=args.allow_large, wait=not args.no_wait)
+    except RunLocked as e: print(f"trustlib run: {e}", file=sys.stderr); return 1
     except RunFailed as e:
-        print(f"run failed: {e.error}", file=sys.stderr)
+        print("run failed: ", end='', file=sys.stderr); _print_chain(e.chain, e.error)
         if e.run_dir: print(f"run folder (status failed, traceback in metrics.json): {e.run_dir}", file=sys.stderr)
         return 1
     m = load_run(d)
     print(f"run complete: {d}")
-    print(f"  duration: {m.get('duration_s')} s, profile {m['profile']}, params {m['params']}")
+    from trustlib.runs import short
+    print(f"  duration: {m.get('duration_s')} s, profile {m['profile']}, params {short(m['params'], 300)}")
     lines = _headline(m)
     if lines: print("metrics:"); print('\n'.join(lines))
     for v in m.get('verdicts') or []: print(f"  verdict: {v.get('verdict')}: {v.get('claim')}")
-    if args.publish: print(f"published: {publish_run(d)}")
+    if args.publish: print(f"published: {publish_run(d, allow_dirty=args.allow_dirty)}")
     return 0
 
 
@@ -202,23 +253,46 @@ def cmd_run(args) -> int:
 # %%
 #| export
 def cmd_sweep(args) -> int:
-    "trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR]"
-    from trustlib.runs import sweep
+    "trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR] [--allow-large]"
+    from trustlib.runs import sweep, load_spec, grid_size
+    if not args.quiet:
+        try: print(f"sweep {args.spec}: {grid_size(load_spec(args.spec)):,} grid point(s)", file=sys.stderr)
+        except ConfigError: pass   # reported by sweep() below
     df = sweep(args.spec, workers=args.workers, backend=args.backend, ray_address=args.address, runs_dir=args.runs_dir,
-               progress=not args.quiet)
+               progress=not args.quiet, allow_large=args.allow_large)
     rows = df.drop(columns=['path']).to_dict('records')
     print(text_table(rows, max_width=60))
     n_fail, n_skip = int((df.status != 'complete').sum()), int(df.skipped.sum())
-    print(f"\n{len(df)} grid point(s): {len(df) - n_fail} complete ({n_skip} skipped as already complete), {n_fail} failed")
+    n_other = int((df.note == 'completed by another process').sum())
+    print(f"\n{len(df)} grid point(s): {len(df) - n_fail} complete ({n_skip} skipped: already complete"
+          + (f", {n_other} of them completed by another process meanwhile" if n_other else '') + f"), {n_fail} failed; "
+          f"{len(df) - n_fail - n_skip} executed by this sweep")
     return 1 if n_fail else 0
 
 def cmd_report(args) -> int:
-    "trustlib report [--runs-dir DIR] [--profile cpu] [--out NB]: collect runs, write the dashboard, print the verdict table."
-    from trustlib.report import build_dashboard, verdict_table
-    out = build_dashboard(args.runs_dir, out=args.out, profile=args.profile)
-    vt = verdict_table(args.runs_dir, profile=args.profile)
+    "trustlib report [--runs-dir DIR] [--profile cpu] [--out NB | --publish [--allow-dirty]]: collect runs, write the report, print the verdict table."
+    from trustlib.report import build_dashboard, verdict_table, collect_runs, latest_runs
+    from trustlib.runs import default_runs_dir, iter_runs, nbs_path
+    runs_dir = Path(args.runs_dir).expanduser() if args.runs_dir else default_runs_dir()
+    if runs_dir.exists() and not runs_dir.is_dir(): raise ConfigError(f"runs folder {runs_dir} is not a directory")
+    if args.publish and args.out: raise ConfigError("--out and --publish exclude each other (--publish writes nbs/results/dashboard.ipynb)")
+    if args.allow_dirty and not args.publish: raise ConfigError("--allow-dirty only applies with --publish")
+    if not any(True for _ in iter_runs(runs_dir)):
+        raise ConfigError(f"no runs in {runs_dir}: nothing to report (run papers with `trustlib run PAPER` first, or pass --runs-dir)")
+    runs = collect_runs(runs_dir)
+    if args.publish:
+        out = nbs_path()/'results'/'dashboard.ipynb'
+        shown = latest_runs(runs, args.profile)
+        dirty = sorted(shown[shown.git_dirty.fillna(False).astype(bool)].paper) if len(shown) else []
+        if dirty and not args.allow_dirty:
+            raise ConfigError(f"runs of {dirty[:5]} were made from a dirty work tree; a published dashboard shows runs of clean commits "
+                              "(run them again from a clean checkout, or pass --allow-dirty)")
+        if not args.allow_dirty: check_clean()
+    else: out = Path(args.out) if args.out else runs_dir/'dashboard.ipynb'
+    out = build_dashboard(runs_dir, out=out, profile=args.profile)
+    vt = verdict_table(runs_dir, profile=args.profile, runs=runs)
     print(text_table(vt[['number', 'name', 'verdict', 'claim', 'ours', 'run_id']].to_dict('records'), max_width=50))
-    print(f"\ndashboard: {out}")
+    print(f"\n{'published dashboard' if args.publish else 'report'}: {out}")
     return 0
 
 
@@ -403,14 +477,19 @@ def cmd_site(args) -> int:
     runs_dir = Path(args.runs_dir) if args.runs_dir else default_runs_dir(root)
     dash = nbs/'results'/'dashboard.ipynb'
     if check_only: pass
-    elif any(True for _ in iter_runs(runs_dir)) or not dash.exists(): print(f"dashboard: {build_dashboard(runs_dir, profile='cpu')}")
-    else: print(f"no runs in {runs_dir}: keeping the committed {dash.relative_to(root)}")
+    elif args.run and any(True for _ in iter_runs(runs_dir)): print(f"dashboard: {build_dashboard(runs_dir, profile='cpu')}")
+    else: print(f"keeping the committed {dash.relative_to(root)} (rebuild it with `trustlib report --publish`)")
     try: proc = build_proc(root)
-    except Exception as e:   # nbdev's processing failed: say where, and the usual cause
-        msg = str(e).strip()
-        print(f"site: nbdev_proc_nbs failed: {msg[:2000]}\n\nnbdev executes, while building the docs, every exported cell "
-              "and every cell containing an import statement (to render show_doc); a cell that mixes an import with "
-              "example code that needs earlier cells fails there. Move the import into the notebook's import cell.", file=sys.stderr)
+    except Exception as e:   # nbdev's processing failed: say where, and the usual cause (with the real error under nbdev's wrapper)
+        from trustlib.runs import error_chain
+        chain = error_chain(e, cap=1000)
+        msg = '\n  caused by: '.join(chain)
+        hint = ("nbdev executes, while building the docs, every exported cell and every cell containing an import statement "
+                "(to render show_doc); a cell that mixes an import with example code that needs earlier cells fails there. "
+                "Move the import into the notebook's import cell.")
+        if not any(w in chain[-1] for w in ('NameError', 'ImportError', 'ModuleNotFoundError', 'AttributeError')):
+            hint = "That cell fails when nbdev executes it (the last cause above is the real error). " + hint
+        print(f"site: nbdev_proc_nbs failed: {msg[:4000]}\n\n{hint}", file=sys.stderr)
         return 1
     problems = check_site(root)
     if problems:
@@ -442,7 +521,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--profile', default='cpu', choices=PROFILES, help="smoke (CI, < 60 s) | cpu (published results; default) | full (paper scale)")
     p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS or <repo>/runs)")
     p.add_argument('--timeout', type=float, help="per-cell timeout in seconds")
-    p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook>")
+    p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook> (needs a clean tree)")
+    p.add_argument('--allow-dirty', action='store_true', help="with --publish: publish even if the work tree has uncommitted changes")
+    p.add_argument('--allow-large', action='store_true', help="lift the paper's soft upper bounds on sizes (also TRUSTLIB_ALLOW_LARGE=1)")
+    p.add_argument('--no-wait', action='store_true', help="if another process is running this run id, skip (exit 1) instead of waiting")
     p.add_argument('-q', '--quiet', action='store_true', help="no progress bar")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser('sweep', help="run a grid of parameters from a YAML spec (finished runs are skipped)")
@@ -451,11 +533,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--backend', default='local', choices=('local', 'ray'))
     p.add_argument('--address', help="Ray cluster address (ray.init(address=...))")
     p.add_argument('--runs-dir')
+    p.add_argument('--allow-large', action='store_true', help=f"allow grids of more than 10,000 points and lift the paper's soft upper bounds")
     p.add_argument('-q', '--quiet', action='store_true')
     p.set_defaults(func=cmd_sweep)
-    p = sub.add_parser('report', help="collect runs, write nbs/results/dashboard.ipynb, print the verdict table")
+    p = sub.add_parser('report', help="collect runs, write a report into the runs folder (--publish: nbs/results/dashboard.ipynb), print the verdict table")
     p.add_argument('--runs-dir'); p.add_argument('--profile', default='cpu', choices=PROFILES)
-    p.add_argument('--out', help="dashboard notebook to write (default: nbs/results/dashboard.ipynb)")
+    p.add_argument('--out', help="report notebook to write (default: <runs folder>/dashboard.ipynb)")
+    p.add_argument('--publish', action='store_true', help="write the committed nbs/results/dashboard.ipynb (and its pair); needs clean runs and tree")
+    p.add_argument('--allow-dirty', action='store_true', help="with --publish: allow runs made from, and a tree with, uncommitted changes")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser('site', help="(run papers,) report, build and check the website tree; render it if Quarto is installed")
     p.add_argument('--run', action='store_true', help="first run every implemented paper with profile cpu")
@@ -466,20 +551,38 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv:list[str]|None=None) -> int:
     "The `trustlib` command; returns the exit code (0 ok, 1 failed run/check, 2 invalid arguments or parameters)."
+    from trustlib.runs import Terminated, error_chain
     ap = _parser()
     try: args = ap.parse_args(argv)
     except SystemExit as e: return int(e.code or 0)
+    old = None
+    if threading.current_thread() is threading.main_thread():   # SIGTERM: recorded like ctrl-C, then exit 143
+        def _term(signum, frame): raise Terminated("received SIGTERM")
+        try: old = signal.signal(signal.SIGTERM, _term)
+        except (ValueError, OSError): old = None
+    one = lambda e: ' '.join(str(e).split())[:1000]
     try: return args.func(args)
     except ConfigError as e:
-        print(f"trustlib {args.command}: error: {e}", file=sys.stderr); return 2
+        print(f"trustlib {args.command}: error: {one(e)}", file=sys.stderr); return 2
     except ImportError as e:
-        print(f"trustlib {args.command}: error: {e}", file=sys.stderr); return 2
+        print(f"trustlib {args.command}: error: {one(e)}", file=sys.stderr); return 2
+    except Terminated:
+        print("terminated (SIGTERM)", file=sys.stderr); return 143
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr); return 130
     except BrokenPipeError:   # `trustlib list | head`: the reader went away; no traceback
         try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError, io.UnsupportedOperation): pass
         return 0
+    except OSError as e:   # the file system refused (read-only, permissions, missing folder): the user's environment
+        print(f"trustlib {args.command}: error: {type(e).__name__}: {one(e)}", file=sys.stderr); return 2
+    except Exception as e:   # a bug or an unexpected failure: its chain of causes, one line each, no traceback
+        chain = error_chain(e)
+        print(f"trustlib {args.command}: unexpected error: {chain[0]}", file=sys.stderr)
+        for c in chain[1:]: print(f"  caused by: {c}", file=sys.stderr)
+        return 1
+    finally:
+        if old is not None: signal.signal(signal.SIGTERM, old)
 
 
 # %% [markdown]
@@ -529,7 +632,7 @@ print(err)
 spec = Path(tempfile.mkdtemp())/'toy.yaml'
 spec.write_text(yaml.safe_dump(dict(notebook=TOY, profile='smoke', grid=dict(seed=[4, 5]))))
 rc, out, err = run_cli('sweep', str(spec), '--runs-dir', runs, '-q')
-test_eq(rc, 0); assert '2 grid point(s): 2 complete (1 skipped as already complete), 0 failed' in out, out
+test_eq(rc, 0); assert '2 grid point(s): 2 complete (1 skipped: already complete), 0 failed; 1 executed by this sweep' in out, out
 print(out)
 
 # %%
@@ -538,3 +641,32 @@ rc, out, err = run_cli('report', '--runs-dir', runs, '--out', str(_dash))
 test_eq(rc, 0); test_eq(_dash.exists(), True)
 test_eq(len([l for l in out.splitlines() if l.split() and l.split()[0].isdigit()]), 19)   # toy runs are not papers
 print(out[:500])
+
+# %% [markdown]
+# `report` writes into the runs folder unless `--publish` is given; with no runs it says so and exits 2, and a
+# committed file is never touched:
+
+# %%
+rc, out, err = run_cli('report', '--runs-dir', runs)
+test_eq(rc, 0); test_eq((Path(runs)/'dashboard.ipynb').exists(), True)
+_empty = tempfile.mkdtemp()
+rc, out, err = run_cli('report', '--runs-dir', _empty)
+test_eq(rc, 2); assert 'no runs in' in err, err
+test_eq(os.listdir(_empty), [])
+print(err)
+
+# %% [markdown]
+# User errors are one line with exit code 2: a runs folder that is a file, a spec that is an alias bomb, a grid
+# too large, a parameter value that is not data:
+
+# %%
+_file = Path(tempfile.mkdtemp())/'afile'; _file.write_text('x')
+rc, out, err = run_cli('run', TOY, '--profile', 'smoke', '--runs-dir', str(_file), '-q')
+test_eq(rc, 2); assert 'is not a directory' in err and len(err.splitlines()) == 1, err
+_big = Path(tempfile.mkdtemp())/'big.yaml'
+_big.write_text(yaml.safe_dump(dict(notebook=TOY, profile='smoke', grid=dict(seed=list(range(1000)), sleep=list(range(100))))))
+rc, out, err = run_cli('sweep', str(_big), '--runs-dir', runs, '-q')
+test_eq(rc, 2); assert 'the grid has 100,000 points' in err and '--allow-large' in err, err
+rc, out, err = run_cli('run', TOY, '-p', 'seed', '!!binary aGVsbG8=', '--runs-dir', runs, '-q')
+test_eq(rc, 2); assert "a value of type bytes" in err, err
+print(err)
