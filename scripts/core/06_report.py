@@ -83,11 +83,13 @@ def _fake_run(runs, paper, rid, status='complete', profile='cpu', finished='2026
                metrics=metrics, verdicts=list(verdicts), started=finished, finished=finished, duration_s=1.5,
                git_commit='abc1234def', git_dirty=False, **({'error': 'RuntimeError: boom'} if status == 'failed' else {})))
 
-V = lambda c, v: dict(claim=c, paper='0.10', ours='0.08', verdict=v, reason='same direction, smaller scale')
+V = lambda c, v, headline=False: dict(claim=c, paper='0.10', ours='0.08', verdict=v, reason='same direction, smaller scale',
+                                     rule='ours >= 0.5 * paper' if v != 'illustrated' else '', headline=headline)
 runs = Path(tempfile.mkdtemp())/'runs'
-_fake_run(runs, 'disparate_benefits', 'cpu-aaaaaaaaaa', finished='2026-01-01T00:00:00+00:00', verdicts=[V('ensembles help', 'partially')], acc=0.8)
+_fake_run(runs, 'disparate_benefits', 'cpu-aaaaaaaaaa', finished='2026-01-01T00:00:00+00:00', verdicts=[V('ensembles help', 'partially', True)], acc=0.8)
 _fake_run(runs, 'disparate_benefits', 'cpu-bbbbbbbbbb', finished='2026-02-01T00:00:00+00:00',
-          verdicts=[V('ensembles help', 'reproduced'), V('gap grows', 'not_reproduced')], acc=0.9, group=dict(a=0.1))
+          verdicts=[V('gap grows', 'not_reproduced'), V('ensembles help', 'reproduced', True), V('a picture of the gap', 'illustrated')],
+          acc=0.9, group=dict(a=0.1))
 _fake_run(runs, 'disparate_benefits', 'smoke-cccccccccc', profile='smoke', finished='2026-03-01T00:00:00+00:00', acc=0.5)
 _fake_run(runs, 'l2h', 'cpu-dddddddddd', status='failed', finished='2026-03-02T00:00:00+00:00')
 (runs/'l2h'/'.tmp-cpu-eeeeeeeeee-1234').mkdir()
@@ -97,7 +99,7 @@ test_eq(list(df.run_id), ['cpu-aaaaaaaaaa', 'cpu-bbbbbbbbbb', 'smoke-cccccccccc'
 test_eq(list(df.status), ['complete', 'complete', 'complete', 'failed'])
 test_eq(df['metrics.acc'].tolist()[:3], [0.8, 0.9, 0.5])
 test_eq(df.loc[1, 'metrics.group.a'], 0.1)
-test_eq(df.loc[1, 'n_verdicts'], 2)
+test_eq(df.loc[1, 'n_verdicts'], 3)
 test_eq(len(collect_runs(Path(tempfile.mkdtemp())/'nothing')), 0)
 df[['paper', 'run_id', 'status', 'profile', 'finished', 'metrics.acc']]
 
@@ -127,13 +129,15 @@ test_eq(len(latest_runs(df, profile='full')), 0)
 # %% [markdown]
 # ## The verdict table: all 19 papers
 #
-# One row per claim of each paper's latest complete run (the `verdicts` its notebook recorded). A paper
+# One row per claim of each paper's latest complete run (the `verdicts` its notebook recorded), the paper's
+# headline claim first (`headline` is True on it; a paper records exactly one), then its other claims in the
+# order recorded; `rule` is the explicit rule that graded the claim (empty for ungraded claims). A paper
 # without a complete run gets a single row whose verdict says why: `not yet run` when its notebook exists,
 # `planned` when it does not; a run that recorded no verdicts shows `no verdicts recorded`.
 
 # %%
 #| export
-_VT_COLS = ['number', 'name', 'area', 'title', 'implemented', 'claim', 'paper', 'ours', 'verdict', 'reason',
+_VT_COLS = ['number', 'name', 'area', 'title', 'implemented', 'headline', 'claim', 'paper', 'ours', 'verdict', 'reason', 'rule',
             'run_id', 'date', 'profile', 'path']
 
 def _nbs_dir(nbs_dir=None) -> Path|None:
@@ -157,12 +161,14 @@ def verdict_table(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <rep
         base = dict(number=p.number, name=p.name, area=p.area, title=p.title, implemented=implemented)
         r = latest.get(p.name)
         if r is None:
-            rows.append(dict(base, claim='', paper='', ours='', verdict='not yet run' if implemented else 'planned', reason='',
-                             run_id=None, date=None, profile=None, path=None)); continue
+            rows.append(dict(base, headline=False, claim='', paper='', ours='', verdict='not yet run' if implemented else 'planned',
+                             reason='', rule='', run_id=None, date=None, profile=None, path=None)); continue
         m = json.loads((Path(r.path)/'metrics.json').read_text(encoding='utf-8'))
         run = dict(run_id=r.run_id, date=(r.finished or '')[:10], profile=r.profile, path=r.path)
         vs = m.get('verdicts') or [dict(claim='', paper='', ours='', verdict='no verdicts recorded', reason='')]
-        for v in vs: rows.append(dict(base, **{k: v.get(k, '') for k in ('claim', 'paper', 'ours', 'verdict', 'reason')}, **run))
+        vs = sorted(vs, key=lambda v: not v.get('headline'))   # stable: the headline claim first, the rest as recorded
+        for v in vs: rows.append(dict(base, headline=bool(v.get('headline')),
+                                      **{k: v.get(k) or '' for k in ('claim', 'paper', 'ours', 'verdict', 'reason', 'rule')}, **run))
     return pd.DataFrame(rows, columns=_VT_COLS)
 
 
@@ -171,12 +177,14 @@ _nbs = Path(tempfile.mkdtemp())
 (_nbs/'papers'/'clustering').mkdir(parents=True); (_nbs/'papers'/'clustering'/'l2h.ipynb').write_text('{}')
 vt = verdict_table(runs, nbs_dir=_nbs)
 test_eq(sorted(set(vt.number)), list(range(1, 20)))
-test_eq(len(vt), 19 + 1)   # disparate_benefits has two claims
-test_eq(list(vt[vt.name == 'disparate_benefits'].verdict), ['reproduced', 'not_reproduced'])
+test_eq(len(vt), 19 + 2)   # disparate_benefits has three claims
+test_eq(list(vt[vt.name == 'disparate_benefits'].verdict), ['reproduced', 'not_reproduced', 'illustrated'])   # the headline first
+test_eq(list(vt[vt.name == 'disparate_benefits'].headline), [True, False, False])
+test_eq(vt[vt.name == 'disparate_benefits'].rule.iloc[0], 'ours >= 0.5 * paper')
 test_eq(vt[vt.name == 'l2h'].verdict.item(), 'not yet run')   # its only run failed
 test_eq(vt[vt.name == 'dsda'].verdict.item(), 'planned')
 test_eq(verdict_table(runs, profile='smoke', nbs_dir=_nbs).query("name == 'disparate_benefits'").verdict.item(), 'no verdicts recorded')
-vt.head(4)
+vt[['number', 'name', 'headline', 'claim', 'verdict', 'rule', 'run_id']].head(5)
 
 # %% [markdown]
 # ## The dashboard notebook
@@ -192,11 +200,30 @@ vt.head(4)
 
 # %%
 #| export
-_VERDICT_ORDER = list(VERDICTS) + ['no verdicts recorded', 'not yet run', 'planned']
-_LABELS = dict(reproduced='reproduced', partially='partially', not_reproduced='not reproduced',
-               not_testable_offline='not testable offline')
-_COLORS = dict(reproduced='#2e7d32', partially='#f9a825', not_reproduced='#c62828', not_testable_offline='#757575',
-               **{'no verdicts recorded': '#90a4ae', 'not yet run': '#b0bec5', 'planned': '#cfd8dc'})
+VERDICT_STYLE = {   # one label and one colour per verdict word of `trustlib.results.VERDICTS`, in that order
+    'reproduced':           dict(label='reproduced',           color='#2e7d32'),   # green
+    'partially':            dict(label='partially',            color='#f9a825'),   # amber
+    'not_reproduced':       dict(label='not reproduced',       color='#c62828'),   # red
+    'inconclusive':         dict(label='inconclusive',         color='#6a1b9a'),   # purple
+    'illustrated':          dict(label='illustrated',          color='#1565c0'),   # blue
+    'not_testable_offline': dict(label='not testable offline', color='#757575'),   # grey
+}
+assert tuple(VERDICT_STYLE) == tuple(VERDICTS), "VERDICT_STYLE must style every verdict word, in the order of VERDICTS"
+STATUS_STYLE = {   # the rows of papers without graded claims
+    'no verdicts recorded': dict(label='no verdicts recorded', color='#90a4ae'),
+    'not yet run':          dict(label='not yet run',          color='#b0bec5'),
+    'planned':              dict(label='planned',              color='#cfd8dc'),
+}
+_VERDICT_ORDER = list(VERDICT_STYLE) + list(STATUS_STYLE)
+HEADLINE_MARK = '★'
+
+def verdict_label(v:str) -> str:
+    "The display label of a verdict word (or a row status); unknown words unchanged."
+    return {**VERDICT_STYLE, **STATUS_STYLE}.get(v, {}).get('label', v)
+
+def verdict_color(v:str) -> str:
+    "The chart colour of a verdict word (or a row status); KeyError for an unknown word."
+    return {**VERDICT_STYLE, **STATUS_STYLE}[v]['color']
 
 def _md(x) -> str:
     "A value as text for a markdown table cell."
@@ -221,12 +248,14 @@ def verdict_chart(vt) -> bytes:
     import pandas as pd, seaborn as sns
     from matplotlib.figure import Figure   # no pyplot: no global state, no GUI backend
     counts = vt.verdict.value_counts()
+    unknown = sorted(set(counts.index) - set(_VERDICT_ORDER))
+    if unknown: raise ValueError(f"unknown verdict word(s) {unknown}; allowed: {list(VERDICTS)}")
     d = pd.DataFrame(dict(verdict=[v for v in _VERDICT_ORDER if counts.get(v, 0)],))
     d['count'] = [int(counts[v]) for v in d.verdict]
-    d['label'] = [_LABELS.get(v, v) for v in d.verdict]
+    d['label'] = [verdict_label(v) for v in d.verdict]
     fig = Figure(figsize=(6.4, 0.45 * len(d) + 1.2))
     ax = fig.subplots()
-    sns.barplot(data=d, x='count', y='label', hue='label', palette=[_COLORS[v] for v in d.verdict], legend=False, ax=ax)
+    sns.barplot(data=d, x='count', y='label', hue='label', palette=[verdict_color(v) for v in d.verdict], legend=False, ax=ax)
     for i, c in enumerate(d['count']): ax.text(c + 0.1, i, str(c), va='center')
     ax.set_xlabel('number of claims (papers, for "not yet run" / "planned")'); ax.set_ylabel('verdict')
     ax.set_title(f"Paper vs. us: {vt.name.nunique()} papers, {int((vt.run_id.notna()).sum())} claims checked")
@@ -237,6 +266,13 @@ def verdict_chart(vt) -> bytes:
 # %%
 png = verdict_chart(vt)
 test_eq(png[:8], b'\x89PNG\r\n\x1a\n')
+import pandas as pd
+_all6 = pd.DataFrame(dict(name=['a'] * 6 + ['b'], verdict=list(VERDICTS) + ['planned'], run_id=['r'] * 6 + [None]))
+test_eq(verdict_chart(_all6)[:4], b'\x89PNG')   # every verdict word has a colour and a label
+test_eq([verdict_label(v) for v in VERDICTS],
+        ['reproduced', 'partially', 'not reproduced', 'inconclusive', 'illustrated', 'not testable offline'])
+test_eq(len({verdict_color(v) for v in _VERDICT_ORDER}), len(_VERDICT_ORDER))   # distinct colours
+test_fail(lambda: verdict_chart(pd.DataFrame(dict(name=['a'], verdict=['maybe'], run_id=['r']))), contains='unknown verdict')
 test_eq(md_table([dict(a='x|y', b='[l](p.ipynb)')], ['a', 'b!']), '| a | b |\n|---|---|\n| x\\|y | [l](p.ipynb) |')
 
 
@@ -286,10 +322,20 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
         link = os.path.relpath(nbs/Path(get_notebook(r['name'])), out.parent) if nbs is not None else None
         title = f"[{_md(r['title'])}]({Path(link).as_posix()})" if (r['implemented'] and link) else _md(r['title'])
         run = f"`{r['run_id']}`<br>{r['date']} · {r['profile']}" if r['run_id'] else ''
-        rows.append(dict(r, title_md=title if first else '', run_md=run, verdict_md=f"**{_LABELS.get(r['verdict'], r['verdict'])}**"
-                         if r['verdict'] in _LABELS else _md(r['verdict'])))
-    table = md_table(rows, ['number', 'title_md!', 'claim', 'paper', 'ours', 'verdict_md!', 'reason', 'run_md!'],
-                     ['#', 'Paper', 'Claim', 'Paper reports', 'We measure', 'Verdict', 'Reason', 'Run'])
+        verdict = f"**{verdict_label(r['verdict'])}**" if r['verdict'] in VERDICT_STYLE else _md(r['verdict'])
+        claim = f"{HEADLINE_MARK} **{_md(r['claim'])}**" if r['headline'] else _md(r['claim'])
+        reason = _md(r['reason']) + (f"<br><small>rule: `{_md(r['rule']).replace('`', '')}`</small>" if r.get('rule') else '')
+        rows.append(dict(r, title_md=title if first else '', run_md=run if first else '', claim_md=claim, verdict_md=verdict,
+                         reason_md=reason))
+    table = md_table(rows, ['number', 'title_md!', 'claim_md!', 'paper', 'ours', 'verdict_md!', 'reason_md!', 'run_md!'],
+                     ['#', 'Paper', 'Claim', 'Paper reports', 'We measure', 'Verdict', 'Reason (rule)', 'Run'])
+    heads = [r for r in rows if r['title_md'] or r['headline']]   # a paper's first row: its headline claim when it recorded one
+    head_md = md_table(heads, ['number', 'title_md!', 'claim', 'verdict_md!'], ['#', 'Paper', 'Headline claim', 'Verdict'])
+    n_by = {k: int((vt.verdict == k).sum()) for k in VERDICT_STYLE}
+    n_head = {k: int((vt.headline & (vt.verdict == k)).sum()) for k in VERDICT_STYLE}
+    words = ', '.join(f"**{verdict_label(k)}**" for k in VERDICT_STYLE)
+    counts_md = ', '.join(f"{n_by[k]} {verdict_label(k)}" for k in VERDICT_STYLE if n_by[k])
+    heads_md = ', '.join(f"{n_head[k]} {verdict_label(k)}" for k in VERDICT_STYLE if n_head[k])
     hist = _records(runs.sort_values('finished', ascending=False, na_position='last').head(history)) if len(runs) else []
     for h in hist:
         h['commit'] = str(h.get('git_commit') or '')[:10] + ('+dirty' if h.get('git_dirty') else '')
@@ -306,14 +352,18 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                           "- skip_exec: true\n- skip_showdoc: true"),
         new_markdown_cell(f"Built by `trustlib report --publish` on {built} from {len(runs)} run(s) in `{_rel(runs_dir, find_root_or(runs_dir))}`; "
                           f"the table shows each paper's latest complete `{profile or 'any'}`-profile run. Verdicts are data recorded "
-                          "by each paper notebook's \"Paper vs. us\" section: **reproduced**, **partially**, **not reproduced** or "
-                          "**not testable offline**, each with its reason. Papers without a run are listed as *not yet run* "
+                          f"by each paper notebook's \"Paper vs. us\" section, one of {words}, each with its reason and, for a "
+                          f"graded claim, the explicit rule that decided it. Each paper has one headline claim, marked {HEADLINE_MARK} "
+                          "and listed first. Papers without a run are listed as *not yet run* "
                           "(the notebook exists) or *planned*. Rebuild with `trustlib report --publish`."),
         new_markdown_cell("## Verdicts at a glance"),
         new_code_cell("#| echo: false\n# Chart of verdict counts, generated by trustlib.report.build_dashboard (stored output; not executed).",
                       outputs=[new_output('display_data', data={'image/png': base64.b64encode(verdict_chart(vt)).decode(),
                                                                'text/plain': [f'<verdict chart: {n_checked} claims>']})]),
-        new_markdown_cell("## The 19 papers\n\n" + table),
+        new_markdown_cell("## Headline claims\n\nEach paper's headline claim and its verdict"
+                          + (f" ({heads_md})" if heads_md else '') + ".\n\n" + head_md),
+        new_markdown_cell("## The 19 papers\n\nEvery claim of each paper's latest run"
+                          + (f" ({counts_md})" if counts_md else '') + f"; the headline claim ({HEADLINE_MARK}) first.\n\n" + table),
         new_markdown_cell("## Run history\n\nEvery run folder found (latest first; failed runs keep their traceback in "
                           "`metrics.json`).\n\n" + hist_md),
     ]
@@ -347,13 +397,21 @@ def find_root_or(p) -> Path:
 dash = build_dashboard(runs, out=_nbs/'results'/'dashboard.ipynb', nbs_dir=_nbs)
 nb = nbformat.read(dash, as_version=4)
 test_eq(nb.cells[0].source.splitlines()[0], '# Results dashboard — paper vs. us')
-table_md = nb.cells[4].source
+table_md = nb.cells[5].source
+heads_md = nb.cells[4].source
+assert heads_md.startswith('## Headline claims') and f'| {HEADLINE_MARK} ' not in heads_md
+test_eq(heads_md.count('| ensembles help | **reproduced** |'), 1)   # the headline claim of the latest cpu run
+test_eq(heads_md.count('| planned |'), 17)
 for p in PAPERS: assert p.title in table_md, p.name
 assert '[From Logits to Hierarchies: Hierarchical Clustering made Simple](../papers/clustering/l2h.ipynb)' in table_md
 test_eq(table_md.count('**reproduced**'), 1)
+assert f'{HEADLINE_MARK} **ensembles help** | 0.10 | 0.08 | **reproduced**' in table_md   # the headline, marked, first
+assert table_md.index('ensembles help') < table_md.index('gap grows') < table_md.index('a picture of the gap')
+assert '**illustrated**' in table_md and 'rule: `ours &gt;= 0.5 * paper`' in table_md
 test_eq(table_md.count('| planned |'), 17)
 assert nb.cells[3].outputs[0]['data']['image/png'].startswith('iVBOR')
-assert 'cpu-dddddddddd' in nb.cells[5].source and 'RuntimeError: boom' in nb.cells[5].source
+assert 'cpu-dddddddddd' in nb.cells[6].source and 'RuntimeError: boom' in nb.cells[6].source
+for w in VERDICTS: assert f'**{verdict_label(w)}**' in nb.cells[1].source, w   # the prose lists all six words
 test_eq((_nbs/'results'/'.notest').exists(), True)
 test_eq(sorted(p.name for p in (_nbs/'results').iterdir()), ['.notest', 'dashboard.ipynb'])
 Image(base64.b64decode(nb.cells[3].outputs[0]['data']['image/png']))
