@@ -28,6 +28,7 @@ from trustlib.runs import iter_runs, default_runs_dir, find_root, nbs_path
 #| hide
 from fastcore.test import test_eq, test_fail
 import tempfile, nbformat
+import pandas as pd
 from IPython.display import Image
 from trustlib.results import write_json
 
@@ -266,7 +267,6 @@ def verdict_chart(vt) -> bytes:
 # %%
 png = verdict_chart(vt)
 test_eq(png[:8], b'\x89PNG\r\n\x1a\n')
-import pandas as pd
 _all6 = pd.DataFrame(dict(name=['a'] * 6 + ['b'], verdict=list(VERDICTS) + ['planned'], run_id=['r'] * 6 + [None]))
 test_eq(verdict_chart(_all6)[:4], b'\x89PNG')   # every verdict word has a colour and a label
 test_eq([verdict_label(v) for v in VERDICTS],
