@@ -6,11 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test reproduce site report export clean sync check lint-nbs bench help
+.PHONY: install test reproduce site report publish-report export clean sync check lint-nbs bench help
 help:
 	@echo "make reproduce  - run all paper notebooks (cpu profile), build results + website"
 	@echo "make test       - repository checks + the whole pytest suite (smoke profile); tests needing the licensed"
 	@echo "                  SNS-Bench data skip unless TRUSTLIB_SNS_BENCH or ../shared/data/sns_bench has it"
+	@echo "make report     - collect runs/ into runs/dashboard.ipynb (writes no committed file)"
+	@echo "make publish-report - rewrite the committed nbs/results/dashboard.ipynb (latest complete cpu runs, clean tree)"
 	@echo "make install    - create .venv and install trustlib with its dev extras"
 	@echo "make export / clean / sync - nbdev_export, nbdev_clean, rewrite the jupytext pairs"
 
@@ -35,6 +37,9 @@ site: install
 
 report: install
 	$(BIN)/trustlib report
+
+publish-report: install
+	$(BIN)/trustlib report --publish
 
 export: install
 	$(BIN)/nbdev_export
