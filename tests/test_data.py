@@ -187,8 +187,24 @@ def test_fairface_missing_is_clear(monkeypatch, tmp_path):
     with pytest.raises(td.DataUnavailable) as ei:
         td.load('fairface')
     msg = str(ei.value)
-    assert str(tmp_path / 'fairface') in msg and 'github.com/joojs/fairface' in msg and 'offline' in msg
+    assert 'Looked in: $TRUSTLIB_DATA/fairface.' in msg and 'github.com/joojs/fairface' in msg and 'offline' in msg
+    assert 'extract them into $TRUSTLIB_DATA/fairface so that $TRUSTLIB_DATA/fairface/fairface_label_train.csv' in msg
+    assert str(tmp_path) not in msg
     assert isinstance(ei.value, ResourceUnavailable)
+
+
+def test_data_messages_show_paths_relative_to_the_checkout(monkeypatch):
+    "Without TRUSTLIB_DATA, a location in the checkout is quoted relative to the repository root, never absolute."
+    monkeypatch.delenv('TRUSTLIB_DATA', raising=False)
+    monkeypatch.chdir(ROOT / 'nbs')
+    with pytest.raises(td.DataUnavailable) as ei:
+        td.load_fairface(source='download')
+    msg = str(ei.value)
+    assert str(ROOT) not in msg and 'Looked in: data/cache/fairface' in msg and 'extract them into data/cache/fairface so' in msg, msg
+    assert ei.value.looked[0].startswith('data/cache/fairface')
+    e = td.DataUnavailable(f"{ROOT}/data/cache/x.csv", [ROOT.parent / 'shared' / 'y', '/elsewhere/z'], f"copy it to {Path.home()}/q")
+    assert str(e).startswith('data/cache/x.csv is not available. Looked in: ../shared/y; /elsewhere/z.'), str(e)
+    assert 'copy it to ~/q' in str(e) or str(ROOT.parent).startswith(str(Path.home()))
 
 
 def test_data_dir(monkeypatch, tmp_path):

@@ -44,6 +44,13 @@ from fastcore.test import test_eq, test_fail, test_close
 # `$TRUSTLIB_DATA` if set; otherwise `<repo root>/data/cache` inside a checkout (git-ignored); otherwise
 # `~/.cache/trustlib`. The repository root is found by walking up from the working directory to the folder
 # whose `settings.ini` declares `lib_name = trustlib` (so another nbdev project's checkout is never used).
+#
+# Messages that name a data location never quote a machine's absolute path: `display_path` writes a
+# location inside `$TRUSTLIB_DATA` (or `$TRUSTLIB_SNS_BENCH`) as `$TRUSTLIB_DATA/...` when that variable is set
+# (the variable's own value, which the user chose, is shown as a path),
+# one inside the checkout relative to the repository root (`data/cache/fairface/`; an existing folder ends
+# with `/`), one next to it as `../...`, one under the home folder as `~/...`; `tidy_paths` does the same
+# inside a text, and `DataUnavailable` applies both to its message.
 
 # %%
 #| export
@@ -66,6 +73,43 @@ def data_dir() -> Path:
     root = repo_root()
     if root is not None: return root / 'data' / 'cache'
     return Path.home() / '.cache' / 'trustlib'
+
+def _path_prefixes() -> list[tuple[str, str, bool]]:
+    "(absolute prefix, how to show it, only strictly inside) triples, longest first: the data variables, the checkout, its parent, home."
+    out = []
+    for var in ('TRUSTLIB_DATA', 'TRUSTLIB_SNS_BENCH'):
+        env = os.environ.get(var)
+        if env:
+            q = Path(env).expanduser()
+            for x in {str(q), str(q.resolve())}: out.append((x.rstrip('/'), f'${var}', True))
+    root = repo_root()
+    if root is not None: out += [(str(root), '.', False), (str(root.parent), '..', False)]
+    out.append((str(Path.home()), '~', False))
+    return sorted((x for x in out if x[0] not in ('', '/')), key=lambda x: -len(x[0]))
+
+def _show(rest:str, shown:str) -> str:
+    if shown == '.': return rest.lstrip('/') or '.'
+    return shown + rest
+
+_PATH_END = r"""(?=[/\s'"),;:]|$)(/[^\s'"),;]*)?"""
+_PATH_IN = r"""(/[^\s'"),;]+)"""
+
+def display_path(p:str|Path, # a data location
+                ) -> str:
+    "`p` as a message shows it: `$TRUSTLIB_DATA/...`, relative to the repository root, `../...`, `~/...`, else unchanged."
+    s = str(p)
+    if not os.path.isabs(s): return s
+    for prefix, shown, strict in _path_prefixes():
+        if (s == prefix and not strict) or s.startswith(prefix + '/'):
+            out = _show(s[len(prefix):], shown)
+            return out + '/' if Path(p).is_dir() and not out.endswith('/') else out
+    return s
+
+def tidy_paths(text:str) -> str:
+    "`text` with every absolute path under a known location (see `display_path`) written as `display_path` writes it."
+    for prefix, shown, strict in _path_prefixes():
+        text = re.sub(r'(?<![\w.~$/-])' + re.escape(prefix) + (_PATH_IN if strict else _PATH_END), lambda m: _show(m.group(1) or '', shown), text)
+    return text
 
 
 # %%
@@ -97,7 +141,8 @@ class DataUnavailable(ResourceUnavailable):
                  how:str="", # how to get it
                  offline_note:bool=True, # add the reminder that this machine may be offline
                  ):
-        self.what, self.looked, self.how = what, [str(p) for p in looked], how
+        what, how = tidy_paths(str(what)), tidy_paths(how)
+        self.what, self.looked, self.how = what, [display_path(p) if isinstance(p, Path) else tidy_paths(str(p)) for p in looked], how
         msg = f"{what} is not available."
         if self.looked: msg += " Looked in: " + "; ".join(self.looked) + "."
         if how: msg += " To get it: " + how
@@ -114,6 +159,22 @@ e = DataUnavailable("the Foo corpus", ["/data/foo"], "put foo.csv into /data/foo
 assert isinstance(e, ResourceUnavailable) and isinstance(e, RuntimeError)
 assert "the Foo corpus is not available" in str(e) and "/data/foo" in str(e) and "offline" in str(e)
 test_eq(e.looked, ['/data/foo'])
+# a location inside the checkout is shown relative to its root; one under $TRUSTLIB_DATA as $TRUSTLIB_DATA/...
+_old = os.environ.pop('TRUSTLIB_DATA', None)
+e = DataUnavailable("FairFace", [data_dir() / 'fairface'], f"extract it into {data_dir() / 'fairface'} (see {_root}/data/)")
+test_eq(e.looked, ['data/cache/fairface' + ('/' if (data_dir() / 'fairface').is_dir() else '')])
+assert str(_root) not in str(e) and "Looked in: data/cache/fairface" in str(e) and "(see data/)" in str(e), str(e)
+test_eq(display_path(_root / 'nbs'), 'nbs/')              # an existing folder ends with /
+test_eq(display_path(_root.parent / 'shared' / 'x.json'), '../shared/x.json')
+test_eq(display_path('/nowhere/else'), '/nowhere/else')  # outside every known location: unchanged
+test_eq(display_path('relative/path'), 'relative/path')
+test_eq(tidy_paths(f"a {_root}x b"), f"a ../{_root.name}x b")   # a folder whose name merely starts like the root's lies next to it
+os.environ['TRUSTLIB_DATA'] = str(_root / 'data' / 'cache')
+e = DataUnavailable("FairFace", [data_dir() / 'nothing-here', f"{data_dir()}/fairface/train/1.jpg"], f"extract it into {data_dir()}/fairface")
+test_eq(e.looked, ['$TRUSTLIB_DATA/nothing-here', '$TRUSTLIB_DATA/fairface/train/1.jpg'])
+assert str(_root) not in str(e) and 'into $TRUSTLIB_DATA/fairface' in str(e), str(e)
+if _old is None: del os.environ['TRUSTLIB_DATA']
+else: os.environ['TRUSTLIB_DATA'] = _old
 
 
 # %% [markdown]
