@@ -230,14 +230,11 @@ def test_run_supersample_deterministic_and_consistent():
     for i in i1:   # Σ I(F_i;U_i) <= Σ H(F_i) for the corrected estimates too, so the additive form is the smaller one
         assert i['I_used'] <= i['H_mm'] + 1e-9 and i['bound_dp_additive'] <= i['bound_dp_entropy'] + 1e-12
 
-def test_run_smoke_reproducible(monkeypatch):
+def test_run_smoke_verdicts_and_tables(monkeypatch):
     import trustlib.fairness.generalization as G
     monkeypatch.setattr(G, "fairness_task", lambda name, *a, **k: _synthetic_task(1))
     cfg = Config.from_params("smoke", sizes=[30, 60], n_supersamples=2, n_masks=3, algorithms=["erm", "diffdp_5"])
-    a, b = G.run(cfg, progress=False), G.run(cfg, progress=False)
-    assert a.to_json()['metrics'] == b.to_json()['metrics']          # NaN -> None, so NaNs compare equal
-    import pandas as pd
-    pd.testing.assert_frame_equal(a.tables['points'], b.tables['points'])
+    a = G.run(cfg, progress=False)   # determinism: tests/test_papers.py::test_same_seed_same_metrics
     assert len(a.verdicts) == 4 and {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert set(a.tables) == {"summary", "paired_vs_erm", "information", "points"}
     from trustlib.results import check_headline

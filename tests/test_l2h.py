@@ -246,14 +246,9 @@ def test_full_profile_on_a_small_local_logits_file(tmp_path):
     with pytest.raises(ValueError, match="needs arrays 'logits' and 'labels'"): load_logits_file(tmp_path / "bad.npz")
 
 
-def test_run_smoke_is_deterministic():
+def test_run_smoke_verdicts():
     cfg = Config.from_params("smoke", n_seeds=1, n_per_class=20, digits_max_iter=20, speed_k=20, speed_n=500)
-    a, b = run(cfg), run(cfg)
-    timing = lambda k: "seconds" in k
-    ma = {k: v for k, v in a.metrics.items() if not timing(k)}
-    mb = {k: v for k, v in b.metrics.items() if not timing(k)}
-    assert ma == mb
-    assert [v.verdict for v in a.verdicts] == [v.verdict for v in b.verdicts]
+    a = run(cfg)   # determinism: tests/test_papers.py::test_same_seed_same_metrics
     assert {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert len(a.verdicts) == 9
     assert check_headline(a.verdicts).claim.startswith("A tree built from a flat model's logits alone")

@@ -146,11 +146,9 @@ def test_acs_loader_reads_a_local_cache(tmp_path):
     assert groups["black_females"].tolist() == [True, False, False] and groups["asian"].tolist() == [False, False, True]
 
 
-def test_run_smoke_is_deterministic():
+def test_run_smoke_bound_and_verdicts():
     cfg = mc.Config.from_params("smoke", crosscheck=False, n_ablation_seeds=0)
-    a, b = mc.run(cfg, progress=False), mc.run(cfg, progress=False)
-    assert a.metrics == b.metrics
-    assert a.tables["per_group"].equals(b.tables["per_group"])
+    a = mc.run(cfg, progress=False)   # determinism: tests/test_papers.py::test_same_seed_same_metrics
     assert a.metrics["bound_failures"] == 0
     assert {v.verdict for v in a.verdicts} <= {"reproduced", "partially", "not_reproduced", "not_testable_offline"}
     assert check_headline(a).claim.startswith("Proxy bounds upper-bound")

@@ -110,11 +110,6 @@ def test_fact4_logistic_pure_dp(t):
     assert np.all(A.sign_rdp(t, orders, "logistic") <= rr + 1e-9)
 
 
-def test_gaussian_pure_eps_unbounded_finite_when_bounded():
-    assert A.sign_pure_epsilon(0.5) == math.inf
-    assert A.sign_pure_epsilon(1.0, bound=0.5) == pytest.approx(math.log(ndtr(0.5) / ndtr(-0.5)))
-
-
 # --- fact (5) and the reference values ------------------------------------------------------------------------------------
 def test_reference_values_sigma2_T100():
     orders = A.DEFAULT_ORDERS

@@ -1,6 +1,6 @@
 """Tests of trustlib.privacy.signsgd (Noisy SignSGD) beyond the notebook's own examples: closed forms and Monte-Carlo
 checks of the de-biased estimator, noise calibration, determinism of worker splits and of training, the training
-loop's behaviour on IID and non-IID splits, determinism of `run` (with its headline claim), and the full profile's
+loop's behaviour on IID and non-IID splits, `run`'s verdicts and tables (with its headline claim), and the full profile's
 failure when CIFAR-10 is missing."""
 import math
 import numpy as np
@@ -91,10 +91,8 @@ def test_sgd_learns_and_signsgd_fails_non_iid(digits):
     assert train_federated(cfg, "signsgd", digits, split_workers(y, cfg.n_workers, "iid", seed=0), seed=0)["test_acc"] > 0.7
 
 
-def test_run_is_deterministic():
-    r1, r2 = run(tiny_cfg(), progress=False), run(tiny_cfg(), progress=False)
-    assert r1.to_json()["metrics"] == r2.to_json()["metrics"]
-    assert [v.verdict for v in r1.verdicts] == [v.verdict for v in r2.verdicts]
+def test_run_verdicts_and_reference():
+    r1 = run(tiny_cfg(), progress=False)   # determinism: tests/test_papers.py::test_same_seed_same_metrics
     assert len(r1.verdicts) == 6 and {"learning", "estimation", "eps_vs_steps", "reference"} <= set(r1.tables)
     assert check_headline(r1.verdicts).claim.startswith("Discarding magnitudes amplifies privacy")
     assert all(v.rule for v in r1.verdicts if v.verdict != "not_testable_offline")
