@@ -52,11 +52,12 @@ from trustlib.results import Result, Rule, judge, mean_ci
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
-import torch
+import torch, warnings
 
 # %%
 #| hide
 torch.set_num_threads(1)   # the examples below run on one thread, as `run` does (cfg.n_threads)
+warnings.filterwarnings("ignore", message="IProgress not found")   # text progress bars are fine here
 
 # %% [markdown]
 # ## Parameters
@@ -98,6 +99,7 @@ intervention_levels: Optional[list[float]] = None  # fractions of concepts repla
 n_bins: Optional[int] = None  # equal-width bins of the concept ECE
 real_datasets: Optional[list[str]] = None  # the paper's image datasets (full profile only; need local copies and a GPU)
 n_threads: Optional[int] = None  # torch CPU threads used for training
+
 
 # %%
 #| export
@@ -216,6 +218,7 @@ _zz, _c = torch.tensor([[2.0, -1.0]]), torch.tensor([[1.0, 1.0]])
 test_close(float(concept_log_prob(_zz, _c)), math.log(torch.sigmoid(torch.tensor(2.0))) + math.log(torch.sigmoid(torch.tensor(-1.0))), eps=1e-6)
 test_close(float(bce_concept_loss(_zz, _c)), 2 * float(F.binary_cross_entropy_with_logits(_zz, _c)), eps=1e-6)   # summed, not averaged, over K
 
+
 # %% [markdown]
 # ## The CPO loss
 #
@@ -289,7 +292,7 @@ _g = torch.Generator().manual_seed(0)
 z = torch.randn(64, 6, requires_grad=True); c = (torch.rand(64, 6, generator=_g) < 0.5).float()
 loss = cpo_concept_loss(z, c, samples=c.clone())                       # sample == label
 loss.backward()
-test_close(float(loss), math.log(2), eps=1e-6); test_eq(float(z.grad.abs().max()), 0.0)
+test_close(float(loss.detach()), math.log(2), eps=1e-6); test_eq(float(z.grad.abs().max()), 0.0)
 
 # the mismatch-only form equals the literal DPO expression with log π of both vectors
 z = torch.randn(32, 5); c = (torch.rand(32, 5, generator=_g) < 0.5).float(); cs = (torch.rand(3, 32, 5, generator=_g) < 0.5).float()
@@ -334,6 +337,7 @@ _a = 0.8; _lg = math.log(_a / (1 - _a))
 test_close(_expected_grad(0.5 * _lg, _a, "cpo"), 0.0, eps=1e-7)
 test_close(_expected_grad(_lg, _a, "bce"), 0.0, eps=1e-7)
 assert _expected_grad(_lg, _a, "cpo") > 0                        # at BCE's fixed point CPO pulls back towards ½
+
 
 # %% [markdown]
 # ## Training a joint CBM with either concept loss
@@ -389,6 +393,7 @@ def cbm_predict(model:ConceptBottleneck, X) -> tuple[np.ndarray, np.ndarray]:
     model.eval()
     z, out = model(torch.as_tensor(np.asarray(X), dtype=torch.float32))
     return torch.sigmoid(z).numpy().astype(np.float64), F.softmax(out, -1).numpy().astype(np.float64)
+
 
 # %% [markdown]
 # ## Data: synthetic concepts and 7-segment digits
@@ -460,6 +465,7 @@ test_eq(len({tuple(r) for r in seven_segment_concepts(range(10))}), 10)         
 _dd = digits_cbm(seed=0)
 test_eq(len(_dd.y_train) + len(_dd.y_test), 1797); test_eq(_dd.C_train, seven_segment_concepts(_dd.y_train))
 
+
 # %% [markdown]
 # ## Concept-label noise
 #
@@ -503,6 +509,7 @@ test_eq(sorted(_tab), [0, 1, 2, 3, 4]); test_eq({len(v) for v in _tab.values()},
 test_eq(int(_mask.sum()), 100 * 2)                                       # 2 concepts for every example
 test_eq(_mask[_y == 3][:, _tab[3]].all(), True)
 test_fail(lambda: flip_concepts(_C, 1.5, np.random.default_rng(0)), contains="p must lie")
+
 
 # %% [markdown]
 # ## Metrics and test-time interventions
@@ -582,6 +589,7 @@ _cbm2 = ConceptBottleneck(64, 20, 10, hidden=(64,), n_members=2, seed=0)
 test_eq(fit_cbm(_cbm2, _d.X_train, _d.C_train, _d.y_train, concept_loss="cpo", epochs=3, seed=0),
         fit_cbm(ConceptBottleneck(64, 20, 10, hidden=(64,), n_members=2, seed=0), _d.X_train, _d.C_train, _d.y_train, concept_loss="cpo", epochs=3, seed=0))
 {"concept_acc": round(concept_metrics(_cp[0], _d.C_test)["concept_acc"], 3), "intervention r=0, r=1": _curve[0].round(3).tolist()}
+
 
 # %% [markdown]
 # ## The experiment grid
@@ -805,6 +813,7 @@ def claims(cfg:Config, runs) -> tuple[dict, list]:
 # %%
 import pandas as pd
 
+
 # %%
 def _crafted(gap_by_length, n_seeds=5, bce_drop=0.10, jitter=0.002):
     rng = np.random.default_rng(0); rows = []
@@ -832,6 +841,7 @@ test_eq(sum(v.headline for v in _vs), 1)
 test_eq(_vs[2].verdict, "reproduced")       # CPO loses less accuracy between p = 0 and 0.4 (0.05 less)
 test_eq(claims(_cc, _crafted({30: 0.05, 100: 0.05}, jitter=0.0))[1][3].verdict, "not_reproduced")   # no gap at p = 0
 test_eq(_vs[3].verdict, "inconclusive")     # a zero gap measured with noise: the interval straddles 0
+
 
 # %% [markdown]
 # ## `run`: the whole experiment
@@ -931,6 +941,7 @@ def make_figures(cfg:Config, runs) -> dict:
         fig.tight_layout(); figs["digits"] = fig
     plt.close("all")
     return figs
+
 
 # %% [markdown]
 # ## The experiment
