@@ -100,6 +100,10 @@ n_bins: Optional[int] = None  # equal-width bins of the concept ECE
 real_datasets: Optional[list[str]] = None  # the paper's image datasets (full profile only; need local copies and a GPU)
 n_threads: Optional[int] = None  # torch CPU threads used for training
 
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
 
 # %%
 #| export
