@@ -596,7 +596,7 @@ test_eq(fit_cbm(_cbm2, _d.X_train, _d.C_train, _d.y_train, concept_loss="cpo", e
 
 
 # %% [markdown]
-# ## The experiment grid
+# ## Training and evaluating a grid of CBMs
 #
 # `train_eval` trains one batch of independent CBMs — one member per (seed, noise level) — with one concept
 # loss, and evaluates each on its clean test split. BCE and CPO members with the same index share the data,
