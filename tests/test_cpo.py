@@ -1,0 +1,35 @@
+"""CPO (trustlib.interp.cbm): properties that do not belong in the notebook — the notebook's parameters cell is the
+canonical one, batched CBM members are independent, and the full profile stops with ResourceUnavailable."""
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from trustlib.config import check_parameters_cell, ResourceUnavailable
+from trustlib.interp import cbm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def test_parameters_cell_is_canonical():
+    import nbformat
+    nb = nbformat.read(ROOT / "nbs" / "papers" / "interp" / "cpo.ipynb", as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1
+    assert check_parameters_cell(cbm.Config, cells[0].source) == []
+    assert any("Config.from_namespace(globals())" in c.source for c in nb.cells if c.cell_type == "code")
+    assert cbm.Config.unbounded_fields() == []
+
+@pytest.mark.parametrize("loss", ["bce", "cpo"])
+def test_members_are_independent(loss):
+    "Changing member 1's data leaves member 0's training exactly unchanged (BCE and CPO with its sampling)."
+    torch.set_num_threads(1)
+    a, b, b2 = (cbm.synthetic_cbm(200, 50, seed=s) for s in (0, 1, 2))
+    def member0(second):
+        m = cbm.ConceptBottleneck(64, 20, 10, hidden=(16,), n_members=2, seed=3)
+        X = np.stack([a.X_train, second.X_train]); C = np.stack([a.C_train, second.C_train]); y = np.stack([a.y_train, second.y_train])
+        cbm.fit_cbm(m, X, C, y, concept_loss=loss, epochs=2, batch_size=32, seed=4)
+        return cbm.cbm_predict(m, a.X_test)[0][0]
+    np.testing.assert_array_equal(member0(b), member0(b2))
+
+def test_full_profile_needs_the_real_datasets():
+    with pytest.raises(ResourceUnavailable, match="CUB"):
+        cbm.run(cbm.Config.from_params("full"), progress=False)
