@@ -586,6 +586,17 @@ def notebook_source_sha1(nb_path:str|Path) -> str|None:
     src = _nb_sources(Path(nb_path).read_bytes())
     return None if src is None else hashlib.sha1(json.dumps(src).encode()).hexdigest()
 
+def _pair_code(text:str|bytes) -> list[str]:
+    "The cells of a py:percent pair without papermill's injected-parameters cell, blank lines at cell edges dropped."
+    if isinstance(text, bytes): text = text.decode('utf-8', 'replace')
+    cells, cur = [], []
+    for line in text.splitlines():
+        if line.startswith('# %%'): cells.append(cur); cur = [line]
+        else: cur.append(line)
+    cells.append(cur)
+    keep = [c for c in cells if not (c and 'injected-parameters' in c[0])]
+    return ['\n'.join(c).strip('\n') for c in keep]
+
 def git_info(path:str|Path) -> dict[str, Any]:
     "`dict(git_commit, git_dirty, git_dirty_files)` of the repository holding `path` (None outside git)."
     def _git(*args, text=True):
@@ -610,6 +621,12 @@ def git_info(path:str|Path) -> dict[str, Any]:
                 try: new = (Path(top)/f).read_bytes()
                 except OSError: new = b''
                 if old.returncode == 0 and _nb_sources(old.stdout) is not None and _nb_sources(old.stdout) == _nb_sources(new): continue
+            if code.strip() == 'M' and f.startswith('scripts/') and f.endswith('.py'):
+                # a generated jupytext pair: clean when only the injected-parameters cell (or blank lines around cells) moved
+                old = subprocess.run(['git', '-C', top, 'show', f'HEAD:{f}'], capture_output=True, timeout=20)
+                try: new = (Path(top)/f).read_bytes()
+                except OSError: new = b''
+                if old.returncode == 0 and _pair_code(old.stdout) == _pair_code(new): continue
             dirty.append(f)
         return dict(git_commit=head.stdout.strip(), git_dirty=bool(dirty), git_dirty_files=dirty[:20])
     except (OSError, subprocess.SubprocessError): return none
@@ -638,6 +655,15 @@ for _c in (['init', '-q'], ['add', 'a.ipynb'], ['commit', '-qm', 'a']): subproce
 test_eq(git_info(_g)['git_dirty'], False)
 (_g/'a.ipynb').write_text(_gnb('x = 2', []))
 test_eq((git_info(_g)['git_dirty'], git_info(_g)['git_dirty_files']), (True, ['a.ipynb']))
+(_g/'a.ipynb').write_text(_gnb('x = 1', []))
+# a py:percent pair under scripts/ is generated: a changed injected-parameters cell does not make the tree dirty, changed code does
+(_g/'scripts').mkdir()
+(_g/'scripts'/'a.py').write_text('# %%\nx = 1\n\n# %% tags=["injected-parameters"]\nprofile = "smoke"\n')
+for _c in (['add', 'scripts/a.py'], ['commit', '-qm', 'pair']): subprocess.run(['git', '-C', str(_g), *_c], check=True, env=_genv)
+(_g/'scripts'/'a.py').write_text('# %%\nx = 1\n\n\n# %% tags=["injected-parameters"]\n# Parameters\nprofile = "cpu"\n')
+test_eq(git_info(_g)['git_dirty'], False)
+(_g/'scripts'/'a.py').write_text('# %%\nx = 2\n')
+test_eq(git_info(_g)['git_dirty_files'], ['scripts/a.py'])
 assert notebook_source_sha1(TOY) == notebook_source_sha1(TOY) and len(notebook_source_sha1(TOY)) == 40
 
 # %% [markdown]
