@@ -96,6 +96,7 @@ crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalib
 # Parameters
 profile = "cpu"
 
+
 # %%
 #| export
 ADULT_GROUPS = ("amer_indian", "asian_pac", "black", "other_race", "women", "nonwhite_women", "white_women", "seniors", "nonwhite")
