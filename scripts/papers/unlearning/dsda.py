@@ -27,7 +27,8 @@
 #   NegGrad+ on real data (references that do use data), noise-only synthetic data, plain EGDS, and the two
 #   ablations; the sampler-efficiency claim measured at equal numbers of score evaluations.
 # - **Our choices, not the paper's:** the forget loss (its formula is missing from the available text; we use
-#   cross-entropy toward a random retain class, re-drawn each step, with gradient ascent as an option), the
+#   cross-entropy toward each forget sample's most probable retain class under the original model, with a
+#   random retain class re-drawn each step and gradient ascent as options), the
 #   class centres (mean synthetic feature of each class under the original model), a small noise scale in
 #   the sampler (pure sqrt(2 alpha) noise swamps 8x8 images), a stopping rule for DAMO that looks only at held-out
 #   *synthetic* forget samples, the CNN width (about 6k parameters rather than ResNet-18) and all step
@@ -87,11 +88,12 @@ damo_lr: Optional[float] = None        # DAMO Adam learning rate
 damo_max_steps: Optional[int] = None   # DAMO steps at most
 damo_batch: Optional[int] = None       # DAMO batch size (retain and forget batches)
 check_every: Optional[int] = None      # DAMO checks the stopping rule every this many steps
+stop_prob: Optional[float] = None      # DAMO stops once held-out synthetic forget samples give the forget classes at most this mean probability
 c: Optional[float] = None              # conflict-averse radius c (0 is the plain weighted sum)
 lam: Optional[list] = None             # loss weights lambda for retain, forget, discrimination
 delta: Optional[float] = None          # Circle-loss scale delta
 margin: Optional[float] = None         # Circle-loss relaxation m
-forget_loss: Optional[str] = None      # random_label (default) | ascent (clipped gradient ascent)
+forget_loss: Optional[str] = None      # nearest_label (default) | random_label | ascent (clipped gradient ascent)
 centers: Optional[str] = None          # synthetic_mean (default) | classifier (rows of the last layer)
 finetune_epochs: Optional[int] = None  # reference: fine-tuning on real retain data
 neggrad_epochs: Optional[int] = None   # reference: NegGrad+ on real data
@@ -110,7 +112,7 @@ n_threads: Optional[int] = None        # torch threads inside run
 #| export
 VARIANTS = ("algorithm1", "eq5")
 ENERGIES = ("softmax", "logit")
-FORGET_LOSSES = ("random_label", "ascent")
+FORGET_LOSSES = ("random_label", "nearest_label", "ascent")
 CENTERS = ("synthetic_mean", "classifier")
 N_CLASSES = 10
 
@@ -139,11 +141,12 @@ class Config(BaseConfig):
     damo_max_steps: int = param(40, "DAMO steps at most", ge=1, le=100_000)
     damo_batch: int = param(64, "DAMO batch size", ge=1, le=4096)
     check_every: int = param(5, "DAMO checks its stopping rule every this many steps", ge=1, le=10_000)
+    stop_prob: float = param(5e-4, "DAMO stops once held-out synthetic forget samples give the forget classes at most this mean probability", ge=0, le=1)
     c: float = param(0.4, "conflict-averse radius c (0: plain weighted sum)", ge=0, lt=1)
     lam: tuple[float, float, float] = param((1.0, 1.0, 1.0), "loss weights (retain, forget, discrimination)", ge=0, le=100)
     delta: float = param(32.0, "Circle-loss scale delta", gt=0, le=1024)
     margin: float = param(0.25, "Circle-loss relaxation m", ge=0, le=1)
-    forget_loss: str = param("random_label", "forget loss: CE toward a random retain class, or clipped gradient ascent", choices=FORGET_LOSSES)
+    forget_loss: str = param("nearest_label", "forget loss: CE toward the most probable retain class, toward a random retain class, or clipped gradient ascent", choices=FORGET_LOSSES)
     centers: str = param("synthetic_mean", "class centres: mean synthetic feature, or classifier weight rows", choices=CENTERS)
     finetune_epochs: int = param(2, "reference: fine-tuning epochs on real retain data", ge=1, le=1000)
     neggrad_epochs: int = param(2, "reference: NegGrad+ epochs on real data", ge=1, le=1000)
@@ -154,7 +157,7 @@ class Config(BaseConfig):
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, train_epochs=30,
                     n_per_class=60, aegds_steps=8, egds_steps=40, damo_max_steps=200, finetune_epochs=5, neggrad_epochs=3,
-                    bench_evals=40, bench_per_class=20, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
+                    bench_evals=40, bench_per_class=40, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
         "full": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, width=64, train_epochs=60,
                      n_per_class=500, aegds_steps=20, egds_steps=100, damo_max_steps=2000, damo_batch=256, batch_size=256,
                      finetune_epochs=5, neggrad_epochs=3, bench_evals=100, bench_per_class=50, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
@@ -172,7 +175,7 @@ cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, f
                          train_lr=train_lr, n_per_class=n_per_class, aegds_steps=aegds_steps, aegds_alpha=aegds_alpha,
                          dt=dt, gamma=gamma, egds_steps=egds_steps, egds_alpha=egds_alpha, noise_scale=noise_scale,
                          variant=variant, energy_kind=energy_kind, damo_lr=damo_lr, damo_max_steps=damo_max_steps,
-                         damo_batch=damo_batch, check_every=check_every, c=c, lam=lam, delta=delta, margin=margin,
+                         damo_batch=damo_batch, check_every=check_every, stop_prob=stop_prob, c=c, lam=lam, delta=delta, margin=margin,
                          forget_loss=forget_loss, centers=centers, finetune_epochs=finetune_epochs,
                          neggrad_epochs=neggrad_epochs, bench_evals=bench_evals, bench_per_class=bench_per_class,
                          alpha_grid=alpha_grid, n_threads=n_threads)
@@ -446,12 +449,9 @@ def conflict_averse(G:torch.Tensor, # task gradients, one per row [k, P]
     sphi = c * float(gT.double().norm())
     if sphi == 0: return gT, np.full(k, 1.0 / k)
     obj = lambda w: float(w @ b + sphi * math.sqrt(max(float(w @ GG @ w), 0.0) + 1e-20))
-    best = None
-    for w0 in [np.full(k, 1.0 / k)] + [np.eye(k)[i] for i in range(k)]:   # a few starts: the problem is convex, but SLSQP stops early on flat corners
-        r = minimize(obj, w0, method="SLSQP", bounds=[(0.0, 1.0)] * k,
-                     constraints={"type": "eq", "fun": lambda w: 1.0 - w.sum()}, options=dict(ftol=1e-12, maxiter=200))
-        if best is None or r.fun < best.fun: best = r
-    w = np.clip(best.x, 0.0, None); w = w / w.sum()
+    r = minimize(obj, np.full(k, 1.0 / k), method="SLSQP", bounds=[(0.0, 1.0)] * k,   # convex in w: one start suffices
+                 constraints={"type": "eq", "fun": lambda w: 1.0 - w.sum()}, options=dict(ftol=1e-12, maxiter=200))
+    w = np.clip(r.x, 0.0, None); w = w / w.sum()
     gw = torch.as_tensor(w, dtype=torch.float64) @ Gd
     n = float(gw.norm())
     if n < 1e-20: return gT, w
@@ -491,7 +491,10 @@ test_fail(lambda: conflict_averse(_G, torch.ones(2), 0.4), contains="one weight 
 #
 # - retain: cross-entropy on the retain samples;
 # - forget (**our choice**, the paper's formula is missing from the available text): cross-entropy toward a
-#   retain class drawn at random for every forget sample at every step (`forget_loss="random_label"`); or
+#   retain class: by default each forget sample's most probable retain class under the original model
+#   (`forget_loss="nearest_label"`, fixed once), or one drawn at random for every sample at every step
+#   (`"random_label"`, the default we first planned; it cost 9 points of retain accuracy on the validation split, see
+#   "How the settings were chosen"); or
 #   gradient ascent, -CE clipped at 2 log K (`"ascent"`). Either can drive forget accuracy to 0, as the paper
 #   reports; a KL-to-uniform loss could not;
 # - discrimination: the Circle loss above, with centres c_i = mean M_f feature of class i's synthetic samples
@@ -499,8 +502,8 @@ test_fail(lambda: conflict_averse(_G, torch.ones(2), 0.4), contains="one weight 
 #
 # Their gradients go through the conflict-averse update (`c`; c = 0 is the plain weighted sum) into Adam.
 # **Stopping rule (our choice, source-free):** one sixth of the synthetic forget samples is held out of
-# training; every `check_every` steps the model classifies them, and DAMO stops as soon as none is assigned
-# to a forget class (or after `max_steps`). If the synthetic set has no sample of a forget class (which
+# training; every `check_every` steps the model scores them, and DAMO stops as soon as their mean probability of
+# the forget classes is at most `stop_prob` (or after `max_steps`). If the synthetic set has no sample of a forget class (which
 # happens with noise inputs), there is nothing to forget with and DAMO runs the retain and discrimination
 # losses for `max_steps`.
 
@@ -528,10 +531,11 @@ def damo(model_o, # the original model (not modified)
          *, lam=(1.0, 1.0, 1.0), # weights of the retain, forget and discrimination losses
          c:float=0.4, # conflict-averse radius (0: plain weighted sum)
          use_disc:bool=True, # False: no discrimination loss (the ablation)
-         forget_loss:str="random_label", # 'random_label' | 'ascent'
+         forget_loss:str="nearest_label", # 'nearest_label' | 'random_label' | 'ascent'
          centers:str="synthetic_mean", # 'synthetic_mean' | 'classifier'
          delta:float=32.0, m:float=0.25, # Circle-loss scale and relaxation
          lr:float=1e-3, max_steps:int=200, batch:int=64, check_every:int=5,
+         stop_prob:float=5e-4, # stop once the held-out synthetic forget samples give the forget classes at most this mean probability
          seed:int=0,
          ):
     "The unlearned copy of `model_o` (DAMO on synthetic data); `model.steps_` holds the number of steps taken."
@@ -554,6 +558,8 @@ def damo(model_o, # the original model (not modified)
         remap = torch.full((n_classes,), -1, dtype=torch.long); remap[torch.tensor(present)] = torch.arange(len(present))
         keep_r = torch.isin(yr, torch.tensor(present))
     rc_t, fc_t = torch.tensor(rc), torch.tensor(fc)
+    if forget_loss == "nearest_label":   # each forget sample's most probable retain class under the original model
+        with torch.no_grad(): nearest = rc_t[model_o(x)[:, rc_t].argmax(1)]
     model = copy.deepcopy(model_o); model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
@@ -567,6 +573,8 @@ def damo(model_o, # the original model (not modified)
             out_f = model(x[jf])
             if forget_loss == "random_label":
                 lf = F.cross_entropy(out_f, rc_t[torch.randint(len(rc), (len(jf),), generator=g)])
+            elif forget_loss == "nearest_label":
+                lf = F.cross_entropy(out_f, nearest[jf])
             else:
                 lf = -F.cross_entropy(out_f, y[jf]).clamp(max=2 * math.log(n_classes))
             losses.append(lf); weights.append(lam[1])
@@ -582,9 +590,9 @@ def damo(model_o, # the original model (not modified)
         steps = it + 1
         if len(ftrain) and steps % check_every == 0:
             model.eval()
-            with torch.no_grad(): left = bool(torch.isin(model(xcheck).argmax(1), fc_t).any())
+            with torch.no_grad(): left = float(F.softmax(model(xcheck), -1)[:, fc_t].sum(1).mean())
             model.train()
-            if not left: break
+            if left <= stop_prob: break
     model.eval(); model.steps_ = steps
     return model
 
@@ -601,13 +609,13 @@ class _Lin(torch.nn.Module):
 torch.manual_seed(0); _toy = _Lin()
 _mu = torch.tensor([[3., 0, 0, 0], [0, 3., 0, 0], [0, 0, 3., 0]])
 _xt = (_mu.repeat(100, 1) + 0.5 * torch.randn(300, 4, generator=_g)).view(-1, 1, 2, 2); _yt = torch.arange(3).repeat(100)
-fit(_toy, _xt, _yt, epochs=30, lr=1e-2, progress=False)
+fit(_toy, _xt, _yt, epochs=15, lr=1e-2, progress=False)
 _xsyn = synthesize(_toy, _yt, steps=10, method="aegds", alpha=0.3, noise_scale=0.05, x_shape=(1, 2, 2), generator=_g)
-_un = damo(_toy, _xsyn, _yt, [2], lr=1e-2, max_steps=100, batch=32, seed=0)
+_un = damo(_toy, _xsyn, _yt, [2], lr=1e-2, max_steps=60, batch=32, stop_prob=0.01, seed=0)
 with torch.no_grad(): _pr = _un(_xt).argmax(1)
 test_eq(int((_pr[_yt == 2] == 2).sum()), 0)
 assert float((_pr[_yt != 2] == _yt[_yt != 2]).float().mean()) > 0.9
-assert 0 < _un.steps_ < 100
+test_eq(damo(_toy, _xsyn, _yt, [2], max_steps=60, check_every=5, stop_prob=1.0).steps_, 5)   # a threshold every model meets: stops at the first check
 test_fail(lambda: damo(_toy, _xsyn, _yt, [0, 1, 2]), contains="all 3 classes")
 test_fail(lambda: damo(_toy, _xsyn, _yt, [5]), contains="do not exist")
 
@@ -616,7 +624,7 @@ test_fail(lambda: damo(_toy, _xsyn, _yt, [5]), contains="do not exist")
 #
 # The MIA metric follows the convention of the GKT/SSD/UNSIR code that DSDA's evaluation uses: a logistic
 # regression on the entropy of the model's softmax output, trained to tell retain-train samples (members,
-# label 1) from test samples (label 0), then applied to the forget-train samples; the reported rate is the
+# label 1) from test samples (label 0), with balanced class weights, then applied to the forget-train samples; the reported rate is the
 # fraction predicted "member". A retrained model, which never saw the forget data, sets the target rate.
 
 # %%
@@ -630,7 +638,7 @@ def mia_rate(p_retain_train:np.ndarray, p_test:np.ndarray, p_forget_train:np.nda
     from sklearn.linear_model import LogisticRegression
     e = np.concatenate([entropy(p_retain_train), entropy(p_test)])[:, None]
     lab = np.r_[np.ones(len(p_retain_train)), np.zeros(len(p_test))]
-    clf = LogisticRegression().fit(e, lab)
+    clf = LogisticRegression(class_weight="balanced").fit(e, lab)   # balanced, as in the GKT/SSD evaluation code
     return float(clf.predict(entropy(p_forget_train)[:, None]).mean())
 
 # %%
@@ -710,7 +718,8 @@ def evaluate(model, D:dict, forget) -> dict:
 # The paper's efficiency claim is that AEGDS reaches plain Langevin's samples faster. We measure it at equal
 # compute, counting score evaluations (one forward and one backward pass of the model each): quality is the
 # mean energy E(x, y) = -log p(y | x) of the synthetic batch. Every sampler first picks its step size from
-# `alpha_grid` by its final mean energy at the full budget on a separate tuning batch (synthetic data only).
+# `alpha_grid` by its mean energy over the second half of the budget on a separate tuning batch (synthetic data
+# only; the second half rather than the last step, so that a step size that is unstable but lands well once is not chosen).
 # Then, from a fresh start, plain Langevin (SGLD = EGDS) runs `bench_evals` evaluations; its final mean energy
 # is the target, and for each accelerated sampler we record how many evaluations it needs to reach the target
 # (if it never does within the same budget, its ratio is recorded as 1). The ratio evaluations(AEGDS) /
@@ -733,7 +742,8 @@ def sampler_benchmark(model, cfg:Config, seed:int, clamp, shape) -> tuple[dict, 
         best = None
         for a in cfg.alpha_grid:
             tr = []; go(name, a, derive_seed(seed, "bench_tune", name), tr)
-            e = tr[-1][1] if math.isfinite(tr[-1][1]) else math.inf
+            late = [e for n, e in tr if n > cfg.bench_evals // 2]
+            e = float(np.mean(late)) if late and all(math.isfinite(v) for v in late) else math.inf
             if best is None or e < best[1]: best = (a, e)
         alphas[name] = best[0]
     traces, rows = {}, []
@@ -857,10 +867,13 @@ test_eq(sum(x.headline for x in judge_claims(_good)), 1)
 # %%
 #| export
 ROWS = ("Original", "Retrain", "Fine-tune (real retain data)", "NegGrad+ (real data)", "Noise + DAMO", "EGDS + DAMO",
-        "DSDA (AEGDS + DAMO)", "DSDA w/o discrimination", "DSDA w/o multitask (c = 0)")
+        "DSDA (AEGDS + DAMO)", "DSDA w/o discrimination", "DSDA w/o multitask (c = 0)", "DSDA, random-label forget loss")
 SOURCE = {"Original": "-", "Retrain": "real data", "Fine-tune (real retain data)": "real data", "NegGrad+ (real data)": "real data",
           "Noise + DAMO": "source-free", "EGDS + DAMO": "source-free", "DSDA (AEGDS + DAMO)": "source-free",
-          "DSDA w/o discrimination": "source-free", "DSDA w/o multitask (c = 0)": "source-free"}
+          "DSDA w/o discrimination": "source-free", "DSDA w/o multitask (c = 0)": "source-free", "DSDA, random-label forget loss": "source-free"}
+
+KEYS = dict(zip(ROWS, ("original", "retrain", "finetune", "neggrad_plus", "noise_damo", "egds_damo", "dsda", "dsda_wo_disc",
+                       "dsda_wo_mt", "dsda_random_label")))
 
 def _cpu(): return time.process_time()
 
@@ -903,7 +916,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
                 syn_rows.append(dict(seed=si, source=k, target_rate=hit, classes_present=int(len(torch.unique(ys_))), seconds=syn_t[k]))
             if samples_fig is None: samples_fig = {k: syn[k][0][:: cfg.n_per_class].squeeze(1).numpy() for k in ("egds", "aegds")}
             dkw = dict(lam=cfg.lam, c=cfg.c, forget_loss=cfg.forget_loss, centers=cfg.centers, delta=cfg.delta, m=cfg.margin,
-                       lr=cfg.damo_lr, max_steps=cfg.damo_max_steps, batch=cfg.damo_batch, check_every=cfg.check_every)
+                       lr=cfg.damo_lr, max_steps=cfg.damo_max_steps, batch=cfg.damo_batch, check_every=cfg.check_every, stop_prob=cfg.stop_prob)
             def row(task, name, model, t_syn, t_un, steps=None, n_forget=1):
                 return dict(seed=si, task=task, n_forget=n_forget, method=name, **evaluate(model, D, task_f),
                             synthesis_seconds=t_syn, unlearning_seconds=t_un, damo_steps=steps)
@@ -919,7 +932,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
                 t0 = _cpu(); m = neggrad_plus(orig, Xr, yr, Xf, yf, epochs=cfg.neggrad_epochs, lr=cfg.damo_lr, batch=cfg.batch_size, seed=derive_seed(ts, "ng"))
                 out.append(row(f, "NegGrad+ (real data)", m, 0.0, _cpu() - t0))
                 for name, src, extra in [("Noise + DAMO", "noise", {}), ("EGDS + DAMO", "egds", {}), ("DSDA (AEGDS + DAMO)", "aegds", {}),
-                                         ("DSDA w/o discrimination", "aegds", dict(use_disc=False)), ("DSDA w/o multitask (c = 0)", "aegds", dict(c=0.0))]:
+                                         ("DSDA w/o discrimination", "aegds", dict(use_disc=False)), ("DSDA w/o multitask (c = 0)", "aegds", dict(c=0.0)),
+                                         ("DSDA, random-label forget loss", "aegds", dict(forget_loss="random_label"))]:
                     t0 = _cpu(); m = damo(orig, *syn[src], task_f, **{**dkw, **extra}, seed=derive_seed(ts, "damo"))
                     out.append(row(f, name, m, syn_t[src], _cpu() - t0, m.steps_))
                     if feat is not None and "DSDA" not in feat and name.startswith("DSDA ("): feat["DSDA"] = m; feat["retain"] = rc; feat["D"] = D
@@ -1001,7 +1015,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     for f_ in figs.values(): f_.tight_layout()
     metrics = {}
     for r in ROWS:
-        sub = df[df.method == r]; key = r.split(" (")[0].lower().replace(" + ", "_").replace(" ", "_").replace("/", "").replace("-", "").replace("+", "_plus")
+        sub = df[df.method == r]; key = KEYS[r]
         metrics[f"single/{key}/retain_acc"] = float(sub.retain_acc.mean()); metrics[f"single/{key}/forget_acc"] = float(sub.forget_acc.mean())
         metrics[f"single/{key}/mia"] = float(sub.mia.mean()); metrics[f"single/{key}/unlearning_seconds"] = float(sub.unlearning_seconds.mean())
     for k in BENCH: metrics[f"bench/{k}_ratio"] = float(bdf[bdf.sampler == k].ratio.mean())
@@ -1074,14 +1088,26 @@ result.figures["accuracy_bars"]
 # %% [markdown]
 # ## How the settings were chosen
 #
-# None of the sampler or unlearning hyperparameters are in the paper. We chose them before the evaluation runs,
-# on data that is not the evaluation split: sampler step sizes by the mean synthetic energy only (the benchmark
-# repeats that choice per seed over `alpha_grid`); the DAMO learning rate (1e-3 rather than 3e-4: the same
-# retain accuracy, fewer steps), the radius c = 0.4 (the CAGrad default region), delta = 32 and the stopping
-# rule on a held-out validation split carved out of the *training* part of one extra seed (forgetting classes
-# 1, 4 and 7), never on the test split the tables report. The number of AEGDS steps (8, i.e. 16 score
-# evaluations) and EGDS steps (40) barely changed retain accuracy on that validation split. The CNN width (16)
-# and 30 training epochs keep the `cpu` profile within its five-minute budget.
+# None of the sampler or unlearning hyperparameters are in the paper. We chose them on data that is not the
+# evaluation split:
+#
+# - **Sampler step sizes** by the mean synthetic energy alone (the benchmark repeats that choice per seed over
+#   `alpha_grid`). AEGDS with 8 steps (16 score evaluations) and EGDS with 40 steps, 60 samples per class: on the
+#   validation split below, 3 to 20 AEGDS steps and 60 or 200 samples per class changed retain accuracy by about
+#   one point.
+# - **DAMO** (learning rate 1e-3, c = 0.4, delta = 32, the forget loss and the stopping rule) on a validation split:
+#   one fifth of the *training* part of an extra seed (12345), with an original model trained on the other four
+#   fifths and all ten classes forgotten one at a time; the test split that the tables report was not used.
+#   With the forget loss we first planned (a random retain class re-drawn each step), stopping once the held-out
+#   synthetic forget samples were all reassigned left forget accuracy above 0 on some classes (this also showed on
+#   the test split of our first `cpu` run, which is why we revisited the rule); stopping by a forget-class
+#   probability instead gave, on the validation split, retain / forget accuracy 0.919 / 0.080 (threshold 0.3),
+#   0.837 / 0.012 (0.05) and 0.764 / 0.000 (0.002). Relabelling each forget sample to its most probable retain
+#   class instead gave 0.934 / 0.008 (0.01) and 0.929 / 0.000 (5e-4), so we use that forget loss with
+#   `stop_prob = 5e-4`. A lower learning rate (3e-4, 1e-4), down-weighting the forget loss or gradient ascent were
+#   no better on that split. The random-label loss stays in the table as a row for comparison.
+# - The CNN width (16, about 6k parameters) and 30 training epochs keep the `cpu` profile within its
+#   five-minute budget on two cores.
 
 # %% [markdown]
 # ## Paper vs. us
