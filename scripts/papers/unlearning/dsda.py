@@ -99,6 +99,7 @@ finetune_epochs: Optional[int] = None  # reference: fine-tuning on real retain d
 neggrad_epochs: Optional[int] = None   # reference: NegGrad+ on real data
 bench_evals: Optional[int] = None      # sampler benchmark: score-evaluation budget (plain Langevin's)
 bench_per_class: Optional[int] = None  # sampler benchmark: samples per class
+bench_seeds: Optional[int] = None      # sampler benchmark: independent models (the first n_seeds are the experiment's)
 alpha_grid: Optional[list] = None      # sampler benchmark: step sizes each sampler chooses from (on synthetic energy)
 n_threads: Optional[int] = None        # torch threads inside run
 
@@ -152,15 +153,16 @@ class Config(BaseConfig):
     neggrad_epochs: int = param(2, "reference: NegGrad+ epochs on real data", ge=1, le=1000)
     bench_evals: int = param(10, "sampler benchmark: plain Langevin's score-evaluation budget", ge=2, le=10_000)
     bench_per_class: int = param(5, "sampler benchmark: samples per class", ge=1, le=10_000)
+    bench_seeds: int = param(1, "sampler benchmark: independent original models (the first n_seeds are shared with the experiment)", ge=1, le=100)
     alpha_grid: tuple[float, ...] = param((1.0, 3.0), "sampler benchmark: step sizes each sampler picks from", gt=0, le=100)
     n_threads: int = param(1, "torch threads inside run", ge=1, le=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, train_epochs=30,
                     n_per_class=60, aegds_steps=8, egds_steps=40, damo_max_steps=200, finetune_epochs=5, neggrad_epochs=3,
-                    bench_evals=40, bench_per_class=40, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
+                    bench_evals=40, bench_per_class=40, bench_seeds=6, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
         "full": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, width=64, train_epochs=60,
                      n_per_class=500, aegds_steps=20, egds_steps=100, damo_max_steps=2000, damo_batch=256, batch_size=256,
-                     finetune_epochs=5, neggrad_epochs=3, bench_evals=100, bench_per_class=50, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
+                     finetune_epochs=5, neggrad_epochs=3, bench_evals=100, bench_per_class=50, bench_seeds=5, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
     }
 
     def validate(self):
@@ -177,7 +179,7 @@ cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, f
                          variant=variant, energy_kind=energy_kind, damo_lr=damo_lr, damo_max_steps=damo_max_steps,
                          damo_batch=damo_batch, check_every=check_every, stop_prob=stop_prob, c=c, lam=lam, delta=delta, margin=margin,
                          forget_loss=forget_loss, centers=centers, finetune_epochs=finetune_epochs,
-                         neggrad_epochs=neggrad_epochs, bench_evals=bench_evals, bench_per_class=bench_per_class,
+                         neggrad_epochs=neggrad_epochs, bench_evals=bench_evals, bench_per_class=bench_per_class, bench_seeds=bench_seeds,
                          alpha_grid=alpha_grid, n_threads=n_threads)
 test_fail(lambda: Config.from_params("smoke", c=1.0), contains="'c': 1.0 is out of range")
 test_fail(lambda: Config.from_params("smoke", forget_loss="kl"), contains="'forget_loss'")
@@ -723,7 +725,9 @@ def evaluate(model, D:dict, forget) -> dict:
 # Then, from a fresh start, plain Langevin (SGLD = EGDS) runs `bench_evals` evaluations; its final mean energy
 # is the target, and for each accelerated sampler we record how many evaluations it needs to reach the target
 # (if it never does within the same budget, its ratio is recorded as 1). The ratio evaluations(AEGDS) /
-# evaluations(SGLD) is the performance target: at most 1/2.
+# evaluations(SGLD) is the performance target: at most 1/2. The benchmark is cheap, so it runs on `bench_seeds`
+# independent original models (the experiment's `n_seeds` models and, if `bench_seeds` is larger, further ones
+# trained the same way), each one value of the ratio.
 
 # %%
 #| export
@@ -772,8 +776,8 @@ def sampler_benchmark(model, cfg:Config, seed:int, clamp, shape) -> tuple[dict, 
 #    reproduced if the interval lies above 0.
 # 3. **MIA closest to Retrain:** |MIA(DSDA) - MIA(Retrain)| - min over baselines of |MIA(b) - MIA(Retrain)|;
 #    reproduced if the interval lies below 0.
-# 4. **Performance target, AEGDS vs Langevin:** the ratio of score evaluations to SGLD's energy at its budget;
-#    reproduced if the interval lies below 0.5, partially if below 1.
+# 4. **Performance target, AEGDS vs Langevin:** the ratio of score evaluations to SGLD's energy at its budget,
+#    one value per benchmark model (`bench_seeds`); reproduced if the interval lies below 0.5, partially if below 1.
 # 5. **The discrimination loss raises A_r:** A_r(DSDA) - A_r(without it); reproduced if the interval lies above 0.
 # 6. **The conflict-averse update raises A_r:** A_r(DSDA) - A_r(c = 0); reproduced if the interval lies above 0.
 # 7. **Without the multitask update, unlearning takes longer:** DAMO steps (c = 0) minus DAMO steps (DSDA),
@@ -898,8 +902,9 @@ def run(cfg:Config, progress:bool=True) -> Result:
             D = load_task_data(cfg, sd)
             X, y, tr = D["X"], D["y"], D["tr"]
             orig = train_model(cfg, X[tr], y[tr], derive_seed(sd, "original"))
-            b, rows = sampler_benchmark(orig, cfg, derive_seed(sd, "bench"), D["clamp"], D["shape"])
-            bench += [dict(seed=si, sampler=k, **v) for k, v in b.items()]; traces += [dict(seed=si, **r) for r in rows]
+            if si < cfg.bench_seeds:
+                b, rows = sampler_benchmark(orig, cfg, derive_seed(sd, "bench"), D["clamp"], D["shape"])
+                bench += [dict(seed=si, sampler=k, **v) for k, v in b.items()]; traces += [dict(seed=si, **r) for r in rows]
             ys = torch.arange(N_CLASSES).repeat_interleave(cfg.n_per_class)
             common = dict(dt=cfg.dt, gamma=cfg.gamma, noise_scale=cfg.noise_scale, variant=cfg.variant, x_shape=D["shape"],
                           clamp=D["clamp"], energy_kind=cfg.energy_kind)
@@ -951,6 +956,11 @@ def run(cfg:Config, progress:bool=True) -> Result:
                     out.append(row(str(task_f), "DSDA (AEGDS + DAMO)", m, syn_t["aegds"], _cpu() - t0, m.steps_, n_forget=size))
                     multi += out; bar.update(1)
         bar.close()
+        for si in tqdm(range(cfg.n_seeds, cfg.bench_seeds), desc="sampler benchmark, extra models", disable=not progress):
+            sd = derive_seed(cfg.seed, si); D = load_task_data(cfg, sd)
+            orig = train_model(cfg, D["X"][D["tr"]], D["y"][D["tr"]], derive_seed(sd, "original"))
+            b, rows = sampler_benchmark(orig, cfg, derive_seed(sd, "bench"), D["clamp"], D["shape"])
+            bench += [dict(seed=si, sampler=k, **v) for k, v in b.items()]; traces += [dict(seed=si, **r) for r in rows]
     df = pd.DataFrame(recs); mdf = pd.DataFrame(multi); bdf = pd.DataFrame(bench); tdf = pd.DataFrame(traces); sdf = pd.DataFrame(syn_rows)
     # per-seed summaries (mean over that seed's tasks)
     ps = df.groupby(["seed", "method"])[["retain_acc", "forget_acc", "mia", "damo_steps"]].mean()
@@ -1118,10 +1128,19 @@ result.verdict_table()
 # %% [markdown]
 # The verdicts above follow the rules stated in "How each claim is judged" and are recomputed from whichever
 # profile ran (the committed page shows a `cpu` run; a `smoke` run has one seed and no intervals, so every graded
-# claim is `inconclusive` there). What the scale can and cannot say: on 8x8 digits, a model's own energy is
-# enough to make synthetic inputs that it assigns confidently to each class, and unlearning on them removes a
-# class from the model's real-data predictions without any real data; retain accuracy then pays a few points
-# relative to a retrained model, since the synthetic inputs are far from the real images. Noise inputs
-# labelled by the model cover only some classes, so they cannot forget the missing ones. The timing claim
-# against GKT and ISPF is left untested; the sampler comparison at equal numbers of score evaluations is the
-# part of the efficiency story that this setup can measure.
+# claim is `inconclusive` there). How to read them:
+#
+# - **The source-free premise holds at this scale.** The synthetic-set table shows that the original model's own
+#   energy yields inputs it assigns to their target class, for every class, while noise inputs labelled by the
+#   model miss classes; the single-class table shows how close DSDA's real-data forget and retain accuracy come to
+#   Retrain's without touching any real data, and the headline verdict grades exactly that.
+# - **What the forget loss does.** The paper's forget loss is not in the available text; the row "DSDA, random-label
+#   forget loss" shows the variant we first planned next to the one we use (relabelling to the most probable retain
+#   class), so the reader can see how much of DSDA's retain accuracy rests on that reconstruction.
+# - **Ablations.** The discrimination loss and the conflict-averse update are small perturbations on an 8x8
+#   problem; their verdicts say whether the per-seed differences clear zero. Because DAMO stops by a rule on
+#   synthetic samples, the number of steps it takes is a measured outcome, which is how claim 7 is tested.
+# - **Efficiency.** The benchmark figure shows each half of the acceleration (Heun, momentum) and both together
+#   against plain Langevin at equal score evaluations; the verdict on the "at most half" target uses one ratio per
+#   benchmark model. The synthesis seconds in the single-class table are for the settings used (AEGDS 8 steps,
+#   EGDS 40 steps), not an equal-quality comparison. The 68.5 % claim against GKT and ISPF is left untested.
