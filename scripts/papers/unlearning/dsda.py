@@ -159,7 +159,7 @@ class Config(BaseConfig):
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, train_epochs=30,
                     n_per_class=60, aegds_steps=8, egds_steps=40, damo_max_steps=200, finetune_epochs=5, neggrad_epochs=3,
-                    bench_evals=40, bench_per_class=40, bench_seeds=6, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
+                    bench_evals=40, bench_per_class=25, bench_seeds=6, alpha_grid=(1.0, 3.0, 10.0)),
         "full": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, width=64, train_epochs=60,
                      n_per_class=500, aegds_steps=20, egds_steps=100, damo_max_steps=2000, damo_batch=256, batch_size=256,
                      finetune_epochs=5, neggrad_epochs=3, bench_evals=100, bench_per_class=50, bench_seeds=5, alpha_grid=(0.3, 1.0, 3.0, 10.0)),
