@@ -60,6 +60,12 @@ from fastcore.test import test_eq, test_close, test_fail
 from trustlib.config import resolve_profile
 from trustlib.results import run_experiment
 import pandas as pd
+import warnings
+from tqdm import TqdmWarning
+
+# %%
+#| hide
+warnings.filterwarnings("ignore", category=TqdmWarning)   # no notebook widgets under papermill: plain-text progress bars are fine
 
 # %%
 from typing import Optional
@@ -102,6 +108,11 @@ bench_per_class: Optional[int] = None  # sampler benchmark: samples per class
 bench_seeds: Optional[int] = None      # sampler benchmark: independent models (the first n_seeds are the experiment's)
 alpha_grid: Optional[list] = None      # sampler benchmark: step sizes each sampler chooses from (on synthetic energy)
 n_threads: Optional[int] = None        # torch threads inside run
+
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
 
 # %% [markdown]
 # ## Configuration
@@ -171,6 +182,7 @@ class Config(BaseConfig):
         if not self.alpha_grid: raise ConfigError("parameter 'alpha_grid': give at least one step size")
         if self.bench_evals % 2: raise ConfigError(f"parameter 'bench_evals': must be even (AEGDS spends two evaluations a step), got {self.bench_evals}")
 
+
 # %%
 cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, forget_classes=forget_classes,
                          multi_sizes=multi_sizes, n_multi_sets=n_multi_sets, width=width, train_epochs=train_epochs,
@@ -187,6 +199,7 @@ test_fail(lambda: Config.from_params("smoke", forget_classes=(3, 3)), contains="
 test_fail(lambda: Config.from_params("smoke", forget_classes=(10,)), contains="'forget_classes': 10 is out of range")
 test_fail(lambda: Config.from_params("smoke", variant="eq6"), contains="'variant'")
 cfg
+
 
 # %% [markdown]
 # ## The method
@@ -210,6 +223,7 @@ def check_forget_classes(forget, # the classes to forget (ints)
     if len(f) == n_classes: raise ValueError(f"forget classes: all {n_classes} classes would be forgotten; keep at least one class")
     return sorted(f), [k for k in range(n_classes) if k not in f]
 
+
 # %%
 test_eq(check_forget_classes([7, 2], 10), ([2, 7], [0, 1, 3, 4, 5, 6, 8, 9]))
 test_fail(lambda: check_forget_classes([10], 10), contains="do not exist")
@@ -217,6 +231,7 @@ test_fail(lambda: check_forget_classes([-1], 10), contains="do not exist")
 test_fail(lambda: check_forget_classes(range(10), 10), contains="all 10 classes")
 test_fail(lambda: check_forget_classes([], 10), contains="empty")
 test_fail(lambda: check_forget_classes([1, 1], 10), contains="repeats")
+
 
 # %% [markdown]
 # ### Energy and score (Eq. 1)
@@ -246,6 +261,7 @@ def score(model, x:torch.Tensor, y:torch.Tensor, kind:str="softmax") -> torch.Te
     with torch.enable_grad(): e = energy(model, x, y, kind).sum()
     return -torch.autograd.grad(e, x)[0]
 
+
 # %% [markdown]
 # For a linear-softmax model f(x) = Wx the score is W_y - sum_k p_k W_k; and for any model it must agree with
 # central finite differences of the energy.
@@ -262,7 +278,7 @@ _s = score(_cnn, _xc, _yc)
 for _k in [(0, 0, 2, 3), (1, 0, 5, 1), (1, 0, 0, 7)]:
     for _kind in ENERGIES:
         _e = torch.zeros_like(_xc); _e[_k] = 1e-6
-        _fd = -(energy(_cnn, _xc + _e, _yc, _kind) - energy(_cnn, _xc - _e, _yc, _kind))[_k[0]] / 2e-6
+        with torch.no_grad(): _fd = -(energy(_cnn, _xc + _e, _yc, _kind) - energy(_cnn, _xc - _e, _yc, _kind))[_k[0]] / 2e-6
         test_close(float(_fd), float(score(_cnn, _xc, _yc, _kind)[_k]), eps=1e-6)
 test_fail(lambda: energy(_cnn, _xc, _yc, "free"), contains="energy kind")
 
@@ -343,6 +359,7 @@ def synthesize(model, # the original classifier (frozen; set to eval mode while 
         for p, r in zip(model.parameters(), req): p.requires_grad_(r)
         model.train(was)
 
+
 # %% [markdown]
 # Checks: with dt = 0 Algorithm 1 does not move (both the drift and the noise vanish); without noise and
 # momentum one AEGDS step is exactly a Heun step x + dt * alpha * (d + d') / 2, and one EGDS step is gradient
@@ -368,6 +385,7 @@ with torch.no_grad(): _lin2[1].weight.copy_(torch.randn(10, 64, generator=_g)); 
 _yy = torch.arange(10).repeat(5)
 _xs = synthesize(_lin2, _yy, steps=10, method="aegds", alpha=1.0, noise_scale=0.01, generator=_g)
 test_eq(float((_lin2(_xs).argmax(1) == _yy).float().mean()), 1.0)
+
 
 # %% [markdown]
 # ### DAMO's discrimination loss (Eq. 7)
@@ -402,6 +420,7 @@ def circle_loss(h:torch.Tensor, # features [B, D]
     neg = (delta * an * s).masked_fill(pos, float("-inf"))
     return F.softplus(torch.logsumexp(neg, 1) - delta * ap * sp).mean()
 
+
 # %%
 _h = torch.randn(7, 5, generator=_g, dtype=torch.float64, requires_grad=True)
 _C = torch.randn(4, 5, generator=_g, dtype=torch.float64); _yh = torch.tensor([0, 1, 2, 3, 0, 1, 2])
@@ -413,8 +432,9 @@ def _naive(h, y, C, delta, m):
         tot = sum(math.exp(delta * max(float(s[i, j]) + m, 0) * s[i, j] - delta * ap * sp) for j in range(C.shape[0]) if j != y[i])
         out.append(math.log1p(tot))
     return sum(out) / len(out)
-for _dl in (1.0, 4.0):
-    test_close(float(circle_loss(_h, _yh, _C, _dl, 0.25)), float(_naive(_h, _yh, _C, _dl, 0.25)), eps=1e-9)
+with torch.no_grad():
+    for _dl in (1.0, 4.0):
+        test_close(float(circle_loss(_h, _yh, _C, _dl, 0.25)), float(_naive(_h, _yh, _C, _dl, 0.25)), eps=1e-9)
 # gradients treat alpha_p, alpha_n as constants: compare with a hand-detached version
 _L = circle_loss(_h, _yh, _C, 4.0); _gr = torch.autograd.grad(_L, _h)[0]
 _s = F.normalize(_h, dim=1) @ F.normalize(_C, dim=1).T; _pos = F.one_hot(_yh, 4).bool()
@@ -423,6 +443,7 @@ _L2 = F.softplus(torch.logsumexp((4.0 * _an * _s).masked_fill(_pos, -math.inf), 
 test_close(_gr, torch.autograd.grad(_L2, _h)[0], eps=1e-12)
 test_eq(float(circle_loss(F.normalize(_C, dim=1)[[0, 1]] * 3, torch.tensor([0, 1]), _C, 32.0)) < float(circle_loss(F.normalize(_C, dim=1)[[1, 0]], torch.tensor([0, 1]), _C, 32.0)), True)
 test_fail(lambda: circle_loss(_h, torch.zeros(7, dtype=torch.long), _C[:1]), contains="two retain classes")
+
 
 # %% [markdown]
 # ### The conflict-averse update (Theorems 3.2-3.3)
@@ -459,6 +480,7 @@ def conflict_averse(G:torch.Tensor, # task gradients, one per row [k, P]
     if n < 1e-20: return gT, w
     return (gT.double() + sphi * gw / n).to(G.dtype), w
 
+
 # %% [markdown]
 # Checks: c = 0 gives g_T exactly; for c > 0 the direction sits on the sphere ||d - g_T|| = c ||g_T||, the weights lie
 # on the simplex, and (the property the update is built for) the worst task improvement min_i <g_i, d> is at
@@ -484,6 +506,7 @@ _brute = float((( _gT + 0.5 * _gT.norm() * _U) @ _G.T).min(1).values.max())
 test_close(float((_G @ _d).min()), _brute, eps=1e-4 * (1 + abs(_brute)))
 test_fail(lambda: conflict_averse(_G, _lam, 1.0), contains="c must lie")
 test_fail(lambda: conflict_averse(_G, torch.ones(2), 0.4), contains="one weight per gradient")
+
 
 # %% [markdown]
 # ### DAMO: unlearning on synthetic data
@@ -598,6 +621,7 @@ def damo(model_o, # the original model (not modified)
     model.eval(); model.steps_ = steps
     return model
 
+
 # %% [markdown]
 # A tiny end-to-end check on a linear model and Gaussian "classes": DAMO on samples drawn from the model
 # itself removes class 2 from the synthetic check set and keeps the other classes.
@@ -621,6 +645,7 @@ test_eq(damo(_toy, _xsyn, _yt, [2], max_steps=60, check_every=5, stop_prob=1.0).
 test_fail(lambda: damo(_toy, _xsyn, _yt, [0, 1, 2]), contains="all 3 classes")
 test_fail(lambda: damo(_toy, _xsyn, _yt, [5]), contains="do not exist")
 
+
 # %% [markdown]
 # ### Membership inference and accuracies
 #
@@ -643,6 +668,7 @@ def mia_rate(p_retain_train:np.ndarray, p_test:np.ndarray, p_forget_train:np.nda
     clf = LogisticRegression(class_weight="balanced").fit(e, lab)   # balanced, as in the GKT/SSD evaluation code
     return float(clf.predict(entropy(p_forget_train)[:, None]).mean())
 
+
 # %%
 _r = np.random.default_rng(1)
 def _probs(conf, n):   # rows with max-probability around `conf` on 3 classes
@@ -654,6 +680,7 @@ test_close(mia_rate(_mem, _non, _probs(0.6, 200)), 0.0, eps=0.02)    # forget ro
 test_close(entropy(np.array([[0.5, 0.5]])), [math.log(2)], eps=1e-12)
 _base = mia_rate(_probs(0.8, 300), _probs(0.8, 300), _probs(0.8, 300))   # indistinguishable: the attack guesses
 assert 0.0 <= _base <= 1.0
+
 
 # %% [markdown]
 # ### Data, models and the reference methods
@@ -714,6 +741,7 @@ def evaluate(model, D:dict, forget) -> dict:
     return dict(retain_acc=float(ok[~f_te].mean()), forget_acc=float(ok[f_te].mean()),
                 mia=mia_rate(p_tr[~f_tr], p_te, p_tr[f_tr]))
 
+
 # %% [markdown]
 # ### The sampler benchmark
 #
@@ -760,6 +788,7 @@ def sampler_benchmark(model, cfg:Config, seed:int, clamp, shape) -> tuple[dict, 
         hit = next((n for n, e in tr if e <= target), None)
         out[name] = dict(alpha=alphas[name], evals_to_target=hit, ratio=(hit / cfg.bench_evals) if hit is not None else 1.0)
     return out, rows
+
 
 # %% [markdown]
 # ## How each claim is judged
@@ -840,6 +869,7 @@ def judge_claims(s:dict, # per-seed arrays (see `run`) and a few strings for the
     v.append(judge("DAMO keeps retain-class features compact and separated, like Retrain (Fig. 2)", "t-SNE: compact clusters",
                    s.get("silhouette", ""), verdict="illustrated", reason="PCA of real test features and silhouette scores below; a picture, not a test"))
     return v
+
 
 # %% [markdown]
 # The rules on crafted per-seed tables with known answers: clear successes, clear failures, noise around the
@@ -1039,6 +1069,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     return Result(paper="dsda", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts,
                   tables=dict(single_class=table, multi_class=mtable, sampler_benchmark=btable, synthetic_sets=stable, per_task=df),
                   figures=figs)
+
 
 # %%
 result = run_experiment(run, cfg)
