@@ -43,6 +43,7 @@ import torch.nn.functional as F
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
+from scipy.optimize import minimize
 
 # %% [markdown]
 # ## Input checks and the shared base class
@@ -83,7 +84,6 @@ def geometric_median(x:torch.Tensor, n_iter:int=100, eps:float=1e-8) -> torch.Te
 # %%
 pts = torch.tensor([[0., 0], [1, 0], [100, 0]])
 test_close(geometric_median(pts).numpy(), [1.0, 0.0], eps=1e-3)     # the middle point; the mean is (33.7, 0)
-from scipy.optimize import minimize
 P = torch.randn(50, 3, generator=torch.Generator().manual_seed(0)) ** 3
 ref = minimize(lambda m: np.linalg.norm(P.numpy() - m, axis=1).sum(), P.mean(0).numpy(), method='Nelder-Mead', options=dict(xatol=1e-8, fatol=1e-10, maxiter=5000)).x
 test_close(geometric_median(P).numpy(), ref, eps=1e-3)
@@ -656,6 +656,7 @@ test_fail(lambda: make_sae('relu', 4, 8).l0(torch.full((2, 4), float('inf'))), c
 # last `decay_frac` (20 %) of the steps, gradient-norm clipping at 1, and the sparsity warm-up
 # $s(t)$ from 0 to 1 over `sparsity_warmup_steps`. For the penalised architectures (`relu`, `gated`,
 # `panneal`) `target_l0` turns on a controller that multiplies $\lambda$ by $\exp(\eta\log(L_0/L_0^{target}))$
+# (at most a factor $e^{\pm 0.02}$ per step, so that an overshoot does not kill latents)
 # after each step until `control_until` (80 %) of training and then freezes it, so that different
 # architectures can be compared at matched $L_0$ without a $\lambda$ sweep (the controller replaces the
 # sparsity warm-up). Dead latents are tracked by the SAE itself (`dead_mask`). Returns a `TrainLog`.
@@ -679,7 +680,7 @@ def _schedule(step, total, warmup, decay_frac):
 
 def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_size:int=1024, lr:float=3e-4,
               warmup_steps:int|None=None, sparsity_warmup_steps:int|None=None, decay_frac:float=0.2, grad_clip:float=1.0,
-              betas:tuple=(0.9, 0.999), target_l0:float|None=None, l0_rate:float=0.05, control_until:float=0.8,
+              betas:tuple=(0.9, 0.999), target_l0:float|None=None, l0_rate:float=0.05, l0_max_step:float=0.02, control_until:float=0.8,
               seed:int=0, log_every:int=50, progress:bool=True, desc:str|None=None) -> TrainLog:
     "Train `sae` in place on activations `X` [N, d] (tensor or array); `steps` or `epochs` sets the length."
     import time
@@ -712,7 +713,7 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
         if grad_clip: nn.utils.clip_grad_norm_(sae.parameters(), grad_clip)
         opt.step(); sched.step(); sae.after_step()
         if control and step < control_until * total and parts['l0'] > 0:
-            sae.l1_coeff *= math.exp(float(np.clip(l0_rate * math.log(parts['l0'] / target_l0), -0.2, 0.2)))
+            sae.l1_coeff *= math.exp(float(np.clip(l0_rate * math.log(parts['l0'] / target_l0), -l0_max_step, l0_max_step)))
         if step % log_every == 0 or step == total - 1:
             h = log.history
             h['step'].append(step); h['loss'].append(parts['loss']); h['mse'].append(parts['mse']); h['l0'].append(parts['l0'])
