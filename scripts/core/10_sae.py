@@ -272,13 +272,13 @@ class TopKSAE(SAE):
         fa = topk_mask(za, min(self.aux_k, n_dead))
         e_hat = fa @ self.W_dec
         return (e - e_hat).pow(2).sum() / (e - e.mean(0)).pow(2).sum().clamp_min(1e-12)
-    def recon_loss(self, x, f): return self.mse(x, self.decode(f))
+    def recon_loss(self, x, f, x_hat): return self.mse(x, x_hat)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
         z = F.relu(self.pre(x)); f = self.select(z)
         x_hat = self.decode(f)
         mse = self.mse(x, x_hat)
-        rec = self.recon_loss(x, f)
+        rec = mse if type(self).recon_loss is TopKSAE.recon_loss else self.recon_loss(x, f, x_hat)
         aux = self.auxk(x, x_hat, z)
         if self.training: self.track(f); self.update_threshold(f, step)
         loss = rec + self.aux_coeff * aux
@@ -581,7 +581,7 @@ class MatryoshkaSAE(BatchTopKSAE):
         self.weights = [1 / G] * G if weights is None else [float(w) for w in weights]
         if len(self.weights) != G: raise ValueError(f"weights must have {G} entries (one per group), got {len(self.weights)}")
         self.ends = list(np.cumsum(self.sizes))
-    def recon_loss(self, x, f):
+    def recon_loss(self, x, f, x_hat=None):
         out, acc, start = 0.0, self.b_dec.expand_as(x), 0
         for w, end in zip(self.weights, self.ends):
             acc = acc + f[:, start:end] @ self.W_dec[start:end]
