@@ -424,7 +424,7 @@ def run_minilm(cfg, progress:bool=True) -> tuple[dict, "pd.DataFrame"]:
         rows.append(row)
     tab = pd.DataFrame(rows).set_index("architecture")
     pcols = [c for c in tab.columns if c.endswith("/top1")]
-    tab["probe_top1"] = tab[pcols].mean(1)
+    tab["probe_top1"] = tab[pcols].mean(axis=1)
     from scipy.stats import spearmanr
     rho = float(spearmanr(-tab["fvu"], tab["probe_top1"]).statistic) if len(tab) >= 3 else float('nan')
     best_fvu, best_probe = tab["fvu"].idxmin(), tab["probe_top1"].idxmax()

@@ -96,6 +96,11 @@ minilm_l0: Optional[int] = None     # matched L0 on MiniLM activations
 minilm_steps: Optional[int] = None  # optimiser steps per SAE on MiniLM activations
 n_threads: Optional[int] = None     # torch threads (None: leave as is)
 
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
+
 # %%
 #| export
 ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshka")
@@ -159,6 +164,7 @@ test_fail(lambda: Config.from_params("smoke", l0_targets=[200]), contains="'l0_t
 test_fail(lambda: Config.from_params("smoke", p_parent=1.5), contains="'p_parent'")
 test_eq(Config.from_params("cpu").architectures, ARCHS)
 
+
 # %% [markdown]
 # ## Core metrics
 #
@@ -214,6 +220,7 @@ test_close(cm['fvu'], 0.0, eps=1e-10); test_close(cm['cosine'], 1.0, eps=1e-6); 
 test_eq(cm['dead_frac'], 0.0); test_eq(cm['dense_frac'], 1.0)
 test_close(ce_loss_score(2.0, 2.5, 7.0), 0.9); test_close(ce_loss_score(2.0, 7.0, 7.0), 0.0)
 test_fail(lambda: ce_loss_score(2.0, 2.5, 1.0), contains="must exceed")
+
 
 # %% [markdown]
 # ## Feature absorption
@@ -273,6 +280,7 @@ fr2, _ = absorption_scores(np.array([[0.0, 0.0, 0.9]]), np.array([1.0]), cos_, m
 test_eq(fr2.tolist(), [0.0])
 test_fail(lambda: absorption_scores(Pi_, P_[:2], cos_, [0]), contains="shapes")
 
+
 # %% [markdown]
 # ## Sparse probing
 #
@@ -303,6 +311,7 @@ yy = rng_.integers(0, 2, 400); ff = rng_.random((400, 10)) * 0.1; ff[:, 7] += yy
 acc_ = sparse_probe_accuracy(ff[:300], yy[:300], ff[300:], yy[300:])
 test_eq(acc_[1], 1.0); assert acc_[5] >= 0.95
 test_fail(lambda: sparse_probe_accuracy(ff, np.zeros(400), ff, yy), contains="both classes")
+
 
 # %% [markdown]
 # ## Ablations, SCR and TPP
@@ -389,6 +398,7 @@ test_close(tpp_score(np.diag([0.3, 0.1, 0.2])), 0.2)
 test_close(tpp_score([[0.3, 0.1], [0.1, 0.3]]), 0.2)
 test_fail(lambda: tpp_score([[1.0]]), contains="square matrix")
 
+
 # %% [markdown]
 # ## Synthetic ground-truth features
 #
@@ -464,6 +474,7 @@ test_close((Af[:, ch0] > 0).mean(), (Ah[:, ch0] > 0).mean(), eps=0.01)     # sam
 assert ((Af[:, ch0] > 0).any(1) & (Af[:, 0] == 0)).mean() > 0.05          # ... but children fire without the parent
 test_eq(sample_hierarchy(hh, 10, np.random.default_rng(0), 0.25, 0.7, 0.1, force={0: True})[1][:, 0].min() > 0, True)
 test_close(np.linalg.norm(hh.D, axis=1), 1.0)
+
 
 # %% [markdown]
 # ### Ground-truth versions of the metrics
@@ -570,6 +581,7 @@ share = ((Ao_[:, h64.children[0][0]] > 0) & (Ao_[:, 0] > 0)).sum() / (Ao_[:, 0] 
 test_close(fr_true, 0.0, eps=1e-9); test_close(full_true, 0.0, eps=1e-9)
 test_close(fr_abs, share / 8, eps=1e-9)                                     # parent 0 absorbed on exactly those inputs, averaged over 8 parents
 test_close(full_abs, share / 8, eps=1e-9)
+
 
 # %% [markdown]
 # ## The condition the claims need: does this data create absorption?
@@ -729,6 +741,7 @@ test_eq(_table(0.1, 0.4, 0.5, fvu_m=0.05)[0].verdict, 'partially')        # best
 test_eq(_table(0.6, 0.4, 0.5)[5].verdict, 'not_reproduced')               # ReLU not the highest
 test_eq(check_headline(_table(0.1, 0.4, 0.5)).headline, True)
 
+
 # %% [markdown]
 # ### The MiniLM add-on
 #
@@ -778,7 +791,7 @@ def run_minilm(cfg, progress:bool=True) -> tuple[dict, "pd.DataFrame"]:
         rows.append(row)
     tab = pd.DataFrame(rows).set_index("architecture")
     pcols = [c for c in tab.columns if c.endswith("/top1")]
-    tab["probe_top1"] = tab[pcols].mean(1)
+    tab["probe_top1"] = tab[pcols].mean(axis=1)
     from scipy.stats import spearmanr
     rho = float(spearmanr(-tab["fvu"], tab["probe_top1"]).statistic) if len(tab) >= 3 else float('nan')
     best_fvu, best_probe = tab["fvu"].idxmin(), tab["probe_top1"].idxmax()
