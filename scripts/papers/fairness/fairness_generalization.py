@@ -85,6 +85,7 @@ min_info_masks: Optional[int] = None  # cells whose information terms come from 
 # Parameters
 profile = "cpu"
 
+
 # %%
 #| export
 ALGORITHM_HELP = {
