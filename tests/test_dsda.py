@@ -47,3 +47,15 @@ def test_conflict_averse_with_zero_weight_row_and_parallel_gradients():
     G = torch.tensor([[1.0, 0.0], [2.0, 0.0]]); d, w = dsda.conflict_averse(G, torch.tensor([1.0, 1.0]), 0.5)
     assert torch.allclose(d, torch.tensor([3.0 + 1.5, 0.0]), atol=1e-5)      # no conflict: d = g_T stretched along g_T
     assert np.isclose(w.sum(), 1.0)
+
+def test_step_trace_leaves_neggrad_unchanged_and_excludes_its_own_time():
+    m = _model(); X = torch.randn(120, 1, 8, 8); y = torch.arange(10).repeat(12)
+    D = dict(X=X, y=y, te=torch.arange(0, 120, 3)); r = y != 4
+    kw = dict(epochs=1, lr=1e-3, batch=40, seed=1)
+    a = dsda.neggrad_plus(m, X[r], y[r], X[~r], y[~r], **kw)
+    st = dsda.StepTrace(D, [4], every=1, t0=2.0).start(m)
+    b = dsda.neggrad_plus(m, X[r], y[r], X[~r], y[~r], **kw, on_step=st); st.end(b)
+    assert all(torch.equal(u, v) for u, v in zip(a.state_dict().values(), b.state_dict().values()))
+    assert [row["step"] for row in st.rows] == [0, 1, 2, 3]          # 108 retain samples in batches of 40
+    assert st.rows[0]["seconds"] >= 2.0 and st.overhead > 0
+    assert all(0.0 <= row["retain_acc"] <= 1.0 and 0.0 <= row["forget_acc"] <= 1.0 for row in st.rows)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/unlearning/dsda.ipynb #ccfaabe9
 from __future__ import annotations
-import copy, math, os, time
+import contextlib, copy, math, os, time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -16,9 +16,9 @@ from ..results import Result, Rule, judge, mean_ci
 
 # %% auto #0
 __all__ = ['VARIANTS', 'ENERGIES', 'FORGET_LOSSES', 'CENTERS', 'N_CLASSES', 'METHODS', 'BENCH', 'ROWS', 'SOURCE', 'KEYS',
-           'Config', 'check_forget_classes', 'energy', 'score', 'synthesize', 'features', 'circle_loss',
+           'CURVE_ROWS', 'Config', 'check_forget_classes', 'energy', 'score', 'synthesize', 'features', 'circle_loss',
            'conflict_averse', 'class_centers', 'damo', 'entropy', 'mia_rate', 'load_task_data', 'train_model',
-           'neggrad_plus', 'evaluate', 'sampler_benchmark', 'judge_claims', 'run']
+           'neggrad_plus', 'evaluate', 'sampler_benchmark', 'judge_claims', 'StepTrace', 'run']
 
 # %% ../../nbs/papers/unlearning/dsda.ipynb #5db7da15
 VARIANTS = ("algorithm1", "eq5")
@@ -65,6 +65,7 @@ class Config(BaseConfig):
     bench_per_class: int = param(5, "sampler benchmark: samples per class", ge=1, le=10_000)
     bench_seeds: int = param(1, "sampler benchmark: independent original models (the first n_seeds are shared with the experiment)", ge=1, le=100)
     alpha_grid: tuple[float, ...] = param((1.0, 3.0), "sampler benchmark: step sizes each sampler picks from", gt=0, le=100)
+    curve_every: int = param(1, "accuracy-vs-time curves (first forget class of each seed): evaluate every this many unlearning steps; 0: no curves", ge=0, le=10_000)
     n_threads: int = param(1, "torch threads inside run", ge=1, le=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=3, forget_classes=tuple(range(N_CLASSES)), multi_sizes=(2, 4), n_multi_sets=2, train_epochs=30,
@@ -243,6 +244,7 @@ def damo(model_o, # the original model (not modified)
          lr:float=1e-3, max_steps:int=200, batch:int=64, check_every:int=5,
          stop_prob:float=5e-4, # stop once the held-out synthetic forget samples give the forget classes at most this mean probability
          seed:int=0,
+         on_step=None, # if given: called as on_step(step, model) after every update (see `StepTrace`)
          ):
     "The unlearned copy of `model_o` (DAMO on synthetic data); `model.steps_` holds the number of steps taken."
     if forget_loss not in FORGET_LOSSES: raise ValueError(f"forget_loss must be one of {list(FORGET_LOSSES)}, got {forget_loss!r}")
@@ -294,6 +296,7 @@ def damo(model_o, # the original model (not modified)
             p.grad = d[off:off + p.numel()].view_as(p).clone(); off += p.numel()
         opt.step(); opt.zero_grad(set_to_none=True)
         steps = it + 1
+        if on_step is not None: on_step(steps, model)
         if len(ftrain) and steps % check_every == 0:
             model.eval()
             with torch.no_grad(): left = float(F.softmax(model(xcheck), -1)[:, fc_t].sum(1).mean())
@@ -340,16 +343,17 @@ def train_model(cfg:Config, X, y, seed:int, n_classes:int=N_CLASSES):
     fit(m, X, y, epochs=cfg.train_epochs, lr=cfg.train_lr, batch_size=cfg.batch_size, seed=seed, progress=False, threads=None)
     return m
 
-def neggrad_plus(model_o, Xr, yr, Xf, yf, *, epochs:int, lr:float, batch:int, seed:int):
+def neggrad_plus(model_o, Xr, yr, Xf, yf, *, epochs:int, lr:float, batch:int, seed:int, on_step=None):
     "NegGrad+ on real data: descent on retain batches plus clipped ascent on forget batches."
     model = copy.deepcopy(model_o); model.train(); g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr); K = int(model.head.out_features)
+    opt = torch.optim.Adam(model.parameters(), lr=lr); K = int(model.head.out_features); n = 0
     for _ in range(epochs):
         perm = torch.randperm(len(Xr), generator=g)
         for s in range(0, len(Xr), batch):
             ir = perm[s:s + batch]; jf = torch.randint(len(Xf), (min(batch, len(Xf)),), generator=g)
             loss = F.cross_entropy(model(Xr[ir]), yr[ir]) - F.cross_entropy(model(Xf[jf]), yf[jf]).clamp(max=2 * math.log(K))
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad(); loss.backward(); opt.step(); n += 1
+            if on_step is not None: on_step(n, model)
     model.eval(); return model
 
 def evaluate(model, D:dict, forget) -> dict:
@@ -444,6 +448,44 @@ def judge_claims(s:dict, # per-seed arrays (see `run`) and a few strings for the
                    s.get("silhouette", ""), verdict="illustrated", reason="PCA of real test features and silhouette scores below; a picture, not a test"))
     return v
 
+# %% ../../nbs/papers/unlearning/dsda.ipynb #a66fadab
+class StepTrace:
+    "Retain and forget accuracy on the real test split against cumulative CPU seconds of an unlearning loop."
+    def __init__(self, D:dict, # data of one seed (`load_task_data`)
+                 forget, # the forget classes
+                 every:int=1, # evaluate every this many updates (and always at the start and the end)
+                 t0:float=0.0, # seconds already spent before the loop (synthesis)
+                 ):
+        te = D["te"]; self.X, self.y = D["X"][te], D["y"][te]
+        self.fmask = torch.isin(self.y, torch.tensor(sorted(int(k) for k in forget)))
+        self.every, self.seconds, self.overhead, self.rows, self.n = max(int(every), 1), float(t0), 0.0, [], 0
+        self.last = time.process_time()
+    def __call__(self, step:int, model, force:bool=False):
+        "Count the time since the last call, and evaluate `model` if `step` is due (or `force`)."
+        now = time.process_time(); self.seconds += now - self.last; self.n = int(step)
+        if force or step % self.every == 0:
+            was = model.training; model.eval()
+            with torch.no_grad(): ok = (model(self.X).argmax(1) == self.y).float()
+            model.train(was)
+            self.rows.append(dict(step=int(step), seconds=self.seconds, retain_acc=float(ok[~self.fmask].mean()),
+                                  forget_acc=float(ok[self.fmask].mean())))
+        self.last = time.process_time(); self.overhead += self.last - now
+    def start(self, model):
+        "Record the starting point (step 0) and reset the clock."
+        self.last = time.process_time(); self(0, model, force=True); return self
+    def end(self, model):
+        "Record the final point, unless the last step was just recorded."
+        if not self.rows or self.rows[-1]["step"] != self.n: self(self.n, model, force=True)
+        return self
+    @contextlib.contextmanager
+    def watch(self, model):
+        "Count every optimiser step taken inside the block as an update of `model` (for loops without a callback)."
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        h = register_optimizer_step_post_hook(lambda opt, args, kwargs: self(self.n + 1, model))
+        try: yield self
+        finally: h.remove()
+
+
 # %% ../../nbs/papers/unlearning/dsda.ipynb #6b71d7da
 ROWS = ("Original", "Retrain", "Fine-tune (real retain data)", "NegGrad+ (real data)", "Noise + DAMO", "EGDS + DAMO",
         "DSDA (AEGDS + DAMO)", "DSDA w/o discrimination", "DSDA w/o multitask (c = 0)", "DSDA, random-label forget loss")
@@ -453,6 +495,7 @@ SOURCE = {"Original": "-", "Retrain": "real data", "Fine-tune (real retain data)
 
 KEYS = dict(zip(ROWS, ("original", "retrain", "finetune", "neggrad_plus", "noise_damo", "egds_damo", "dsda", "dsda_wo_disc",
                        "dsda_wo_mt", "dsda_random_label")))
+CURVE_ROWS = ("Fine-tune (real retain data)", "NegGrad+ (real data)", "Noise + DAMO", "EGDS + DAMO", "DSDA (AEGDS + DAMO)")
 
 def _cpu(): return time.process_time()
 
@@ -462,6 +505,31 @@ def _silhouette(model, D, retain, seed):
     with torch.no_grad(): h = features(model, D["X"][te][keep]).numpy()
     return float(silhouette_score(h, y[keep].numpy(), random_state=seed)), h, y[keep].numpy()
 
+def _curve_figure(cdf, task):
+    "Retain and forget accuracy against cumulative CPU seconds: mean over seeds with its 95 % t-interval; Retrain as a point."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8), sharex=True)
+    lines, rt = cdf[cdf.method != "Retrain"], cdf[cdf.method == "Retrain"]
+    grid = np.linspace(0.0, float(cdf.seconds.max()), 120); n_seeds = cdf.seed.nunique()
+    for name in [r for r in CURVE_ROWS if r in set(lines.method)]:
+        sub = lines[lines.method == name]; per = [g.sort_values("step") for _, g in sub.groupby("seed")]
+        for a, col in zip(ax, ("retain_acc", "forget_acc")):
+            Y = np.stack([np.where(grid < g.seconds.iloc[0], np.nan, np.interp(grid, g.seconds, g[col])) for g in per])
+            ok = np.isfinite(Y).all(0); E = [mean_ci(v) for v in Y.T[ok]]
+            l, = a.plot(grid[ok], [e.value for e in E], lw=1.5, label=name)
+            a.fill_between(grid[ok], [e.lo for e in E], [e.hi for e in E], color=l.get_color(), alpha=0.15, lw=0)
+            t_end = float(np.mean([g.seconds.iloc[-1] for g in per])); a.plot([t_end], [float(np.interp(t_end, grid[ok], [e.value for e in E]))], "o", color=l.get_color(), ms=4)
+    for a, col in zip(ax, ("retain_acc", "forget_acc")):
+        ex, ey = mean_ci(rt.seconds.to_numpy()), mean_ci(rt[col].to_numpy())
+        half = lambda e: [[e.value - e.lo], [e.hi - e.value]] if e.has_interval else None
+        a.errorbar([ex.value], [ey.value], xerr=half(ex), yerr=half(ey), fmt="k*", ms=9, label="Retrain (training time)")
+        a.set_xlabel("cumulative CPU seconds (synthesis + unlearning)")
+    ax[0].set_ylabel("retain accuracy, real test split (fraction)"); ax[1].set_ylabel("forget accuracy, real test split (fraction)")
+    ax[1].legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"Accuracy against CPU time, forgetting class {task} (mean over {n_seeds} seed(s), band: 95 % t-interval; "
+                 "dot: mean stop, final accuracy carried on after it)", fontsize=9)
+    fig.tight_layout(); return fig
+
 def run(cfg:Config, progress:bool=True) -> Result:
     "The whole reproduction: single- and multi-class forgetting, the sampler benchmark, verdicts, tables and figures."
     from tqdm.auto import tqdm
@@ -470,6 +538,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     import seaborn as sns
     with torch_threads(cfg.n_threads):
         recs, multi, bench, traces, syn_rows, samples_fig, feat = [], [], [], [], [], None, None
+        curves = []   # accuracy against CPU seconds (first forget class of each seed)
         tasks = [(s, f) for s in range(cfg.n_seeds) for f in cfg.forget_classes]
         bar = tqdm(total=cfg.n_seeds * (len(cfg.forget_classes) + len(cfg.multi_sizes) * cfg.n_multi_sets), desc="dsda tasks", disable=not progress)
         for si in range(cfg.n_seeds):
@@ -503,19 +572,29 @@ def run(cfg:Config, progress:bool=True) -> Result:
             for f in cfg.forget_classes:
                 task_f = [f]; fc, rc = check_forget_classes(task_f, N_CLASSES); ts = derive_seed(sd, "task", f)
                 rmask = torch.isin(y[tr], torch.tensor(rc)); Xr, yr, Xf, yf = X[tr][rmask], y[tr][rmask], X[tr][~rmask], y[tr][~rmask]
+                def traced(name, fn, t_syn=0.0):
+                    "(model, seconds spent on tracing): fn(on_step), traced for the curves' rows and the first forget class."
+                    if not (cfg.curve_every and f == cfg.forget_classes[0] and name in CURVE_ROWS): return fn(None), 0.0
+                    st = StepTrace(D, task_f, cfg.curve_every, t_syn).start(orig); m = fn(st); st.end(m)
+                    curves.extend(dict(seed=si, task=f, method=name, **r) for r in st.rows); return m, st.overhead
+                def finetune(st):
+                    m = copy.deepcopy(orig)
+                    with (st.watch(m) if st is not None else contextlib.nullcontext()):
+                        fit(m, Xr, yr, epochs=cfg.finetune_epochs, lr=cfg.train_lr, batch_size=cfg.batch_size, seed=derive_seed(ts, "ft"), progress=False, threads=None)
+                    return m
                 out = [row(f, "Original", orig, 0.0, 0.0)]
                 t0 = _cpu(); m = train_model(cfg, Xr, yr, derive_seed(ts, "retrain")); out.append(row(f, "Retrain", m, 0.0, _cpu() - t0))
                 if feat is None: feat = dict(Original=orig, Retrain=m)
-                t0 = _cpu(); m = copy.deepcopy(orig)
-                fit(m, Xr, yr, epochs=cfg.finetune_epochs, lr=cfg.train_lr, batch_size=cfg.batch_size, seed=derive_seed(ts, "ft"), progress=False, threads=None)
-                out.append(row(f, "Fine-tune (real retain data)", m, 0.0, _cpu() - t0))
-                t0 = _cpu(); m = neggrad_plus(orig, Xr, yr, Xf, yf, epochs=cfg.neggrad_epochs, lr=cfg.damo_lr, batch=cfg.batch_size, seed=derive_seed(ts, "ng"))
-                out.append(row(f, "NegGrad+ (real data)", m, 0.0, _cpu() - t0))
+                t0 = _cpu(); m, o = traced("Fine-tune (real retain data)", finetune)
+                out.append(row(f, "Fine-tune (real retain data)", m, 0.0, _cpu() - t0 - o))
+                t0 = _cpu(); m, o = traced("NegGrad+ (real data)", lambda st: neggrad_plus(orig, Xr, yr, Xf, yf, epochs=cfg.neggrad_epochs, lr=cfg.damo_lr,
+                                                                                          batch=cfg.batch_size, seed=derive_seed(ts, "ng"), on_step=st))
+                out.append(row(f, "NegGrad+ (real data)", m, 0.0, _cpu() - t0 - o))
                 for name, src, extra in [("Noise + DAMO", "noise", {}), ("EGDS + DAMO", "egds", {}), ("DSDA (AEGDS + DAMO)", "aegds", {}),
                                          ("DSDA w/o discrimination", "aegds", dict(use_disc=False)), ("DSDA w/o multitask (c = 0)", "aegds", dict(c=0.0)),
                                          ("DSDA, random-label forget loss", "aegds", dict(forget_loss="random_label"))]:
-                    t0 = _cpu(); m = damo(orig, *syn[src], task_f, **{**dkw, **extra}, seed=derive_seed(ts, "damo"))
-                    out.append(row(f, name, m, syn_t[src], _cpu() - t0, m.steps_))
+                    t0 = _cpu(); m, o = traced(name, lambda st: damo(orig, *syn[src], task_f, **{**dkw, **extra}, seed=derive_seed(ts, "damo"), on_step=st), syn_t[src])
+                    out.append(row(f, name, m, syn_t[src], _cpu() - t0 - o, m.steps_))
                     if feat is not None and "DSDA" not in feat and name.startswith("DSDA ("): feat["DSDA"] = m; feat["retain"] = rc; feat["D"] = D
                 recs += out; bar.update(1)
             mrng = np.random.default_rng(derive_seed(sd, "multi"))
@@ -537,6 +616,10 @@ def run(cfg:Config, progress:bool=True) -> Result:
             b, rows = sampler_benchmark(orig, cfg, derive_seed(sd, "bench"), D["clamp"], D["shape"])
             bench += [dict(seed=si, sampler=k, **v) for k, v in b.items()]; traces += [dict(seed=si, **r) for r in rows]
     df = pd.DataFrame(recs); mdf = pd.DataFrame(multi); bdf = pd.DataFrame(bench); tdf = pd.DataFrame(traces); sdf = pd.DataFrame(syn_rows)
+    cdf = pd.DataFrame(curves, columns=["seed", "task", "method", "step", "seconds", "retain_acc", "forget_acc"])
+    if cfg.curve_every:   # Retrain as one point: its training time and accuracies
+        rt = df[(df.method == "Retrain") & (df.task == cfg.forget_classes[0])]
+        cdf = pd.concat([cdf, rt.assign(step=np.nan, seconds=rt.unlearning_seconds)[list(cdf.columns)]], ignore_index=True)
     # per-seed summaries (mean over that seed's tasks)
     ps = df.groupby(["seed", "method"])[["retain_acc", "forget_acc", "mia", "damo_steps"]].mean()
     A = lambda meth, col: ps.xs(meth, level="method")[col].to_numpy()
@@ -597,6 +680,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     sns.barplot(bar_df, y="method", x="accuracy", hue="metric", order=list(ROWS), ax=ax, errorbar=("ci", 95))
     ax.set_xlabel("accuracy on the real test split (fraction)"); ax.set_ylabel(""); ax.set_title("Single-class forgetting, mean over classes and seeds (95 % CI)")
     figs["accuracy_bars"] = fig
+    if len(cdf): figs["accuracy_vs_time"] = _curve_figure(cdf, cfg.forget_classes[0])
     for f_ in figs.values(): f_.tight_layout()
     metrics = {}
     for r in ROWS:
@@ -612,5 +696,6 @@ def run(cfg:Config, progress:bool=True) -> Result:
                 k_ = f"multi/k{n}_{meth.split(' (')[0].lower()}"
                 metrics[f"{k_}_retain_acc"] = float(r_.retain_acc); metrics[f"{k_}_forget_acc"] = float(r_.forget_acc)
     return Result(paper="dsda", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts,
-                  tables=dict(single_class=table, multi_class=mtable, sampler_benchmark=btable, synthetic_sets=stable, per_task=df),
+                  tables=dict(single_class=table, multi_class=mtable, sampler_benchmark=btable, synthetic_sets=stable, per_task=df,
+                              accuracy_vs_time=cdf),
                   figures=figs)
