@@ -68,33 +68,33 @@ from trustlib.results import check_headline
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"              # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale; GPU and hub models)
-seed: Optional[int] = None          # base seed; repetition i uses derive_seed(seed, i)
-n_seeds: Optional[int] = None       # independent repetitions (data, SAE initialisation, batches)
-d: Optional[int] = None             # activation width of the synthetic data
-n_features: Optional[int] = None    # number of ground-truth features
-n_parents: Optional[int] = None     # parent features (each with 3 to 6 children)
-p_parent: Optional[float] = None    # probability that a parent feature is active
-p_child: Optional[float] = None     # probability that an active parent activates one of its children
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_seeds: Optional[int] = None  # independent repetitions
+d: Optional[int] = None  # activation width of the synthetic data
+n_features: Optional[int] = None  # ground-truth features
+n_parents: Optional[int] = None  # parent features (3 to 6 children each)
+p_parent: Optional[float] = None  # probability that a parent is active
+p_child: Optional[float] = None  # probability that an active parent activates one child
 p_independent: Optional[float] = None  # probability that an independent feature is active
-noise: Optional[float] = None       # standard deviation of the Gaussian noise added to x
-d_sae: Optional[int] = None         # SAE width F (latents)
-l0_targets: Optional[list] = None   # matched L0 values at which every architecture is trained
-architectures: Optional[list] = None  # subset of relu, topk, batchtopk, jumprelu, gated, panneal, matryoshka
-n_train: Optional[int] = None       # synthetic training samples per seed
-steps: Optional[int] = None         # optimiser steps per SAE
-batch_size: Optional[int] = None    # SAE training batch size
-lr: Optional[float] = None          # Adam learning rate
-n_eval: Optional[int] = None        # evaluation samples per probing set
-top_n: Optional[int] = None         # latents ablated in SCR and TPP (the paper's headline is 20)
-minilm: Optional[bool] = None       # run the MiniLM add-on
-minilm_datasets: Optional[list] = None  # sae-probes datasets for the add-on
-minilm_layer: Optional[int] = None  # MiniLM hidden-state layer whose token activations are used
-minilm_rows: Optional[int] = None   # texts per dataset for the add-on
+noise: Optional[float] = None  # std of the Gaussian noise on x
+d_sae: Optional[int] = None  # SAE width F
+l0_targets: Optional[list[int]] = None  # matched L0 targets
+architectures: Optional[list[str]] = None  # architectures to train
+n_train: Optional[int] = None  # synthetic training samples per seed
+steps: Optional[int] = None  # optimiser steps per SAE
+batch_size: Optional[int] = None  # SAE training batch size
+lr: Optional[float] = None  # Adam learning rate
+n_eval: Optional[int] = None  # evaluation samples per probing set
+top_n: Optional[int] = None  # latents ablated in SCR and TPP
+minilm: Optional[bool] = None  # run the MiniLM add-on
+minilm_datasets: Optional[list[str]] = None  # sae-probes datasets for the add-on
+minilm_layer: Optional[int] = None  # MiniLM hidden-state layer (0 ＝ embeddings, 6 ＝ last)
+minilm_rows: Optional[int] = None  # texts per dataset
 minilm_d_sae: Optional[int] = None  # SAE width on MiniLM activations
-minilm_l0: Optional[int] = None     # matched L0 on MiniLM activations
+minilm_l0: Optional[int] = None  # matched L0 on MiniLM activations
 minilm_steps: Optional[int] = None  # optimiser steps per SAE on MiniLM activations
-n_threads: Optional[int] = None     # torch threads (None: leave as is)
+n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -149,12 +149,7 @@ class Config(BaseConfig):
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, d=d, n_features=n_features, n_parents=n_parents,
-                         p_parent=p_parent, p_child=p_child, p_independent=p_independent, noise=noise, d_sae=d_sae,
-                         l0_targets=l0_targets, architectures=architectures, n_train=n_train, steps=steps, batch_size=batch_size,
-                         lr=lr, n_eval=n_eval, top_n=top_n, minilm=minilm, minilm_datasets=minilm_datasets, minilm_layer=minilm_layer,
-                         minilm_rows=minilm_rows, minilm_d_sae=minilm_d_sae, minilm_l0=minilm_l0, minilm_steps=minilm_steps,
-                         n_threads=n_threads)
+cfg = Config.from_namespace(globals())
 cfg
 
 # %%

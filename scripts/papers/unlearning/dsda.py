@@ -71,44 +71,45 @@ warnings.filterwarnings("ignore", category=TqdmWarning)   # no notebook widgets 
 from typing import Optional
 
 # %% tags=["parameters"]
-profile: str = "smoke"                 # smoke (CI, < 60 s) | cpu (published results, minutes) | full (CIFAR-10, needs local arrays)
-seed: Optional[int] = None             # base seed; every random stream derives from it
-n_seeds: Optional[int] = None          # repetitions (independent data splits, models and samples)
-forget_classes: Optional[list] = None  # single-class tasks: the classes forgotten one at a time
-multi_sizes: Optional[list] = None     # multi-class tasks: numbers of classes forgotten together
-n_multi_sets: Optional[int] = None     # multi-class tasks: random class sets per size and seed
-width: Optional[int] = None            # SmallCNN width (channels of the first conv)
-train_epochs: Optional[int] = None     # epochs of the original and retrained models
-train_lr: Optional[float] = None       # Adam learning rate of the original and retrained models
-n_per_class: Optional[int] = None      # synthetic samples per class
-aegds_steps: Optional[int] = None      # AEGDS steps (two score evaluations each)
-aegds_alpha: Optional[float] = None    # AEGDS step size alpha
-dt: Optional[float] = None             # AEGDS time step (Delta t)
-gamma: Optional[float] = None          # AEGDS momentum
-egds_steps: Optional[int] = None       # EGDS (plain Langevin) steps (one score evaluation each)
-egds_alpha: Optional[float] = None     # EGDS step size alpha
-noise_scale: Optional[float] = None    # multiplies the sampler noise sqrt(2 alpha dt) (1 is pure Langevin)
-variant: Optional[str] = None          # algorithm1 (as written) | eq5 (the placement of alpha, dt and noise of Eq. 5)
-energy_kind: Optional[str] = None      # softmax (the paper, -log p(y given x)) | logit (JEM, -f_y(x))
-damo_lr: Optional[float] = None        # DAMO Adam learning rate
-damo_max_steps: Optional[int] = None   # DAMO steps at most
-damo_batch: Optional[int] = None       # DAMO batch size (retain and forget batches)
-check_every: Optional[int] = None      # DAMO checks the stopping rule every this many steps
-stop_prob: Optional[float] = None      # DAMO stops once held-out synthetic forget samples give the forget classes at most this mean probability
-c: Optional[float] = None              # conflict-averse radius c (0 is the plain weighted sum)
-lam: Optional[list] = None             # loss weights lambda for retain, forget, discrimination
-delta: Optional[float] = None          # Circle-loss scale delta
-margin: Optional[float] = None         # Circle-loss relaxation m
-forget_loss: Optional[str] = None      # nearest_label (default) | random_label | ascent (clipped gradient ascent)
-centers: Optional[str] = None          # synthetic_mean (default) | classifier (rows of the last layer)
-finetune_epochs: Optional[int] = None  # reference: fine-tuning on real retain data
-neggrad_epochs: Optional[int] = None   # reference: NegGrad+ on real data
-bench_evals: Optional[int] = None      # sampler benchmark: score-evaluation budget (plain Langevin's)
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_seeds: Optional[int] = None  # repetitions (independent splits, models, samples)
+forget_classes: Optional[list[int]] = None  # single-class tasks: classes forgotten one at a time
+multi_sizes: Optional[list[int]] = None  # multi-class tasks: numbers of classes forgotten together
+n_multi_sets: Optional[int] = None  # multi-class tasks: random class sets per size and seed (0: none)
+width: Optional[int] = None  # SmallCNN width (channels of the first conv)
+train_epochs: Optional[int] = None  # epochs of the original and retrained models
+train_lr: Optional[float] = None  # Adam learning rate of the original and retrained models
+batch_size: Optional[int] = None  # batch size of the original and retrained models
+n_per_class: Optional[int] = None  # synthetic samples per class
+aegds_steps: Optional[int] = None  # AEGDS steps (two score evaluations each)
+aegds_alpha: Optional[float] = None  # AEGDS step size alpha
+dt: Optional[float] = None  # AEGDS time step Delta t
+gamma: Optional[float] = None  # AEGDS momentum gamma
+egds_steps: Optional[int] = None  # EGDS (plain Langevin) steps
+egds_alpha: Optional[float] = None  # EGDS step size alpha
+noise_scale: Optional[float] = None  # multiplies the sampler noise sqrt(2 alpha dt); 1 is pure Langevin
+variant: Optional[str] = None  # AEGDS update: Algorithm 1 as written, or the placement of Eq. 5
+energy_kind: Optional[str] = None  # energy: -log softmax (the paper) or -logit (JEM)
+damo_lr: Optional[float] = None  # DAMO Adam learning rate
+damo_max_steps: Optional[int] = None  # DAMO steps at most
+damo_batch: Optional[int] = None  # DAMO batch size
+check_every: Optional[int] = None  # DAMO checks its stopping rule every this many steps
+stop_prob: Optional[float] = None  # DAMO stops once held-out synthetic forget samples give the forget classes at most this mean probability
+c: Optional[float] = None  # conflict-averse radius c (0: plain weighted sum)
+lam: Optional[list[float]] = None  # loss weights (retain, forget, discrimination)
+delta: Optional[float] = None  # Circle-loss scale delta
+margin: Optional[float] = None  # Circle-loss relaxation m
+forget_loss: Optional[str] = None  # forget loss: CE toward the most probable retain class, toward a random retain class, or clipped gradient ascent
+centers: Optional[str] = None  # class centres: mean synthetic feature, or classifier weight rows
+finetune_epochs: Optional[int] = None  # reference: fine-tuning epochs on real retain data
+neggrad_epochs: Optional[int] = None  # reference: NegGrad+ epochs on real data
+bench_evals: Optional[int] = None  # sampler benchmark: plain Langevin's score-evaluation budget
 bench_per_class: Optional[int] = None  # sampler benchmark: samples per class
-bench_seeds: Optional[int] = None      # sampler benchmark: independent models (the first n_seeds are the experiment's)
-alpha_grid: Optional[list] = None      # sampler benchmark: step sizes each sampler chooses from (on synthetic energy)
-curve_every: Optional[int] = None      # accuracy-vs-time curves: evaluate every this many unlearning steps (0: none)
-n_threads: Optional[int] = None        # torch threads inside run
+bench_seeds: Optional[int] = None  # sampler benchmark: independent original models (the first n_seeds are shared with the experiment)
+alpha_grid: Optional[list[float]] = None  # sampler benchmark: step sizes each sampler picks from
+curve_every: Optional[int] = None  # accuracy-vs-time curves (first forget class of each seed): evaluate every this many unlearning steps; 0: no curves
+n_threads: Optional[int] = None  # torch threads inside run
 
 # %% tags=["injected-parameters"]
 # Parameters
@@ -186,15 +187,7 @@ class Config(BaseConfig):
 
 
 # %%
-cfg = Config.from_params(resolve_profile(profile), seed=seed, n_seeds=n_seeds, forget_classes=forget_classes,
-                         multi_sizes=multi_sizes, n_multi_sets=n_multi_sets, width=width, train_epochs=train_epochs,
-                         train_lr=train_lr, n_per_class=n_per_class, aegds_steps=aegds_steps, aegds_alpha=aegds_alpha,
-                         dt=dt, gamma=gamma, egds_steps=egds_steps, egds_alpha=egds_alpha, noise_scale=noise_scale,
-                         variant=variant, energy_kind=energy_kind, damo_lr=damo_lr, damo_max_steps=damo_max_steps,
-                         damo_batch=damo_batch, check_every=check_every, stop_prob=stop_prob, c=c, lam=lam, delta=delta, margin=margin,
-                         forget_loss=forget_loss, centers=centers, finetune_epochs=finetune_epochs,
-                         neggrad_epochs=neggrad_epochs, bench_evals=bench_evals, bench_per_class=bench_per_class, bench_seeds=bench_seeds,
-                         alpha_grid=alpha_grid, curve_every=curve_every, n_threads=n_threads)
+cfg = Config.from_namespace(globals())
 test_fail(lambda: Config.from_params("smoke", c=1.0), contains="'c': 1.0 is out of range")
 test_fail(lambda: Config.from_params("smoke", forget_loss="kl"), contains="'forget_loss'")
 test_fail(lambda: Config.from_params("smoke", forget_classes=(3, 3)), contains="distinct")
