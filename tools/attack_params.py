@@ -13,6 +13,9 @@ sys.path.insert(0, str(ROOT))
 from trustlib.cli import main
 
 TOY = ROOT/'tests'/'fixtures'/'toy.ipynb'
+from trustlib.config import PAPERS
+# a paper of the registry whose notebook does not exist yet (refused as planned); None once all 19 exist
+PLANNED = next((p.name for p in PAPERS if not (ROOT/'nbs'/p.notebook).exists()), None)
 W = Path(tempfile.mkdtemp(prefix='trustlib-attack-'))
 MARK = W/'pwned'
 
@@ -74,7 +77,7 @@ def bad_specs(nb):
                 f'notebook: {TOY}\n' + 'x: [' + ','.join(['1'] * 40_000) + ']\n', f'notebook: {TOY}\n' + '# pad\n' * 20_000, b'\xff\xfe\x00bad', f'notebook: {TOY}\n  bad: indent\n:',
                 f'notebook: {TOY}\n{{1: 2}}: 3', f'notebook: [1]', f'notebook: {TOY}\nprofile: [smoke]', f'notebook: {TOY}\ngrid: {{1: [1]}}',
                 f'notebook: {nb}\ngrid: {{items: [[!!binary aGVsbG8=]]}}', f'notebook: {nb}\nparams: {{opts: {{1: 2}}}}',
-                f'notebook: {TOY}\ngrid: {{seeed: [1]}}', f'paper: disparate\n', f'paper: saebench\n', f'paper: 3\n']
+                f'notebook: {TOY}\ngrid: {{seeed: [1]}}', f'paper: disparate\n', *([f'paper: {PLANNED}\n'] if PLANNED else []), f'paper: 3\n']
 
 def main_():
     nb = data_notebook()
