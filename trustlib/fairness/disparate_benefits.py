@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, seed_everything
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
 from ..results import Result, judge
 from .. import metrics as M
 from ..metrics import check_sensitive_features

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools, math, re, warnings
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from ..results import Result, judge
 
 # %% auto #0

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from ..results import Result, judge
 from ..metrics import check_sensitive_features
 

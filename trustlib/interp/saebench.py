@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, torch_threads
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 
 # %% auto #0
 __all__ = ['ARCHS', 'Config', 'sae_codes', 'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy',

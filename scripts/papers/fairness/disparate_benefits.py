@@ -42,7 +42,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, seed_everything
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
 from trustlib.results import Result, judge
 from trustlib import metrics as M
 from trustlib.metrics import check_sensitive_features

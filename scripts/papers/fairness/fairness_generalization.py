@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools, math, re, warnings
 from dataclasses import dataclass
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, judge
 
 # %%

@@ -50,7 +50,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, judge
 from trustlib.metrics import check_sensitive_features
 

@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, resolve_profile, derive_seed, torch_threads
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 
 # %%
 #| hide

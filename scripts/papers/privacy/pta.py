@@ -182,14 +182,13 @@ class Config(BaseConfig):
     def validate(self):
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods: raise ConfigError(f"parameter 'methods': {bad or 'empty'} not allowed; choose from {list(METHODS)}")
+        if not self.k_values or not self.alphas or not self.top_ps: raise ConfigError("parameters 'k_values', 'alphas', 'top_ps' must not be empty")
         if max(self.k_values) > self.vocab_size:
             raise ConfigError(f"parameter 'k_values': {max(self.k_values)} is out of range; must be <= vocab_size ({self.vocab_size})")
-        if not self.k_values or not self.alphas or not self.top_ps: raise ConfigError("parameters 'k_values', 'alphas', 'top_ps' must not be empty")
         if self.n_subsets * self.subset_size > self.n_private:
             raise ConfigError(f"parameters 'n_subsets' x 'subset_size' ({self.n_subsets * self.subset_size}) must be <= n_private ({self.n_private})")
         badr = [r for r in self.accountant_rows if r not in PAPER_ACCOUNTANT]
         if badr: raise ConfigError(f"parameter 'accountant_rows': {badr} not allowed; choose from {list(PAPER_ACCOUNTANT)}")
-        if any(not math.isfinite(e) for e in self.epsilons): raise ConfigError("parameter 'epsilons': give finite values; epsilon = inf is always added")
 
     @property
     def sampling_rate(self) -> float: return self.n_subsets * self.subset_size / self.n_private

@@ -57,7 +57,6 @@ from trustlib.results import Result, Rule, judge, mean_ci
 # %%
 #| hide
 from fastcore.test import test_eq, test_close, test_fail
-from trustlib.config import resolve_profile
 from trustlib.results import run_experiment
 import pandas as pd
 import warnings
