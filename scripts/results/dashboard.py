@@ -7,7 +7,7 @@
 # - skip_showdoc: true
 
 # %% [markdown]
-# Built by `trustlib report --publish` on 2026-12-01 11:26 UTC from 12 run(s) in `runs`; the table shows each paper's latest complete `cpu`-profile run. Verdicts are data recorded by each paper notebook's "Paper vs. us" section, one of **reproduced**, **partially**, **not reproduced**, **inconclusive**, **illustrated**, **not testable offline**, each with its reason and, for a graded claim, the explicit rule that decided it. Each paper has one headline claim, marked ★ and listed first. Papers without a run are listed as *not yet run* (the notebook exists) or *planned*. Rebuild with `trustlib report --publish`.
+# Built by `trustlib report --publish` on 2026-12-01 12:20 UTC from 12 run(s) in `runs`; the table shows each paper's latest complete `cpu`-profile run. Verdicts are data recorded by each paper notebook's "Paper vs. us" section, one of **reproduced**, **partially**, **not reproduced**, **inconclusive**, **illustrated**, **not testable offline**, each with its reason and, for a graded claim, the explicit rule that decided it. Each paper has one headline claim, marked ★ and listed first. Papers without a run are listed as *not yet run* (the notebook exists) or *planned*. Rebuild with `trustlib report --publish`.
 
 # %% [markdown]
 # ## Verdicts at a glance
@@ -58,7 +58,7 @@
 # | 1 |  | The conflict-averse update raises retain accuracy | DSDA-wo-mt has lower A_r (Fig. 4) | A_r(DSDA) - A_r(c = 0): 0.00281 (95% CI -0.00591 to 0.0115, n = 3) | **inconclusive** | A_r gain from the conflict-averse update = 0.00281: within noise of the reproduced threshold (interval -0.00591…0.0115)<br><small>rule: `reproduced if A_r gain from the conflict-averse update &gt; 0; interval must clear the threshold`</small> |  |
 # | 1 |  | Without the multitask update, unlearning takes longer | DSDA-wo-mt has higher execution time (Fig. 4) | DAMO steps (c = 0) - steps (DSDA): -17.7 (95% CI -35.3 to -0.0427, n = 3) | **not reproduced** | extra DAMO steps without the update = -17.7, 95% interval -35.3…-0.0427 lies wholly short of the reproduced threshold 0<br><small>rule: `reproduced if extra DAMO steps without the update &gt; 0; interval must clear the threshold`</small> |  |
 # | 1 |  | DSDA does not degrade as the number of forget classes grows | A_f = 0 % and A_r stable on 2-, 4- (and more) class tasks | largest size: A_f 0 (95% CI 0 to 0, n = 3); growth of the Retrain - DSDA gap over single-class -0.0226 (95% CI -0.0694 to 0.0242, n = 3) | **partially** | <br><small>rule: `reproduced if the intervals of A_f (largest size) &lt; 0.01 and of the gap growth &lt; 0.02; partially if &lt; 0.05 and &lt; 0.05`</small> |  |
-# | 1 |  | DSDA needs 68.5 % less execution time than the source-free baselines GKT and ISPF | -68.50 % on average | synthesis + unlearning: DSDA 0.20 s synthesis + 0.43 s unlearning (CPU) | **not testable offline** | GKT and ISPF are not implemented here, and seconds on an 8x8 problem say little about CIFAR-scale runs |  |
+# | 1 |  | DSDA needs 68.5 % less execution time than the source-free baselines GKT and ISPF | -68.50 % on average | synthesis + unlearning: DSDA 0.22 s synthesis + 0.43 s unlearning (CPU) | **not testable offline** | GKT and ISPF are not implemented here, and seconds on an 8x8 problem say little about CIFAR-scale runs |  |
 # | 1 |  | DAMO keeps retain-class features compact and separated, like Retrain (Fig. 2) | t-SNE: compact clusters | silhouette of retain classes (test features): Original 0.22, Retrain 0.20, DSDA 0.21 | **illustrated** | PCA of real test features and silhouette scores below; a picture, not a test |  |
 # | 2 | [The Disparate Benefits of Deep Ensembles](../papers/fairness/disparate_benefits.ipynb) | ★ **The accuracy gain is unevenly shared: group-fairness gaps grow under ensembling (disparate benefits)** | FairFace SPD 0.1728 → 0.1943, EOD 0.1534 → 0.1708, AOD 0.1126 → 0.1294 | abs_spd: member 0.0494 → ensemble 0.0458 (Δ -0.0036, p=0.487); abs_eod: member 0.3453 → ensemble 0.3414 (Δ -0.0039, p=0.59); aod: member 0.3152 → ensemble 0.3111 (Δ -0.0040, p=0.317) | **not reproduced** | digits, variant noise σ₁=0.9, 5 seeds × 10 members; significant increases: none, significant decreases: none<br><small>rule: `reproduced if some gap of \|SPD\|, \|EOD\|, AOD grows with p &lt; 0.05 and none shrinks with p &lt; 0.05; partially if some gap changes with p &lt; 0.05`</small> | `cpu-bf21a9e8fb`<br>2026-12-01 · cpu |
 # | 2 |  | Deep Ensembles are more accurate than their members | FairFace acc 79.43 → 81.64 (+2.2 pp) | member 0.7900 → ensemble 0.7968 (Δ +0.0068, p=0.0266) | **reproduced** | digits, variant noise σ₁=0.9, 5 seeds × 10 members<br><small>rule: `reproduced if Δacc &gt; 0 and p &lt; 0.05; partially if Δacc &gt; 0`</small> |  |
@@ -158,15 +158,15 @@
 #
 # | Paper | Run id | Profile | Status | Finished (UTC) | Duration (s) | Commit | Error |
 # |---|---|---|---|---|---|---|---|
+# | fairness_generalization | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:18:21 | 106.5 | f46cfec98c |  |
+# | proxy_multicalibration | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:18:21 | 111.8 | f46cfec98c |  |
+# | disparate_benefits | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:16:34 | 78.5 | 0f13d509f8 |  |
+# | pta | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:16:28 | 134.9 | 0f13d509f8 |  |
+# | dsda | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:15:14 | 353.3 | 0f13d509f8 |  |
+# | saebench | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 12:14:13 | 289.9 | 0f13d509f8 |  |
 # | cpo | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:26:48 | 103.4 | 112af46384 |  |
-# | dsda | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:24:26 | 251.3 | cc3355ca11 |  |
-# | saebench | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:23:36 | 206.5 | cc3355ca11 |  |
-# | disparate_benefits | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:17:41 | 49.9 | 14d21f9b8d |  |
-# | fairness_generalization | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:16:50 | 61.3 | 14d21f9b8d |  |
 # | label_smoothing | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:15:48 | 303.7 | 15d651e5ea |  |
-# | pta | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:13:27 | 126.2 | fb3a6a3f80 |  |
 # | noisy_signsgd | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:11:20 | 25.0 | fb3a6a3f80 |  |
 # | l2h | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:09:42 | 22.1 | 815df6784c |  |
 # | robust_sketches | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:07:27 | 495.4 | c7730d47a9 |  |
 # | random_features | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 11:02:30 | 183.3 | c7730d47a9 |  |
-# | proxy_multicalibration | cpu-bf21a9e8fb | cpu | complete | 2026-12-01 10:32:27 | 170.8 | 5aa4da9fa7 |  |
