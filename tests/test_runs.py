@@ -201,11 +201,13 @@ def test_run_publish_updates_the_paper_notebook(fake_repo, capsys):
     assert 'value = 8' in out and 'published:' in out
     nb = json.loads((fake_repo/'nbs'/'papers'/'toy'/'toy.ipynb').read_text())
     inj = [c for c in nb['cells'] if 'injected-parameters' in c['metadata'].get('tags', [])]
-    assert len(inj) == 1 and 'seed = 4' in ''.join(inj[0]['source'])
+    # papermill's injected cell becomes a note: Run All in Jupyter follows the parameters cell as written
+    assert len(inj) == 1 and inj[0]['cell_type'] == 'markdown' and '`seed = 4`' in ''.join(inj[0]['source'])
+    assert 'This page shows a run with' in ''.join(inj[0]['source'])
     assert any(o.get('data', {}).get('text/plain') for c in nb['cells'] for o in c.get('outputs', []))   # carries outputs
     assert 'papermill' not in nb['metadata'] and all(set(c['metadata']) <= {'tags'} for c in nb['cells'])
     py = (fake_repo/'scripts'/'papers'/'toy'/'toy.py').read_text()
-    assert 'tags=["injected-parameters"]' in py and 'tags=[]' not in py
+    assert '[markdown] tags=["injected-parameters"]' in py and 'tags=[]' not in py
     # the notebook changed after a run started: refuse to publish over it
     d = fake_repo/'runs'/'toy'/R.run_id('smoke', dict(seed=4))
     m = R.load_run(d); m['source_sha1'] = m['source_code_sha1'] = '0' * 40; write_json(d/'metrics.json', m)
@@ -245,7 +247,7 @@ def test_pre_docs_keeps_symlinked_quarto_yml_and_site_check(tmp_path):
     root = tmp_path/'site'
     (root/'nbs'/'core').mkdir(parents=True); (root/'nbs'/'results').mkdir(); (root/'fakelib').mkdir()
     (root/'fakelib'/'__init__.py').write_text('')
-    ini = (ROOT/'settings.ini').read_text().replace('lib_name = trustlib', 'lib_name = fakelib').replace('lib_path = trustlib', 'lib_path = fakelib')
+    ini = (ROOT/'settings.ini').read_text().replace('lib_name = trustlib-icml25', 'lib_name = fakelib').replace('lib_path = trustlib', 'lib_path = fakelib')
     (root/'settings.ini').write_text(ini)
     shutil.copy(ROOT/'_quarto.yml', root/'_quarto.yml')
     os.symlink('../_quarto.yml', root/'nbs'/'_quarto.yml')

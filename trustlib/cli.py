@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse, io, json, os, shutil, signal, subprocess, sys, threading
 from pathlib import Path
 
-from .config import PAPERS, PROFILES, ConfigError
+from .config import PAPERS, PROFILES, ConfigError, DIST_NAME
 
 # %% auto #0
-__all__ = ['QUARTO_MISSING', 'text_table', 'parse_params', 'cmd_list', 'check_clean', 'publish_run', 'cmd_run', 'cmd_sweep',
-           'cmd_report', 'build_proc', 'check_site', 'render_site', 'cmd_site', 'main']
+__all__ = ['QUARTO_MISSING', 'text_table', 'parse_params', 'cmd_list', 'check_clean', 'run_note', 'label_injected', 'publish_run',
+           'cmd_run', 'cmd_sweep', 'cmd_report', 'build_proc', 'check_site', 'render_site', 'cmd_site', 'main']
 
 # %% ../nbs/core/07_cli.ipynb #4170daf8
 def text_table(rows:list[dict], cols:list[str]|None=None, max_width:int=60) -> str:
@@ -61,7 +61,7 @@ def cmd_list(args) -> int:
     rows = [dict(number=p.number, name=p.name, area=p.area, status='implemented' if _implemented(p, nbs) else 'planned',
                  profiles=', '.join(PROFILES), title=p.title) for p in PAPERS]
     print(text_table(rows, max_width=70))
-    if nbs is None: print("\n(not inside a checkout: every paper shows as planned)")
+    if nbs is None: print("\n(no paper notebooks found: not inside a checkout, and this installation ships none)")
     return 0
 
 def _list_params(name:str, nbs) -> int:
@@ -99,6 +99,28 @@ def check_clean(root:str|Path|None=None):
     if g['git_dirty']:
         raise ConfigError(f"the work tree is dirty ({_dirty_msg(g['git_dirty_files'])}); commit first, or pass --allow-dirty")
 
+def run_note(m:dict) -> str:
+    "Markdown saying which run a published page shows, and what running the notebook yourself does."
+    from trustlib.runs import render_parameters
+    params = {'profile': m.get('profile'), **(m.get('params') or {})}
+    shown = ', '.join(f"`{line.strip()}`" for line in render_parameters(params).splitlines()
+                      if line.strip() and not line.lstrip().startswith('#'))
+    commit = (m.get('git_commit') or '')[:7]
+    when = (m.get('finished') or m.get('started') or '')[:10]
+    facts = [f"run `{m.get('run_id')}`"] + ([f"commit `{commit}`"] if commit else []) + \
+            ([f"{m['duration_s']:.0f} s"] if isinstance(m.get('duration_s'), (int, float)) else []) + ([when] if when else [])
+    return (f"**This page shows a run with** {shown} ({', '.join(facts)}). Running the notebook yourself uses the "
+            f"parameters cell above as written (the fast `smoke` profile unless you change it); "
+            f"`trustlib run {m.get('paper')} --profile {m.get('profile')}` repeats the run shown here.")
+
+def label_injected(nb:dict, m:dict) -> dict:
+    "Turn papermill's injected-parameters code cell into a markdown note (`run_note`), in place: Run All then follows the parameters cell."
+    for i, c in enumerate(nb.get('cells', [])):
+        if 'injected-parameters' in (c.get('metadata') or {}).get('tags', []):
+            nb['cells'][i] = dict(cell_type='markdown', id=c.get('id', 'injected'), metadata={'tags': ['injected-parameters']},
+                                  source=run_note(m))
+    return nb
+
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
     "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
     from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook
@@ -120,6 +142,7 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     from execnb.nbio import nb2str
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
     scrub_notebook(nb, (run_dir,))
+    label_injected(nb, m)
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
              allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
              clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))
@@ -375,6 +398,8 @@ def cmd_site(args) -> int:
 # %% ../nbs/core/07_cli.ipynb #4754b05e
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='trustlib', description="Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy ML.")
+    from trustlib import __version__
+    ap.add_argument('--version', action='version', version=f"trustlib {__version__} (distribution {DIST_NAME})")
     sub = ap.add_subparsers(dest='command', required=True, metavar='COMMAND')
     p = sub.add_parser('list', help="the 19 papers; --params PAPER: a paper's parameters")
     p.add_argument('--params', metavar='PAPER', help="show this paper's parameters (types, allowed values, per-profile values)")
@@ -383,7 +408,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('paper', metavar='PAPER', help="paper name (see `trustlib list`) or a notebook path (*.ipynb)")
     p.add_argument('-p', '--param', nargs=2, action='append', metavar=('KEY', 'VALUE'), help="parameter override (value parsed as YAML); repeatable")
     p.add_argument('--profile', default='cpu', choices=PROFILES, help="smoke (CI, < 60 s) | cpu (published results; default) | full (paper scale)")
-    p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS or <repo>/runs)")
+    p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS, else <repo>/runs inside a checkout, else ./runs)")
     p.add_argument('--timeout', type=float, help="per-cell timeout in seconds")
     p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook> (needs a clean tree)")
     p.add_argument('--allow-dirty', action='store_true', help="with --publish: publish even if the work tree has uncommitted changes")

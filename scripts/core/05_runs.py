@@ -58,17 +58,42 @@ def find_root(start:str|Path|None=None) -> Path:
     raise ConfigError(f"not inside a trustlib checkout: no settings.ini in {here} or its parents; "
                       "run from the repository, or pass root= / nbs_dir= (CLI: cd into the checkout)")
 
+def _package_dir() -> Path:
+    import trustlib
+    return Path(trustlib.__file__).resolve().parent
+
+def package_checkout() -> Path|None:
+    "The checkout the imported `trustlib` package lives in (an editable install), or None (a wheel)."
+    d = _package_dir().parent
+    return d if (d/'settings.ini').is_file() and (d/'nbs').is_dir() else None
+
+def packaged_notebooks() -> Path|None:
+    "The paper notebooks a wheel ships (`trustlib/notebooks/`), or None in a checkout."
+    d = _package_dir()/'notebooks'
+    return d if (d/'papers').is_dir() else None
+
 def nbs_path(root:str|Path|None=None) -> Path:
-    "The notebooks folder of the checkout (`nbs_path` in settings.ini, default `nbs`)."
-    root = find_root(root)
+    "The notebooks folder: the checkout's around `root` (default: the working directory); outside any checkout, the one the package was installed from (editable), else the notebooks shipped in the wheel."
+    try: root = find_root(root)
+    except ConfigError:
+        if root is not None: raise
+        root = package_checkout()
+        if root is None:
+            shipped = packaged_notebooks()
+            if shipped is None: raise
+            return shipped
     cp = configparser.ConfigParser(delimiters=['='], interpolation=None)
     cp.read(root/'settings.ini', encoding='utf-8')
     return root/cp['DEFAULT'].get('nbs_path', 'nbs')
 
 def default_runs_dir(root:str|Path|None=None) -> Path:
-    "`$TRUSTLIB_RUNS` if set, else `<repository root>/runs`."
+    "`$TRUSTLIB_RUNS` if set, else `<repository root>/runs` inside a checkout, else `./runs`."
     env = os.environ.get('TRUSTLIB_RUNS')
-    return Path(env).expanduser() if env else find_root(root)/'runs'
+    if env: return Path(env).expanduser()
+    try: return find_root(root)/'runs'
+    except ConfigError:
+        if root is not None: raise
+        return Path.cwd()/'runs'
 
 def _get_paper(name:str):
     import trustlib.config   # looked up at call time, so tests can substitute the registry
@@ -80,6 +105,17 @@ _root = find_root()
 test_eq((_root/'settings.ini').exists(), True)
 test_eq(nbs_path(), _root/'nbs')
 test_fail(lambda: find_root(tempfile.mkdtemp()), contains="not inside a trustlib checkout")
+# outside any checkout: the notebooks of the checkout the package came from, runs under ./runs
+test_eq(package_checkout(), _root); test_eq(packaged_notebooks(), None)
+_cwd, _env = os.getcwd(), os.environ.pop('TRUSTLIB_RUNS', None)
+_away = Path(tempfile.mkdtemp()).resolve()
+try:
+    os.chdir(_away)
+    test_eq(nbs_path(), _root/'nbs'); test_eq(default_runs_dir(), _away/'runs')
+    test_fail(lambda: nbs_path(_away), contains="not inside a trustlib checkout")   # an explicit root must be a checkout
+finally:
+    os.chdir(_cwd)
+    if _env is not None: os.environ['TRUSTLIB_RUNS'] = _env
 
 
 # %% [markdown]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse, io, json, os, shutil, signal, subprocess, sys, threading
 from pathlib import Path
 
-from trustlib.config import PAPERS, PROFILES, ConfigError
+from trustlib.config import PAPERS, PROFILES, ConfigError, DIST_NAME
 
 # %%
 #| hide
@@ -126,7 +126,7 @@ def cmd_list(args) -> int:
     rows = [dict(number=p.number, name=p.name, area=p.area, status='implemented' if _implemented(p, nbs) else 'planned',
                  profiles=', '.join(PROFILES), title=p.title) for p in PAPERS]
     print(text_table(rows, max_width=70))
-    if nbs is None: print("\n(not inside a checkout: every paper shows as planned)")
+    if nbs is None: print("\n(no paper notebooks found: not inside a checkout, and this installation ships none)")
     return 0
 
 def _list_params(name:str, nbs) -> int:
@@ -181,6 +181,28 @@ def check_clean(root:str|Path|None=None):
     if g['git_dirty']:
         raise ConfigError(f"the work tree is dirty ({_dirty_msg(g['git_dirty_files'])}); commit first, or pass --allow-dirty")
 
+def run_note(m:dict) -> str:
+    "Markdown saying which run a published page shows, and what running the notebook yourself does."
+    from trustlib.runs import render_parameters
+    params = {'profile': m.get('profile'), **(m.get('params') or {})}
+    shown = ', '.join(f"`{line.strip()}`" for line in render_parameters(params).splitlines()
+                      if line.strip() and not line.lstrip().startswith('#'))
+    commit = (m.get('git_commit') or '')[:7]
+    when = (m.get('finished') or m.get('started') or '')[:10]
+    facts = [f"run `{m.get('run_id')}`"] + ([f"commit `{commit}`"] if commit else []) + \
+            ([f"{m['duration_s']:.0f} s"] if isinstance(m.get('duration_s'), (int, float)) else []) + ([when] if when else [])
+    return (f"**This page shows a run with** {shown} ({', '.join(facts)}). Running the notebook yourself uses the "
+            f"parameters cell above as written (the fast `smoke` profile unless you change it); "
+            f"`trustlib run {m.get('paper')} --profile {m.get('profile')}` repeats the run shown here.")
+
+def label_injected(nb:dict, m:dict) -> dict:
+    "Turn papermill's injected-parameters code cell into a markdown note (`run_note`), in place: Run All then follows the parameters cell."
+    for i, c in enumerate(nb.get('cells', [])):
+        if 'injected-parameters' in (c.get('metadata') or {}).get('tags', []):
+            nb['cells'][i] = dict(cell_type='markdown', id=c.get('id', 'injected'), metadata={'tags': ['injected-parameters']},
+                                  source=run_note(m))
+    return nb
+
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
     "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
     from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook
@@ -202,6 +224,7 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     from execnb.nbio import nb2str
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
     scrub_notebook(nb, (run_dir,))
+    label_injected(nb, m)
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
              allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
              clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))
@@ -245,6 +268,21 @@ def cmd_run(args) -> int:
     for v in m.get('verdicts') or []: print(f"  verdict: {v.get('verdict')}: {v.get('claim')}")
     if args.publish: print(f"published: {publish_run(d, allow_dirty=args.allow_dirty)}")
     return 0
+
+
+# %%
+_m = dict(paper='toy', run_id='cpu-abc', profile='cpu', params={'seed': 4}, git_commit='0123456789abcdef',
+          duration_s=212.4, finished='2026-12-01T10:00:00+00:00')
+_nb = dict(cells=[dict(cell_type='code', id='x1', metadata={'tags': ['injected-parameters']}, execution_count=1, outputs=[],
+                       source='# Parameters\nprofile = "cpu"\nseed = 4\n'),
+                  dict(cell_type='code', id='x2', metadata={}, execution_count=2, outputs=[], source='1 + 1')])
+label_injected(_nb, _m)
+_c = _nb['cells'][0]
+test_eq((_c['cell_type'], _c['metadata'], _c['id']), ('markdown', {'tags': ['injected-parameters']}, 'x1'))
+test_eq(_nb['cells'][1]['source'], '1 + 1')   # other cells untouched
+for s in ('`profile = "cpu"`, `seed = 4`', 'run `cpu-abc`', 'commit `0123456`', '212 s', '2026-12-01', 'trustlib run toy --profile cpu'):
+    assert s in _c['source'], s
+print(_c['source'])
 
 
 # %% [markdown]
@@ -511,6 +549,8 @@ def cmd_site(args) -> int:
 #| export
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='trustlib', description="Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy ML.")
+    from trustlib import __version__
+    ap.add_argument('--version', action='version', version=f"trustlib {__version__} (distribution {DIST_NAME})")
     sub = ap.add_subparsers(dest='command', required=True, metavar='COMMAND')
     p = sub.add_parser('list', help="the 19 papers; --params PAPER: a paper's parameters")
     p.add_argument('--params', metavar='PAPER', help="show this paper's parameters (types, allowed values, per-profile values)")
@@ -519,7 +559,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('paper', metavar='PAPER', help="paper name (see `trustlib list`) or a notebook path (*.ipynb)")
     p.add_argument('-p', '--param', nargs=2, action='append', metavar=('KEY', 'VALUE'), help="parameter override (value parsed as YAML); repeatable")
     p.add_argument('--profile', default='cpu', choices=PROFILES, help="smoke (CI, < 60 s) | cpu (published results; default) | full (paper scale)")
-    p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS or <repo>/runs)")
+    p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS, else <repo>/runs inside a checkout, else ./runs)")
     p.add_argument('--timeout', type=float, help="per-cell timeout in seconds")
     p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook> (needs a clean tree)")
     p.add_argument('--allow-dirty', action='store_true', help="with --publish: publish even if the work tree has uncommitted changes")

@@ -389,7 +389,9 @@ def synthetic_logits(K:int, N:int, rng:np.random.Generator, dim:int=32, chunk:in
 
 # %% ../../nbs/papers/clustering/l2h.ipynb #abbcff23
 def default_logits_path() -> Path:
-    return Path(os.environ.get('TRUSTLIB_DATA', 'data/cache')) / 'l2h' / 'logits.npz'
+    "Where the `full` profile looks for the logits: `trustlib.data.data_dir()/l2h/logits.npz` (an absolute path, whatever the working directory)."
+    from trustlib.data import data_dir
+    return data_dir().resolve() / 'l2h' / 'logits.npz'
 
 def load_logits_file(path) -> dict:
     "Arrays `logits`, `labels` (and `coarse_labels` if present) from an .npz file; `ResourceUnavailable` if missing."

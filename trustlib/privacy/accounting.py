@@ -8,7 +8,7 @@ import logging, math
 from typing import Callable, Sequence
 import numpy as np
 from scipy.special import log_ndtr, log_expit, ndtr, ndtri, expit
-from ..config import ConfigError
+from ..config import ConfigError, require
 
 # %% auto #0
 __all__ = ['NOISES', 'DEFAULT_ORDERS', 'GAUSSIAN_METHODS', 'SIGN_OFFSETS', 'check_delta', 'check_noise_multiplier',
@@ -111,8 +111,8 @@ def rdp_to_dp(rdp, # RDP ρ(α) at each order (already composed)
 def rdp_gaussian_epsilon(noise_multiplier:float, steps:int, delta:float, sampling_prob:float=1.0,
                          orders=DEFAULT_ORDERS) -> float:
     "ε of the (Poisson-subsampled) Gaussian mechanism by dp-accounting's RDP accountant."
-    import dp_accounting
-    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+    dp_accounting = require('dp_accounting', 'RDP accounting')
+    rdp = require('dp_accounting.rdp.rdp_privacy_accountant', 'RDP accounting')
     sig, T, delta, q = check_noise_multiplier(noise_multiplier), _steps(steps), check_delta(delta), _q(sampling_prob)
     acc = rdp.RdpAccountant(orders=list(_orders(orders)))
     ev = dp_accounting.GaussianDpEvent(sig)
@@ -128,7 +128,7 @@ def rdp_gaussian_epsilon(noise_multiplier:float, steps:int, delta:float, samplin
 def pld_gaussian_epsilon(noise_multiplier:float, steps:int, delta:float, sampling_prob:float=1.0,
                          discretization:float=1e-4) -> float:
     "ε of the (Poisson-subsampled) Gaussian mechanism by dp-accounting's privacy loss distribution (pessimistic)."
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = require('dp_accounting.pld.privacy_loss_distribution', 'PLD accounting')
     sig, T, delta, q = check_noise_multiplier(noise_multiplier), _steps(steps), check_delta(delta), _q(sampling_prob)
     p = pld.from_gaussian_mechanism(standard_deviation=sig, sensitivity=1.0, sampling_prob=q,
                                     value_discretization_interval=_positive(discretization, 'discretization'))
@@ -137,7 +137,8 @@ def pld_gaussian_epsilon(noise_multiplier:float, steps:int, delta:float, samplin
 def prv_gaussian_epsilon(noise_multiplier:float, steps:int, delta:float, sampling_prob:float=1.0,
                          eps_error:float=0.01, delta_error:float=1e-10, which:str="estimate") -> float:
     "ε of the (Poisson-subsampled) Gaussian mechanism by prv-accountant (Gopi et al. 2021)."
-    from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism, GaussianMechanism
+    _prv = require('prv_accountant', 'PRV accounting')
+    PRVAccountant, PoissonSubsampledGaussianMechanism, GaussianMechanism = _prv.PRVAccountant, _prv.PoissonSubsampledGaussianMechanism, _prv.GaussianMechanism
     sig, T, delta, q = check_noise_multiplier(noise_multiplier), _steps(steps), check_delta(delta), _q(sampling_prob)
     if which not in ("lower", "estimate", "upper"): raise ConfigError(f"parameter 'which': {which!r} is not allowed; choose one of ['lower', 'estimate', 'upper']")
     mech = GaussianMechanism(noise_multiplier=sig) if q == 1 else PoissonSubsampledGaussianMechanism(noise_multiplier=sig, sampling_probability=q)
@@ -308,7 +309,7 @@ SIGN_OFFSETS = ("unbounded", "symmetric")
 def pld_pair_epsilon(log_pmf_lower:dict, log_pmf_upper:dict, # log-pmfs of the two neighbouring output distributions
                      steps:int, delta:float, discretization:float=1e-4) -> float:
     "ε of `steps` compositions of one pair of discrete distributions, by dp-accounting's PLD (pessimistic, both directions)."
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = require('dp_accounting.pld.privacy_loss_distribution', 'PLD accounting')
     p = pld.from_two_probability_mass_functions(dict(log_pmf_lower), dict(log_pmf_upper),
                                                 value_discretization_interval=_positive(discretization, 'discretization'))
     return float(p.self_compose(_steps(steps)).get_epsilon_for_delta(check_delta(delta)))

@@ -732,7 +732,9 @@ assert (_Ls.argmax(1) == _zs).mean() > 0.8
 # %%
 #| export
 def default_logits_path() -> Path:
-    return Path(os.environ.get('TRUSTLIB_DATA', 'data/cache')) / 'l2h' / 'logits.npz'
+    "Where the `full` profile looks for the logits: `trustlib.data.data_dir()/l2h/logits.npz` (an absolute path, whatever the working directory)."
+    from trustlib.data import data_dir
+    return data_dir().resolve() / 'l2h' / 'logits.npz'
 
 def load_logits_file(path) -> dict:
     "Arrays `logits`, `labels` (and `coarse_labels` if present) from an .npz file; `ResourceUnavailable` if missing."
