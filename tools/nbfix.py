@@ -7,7 +7,7 @@
    the rest (which keeps the outputs). Otherwise the docs build would run experiments.
 3. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
    absolute path of the machine that ran it (/work/, /root/, /tmp/, /home/ — e.g. a library warning; the
-   `TqdmWarning: IProgress not found` output is dropped by the fix), no stored stream/text line longer than
+   `TqdmWarning: IProgress not found` output, its residue and blank stderr outputs are dropped by the fix), no stored stream/text line longer than
    1,000 characters (a progress bar stored as one line), and, in the markdown of the published paper pages
    (nbs/papers/**, nbs/index.ipynb), no process narration ("the issue", "the lead", "helper", "session",
    "closing note"): pages speak of the paper and the project.
@@ -50,6 +50,8 @@ def hygiene(nb, page: bool = False) -> list[str]:
                 if m:
                     hint = " (the tqdm IProgress warning: `python tools/nbfix.py` drops it)" if TQDM_IPROGRESS in t else ""
                     probs.append(f"cell {i}: stored stderr contains a local path {t[max(0, m.start() - 20):m.end() + 40].strip()!r}{hint}")
+                if kind == "stderr" and _noise(t):
+                    probs.append(f"cell {i}: stored stderr output with nothing for a reader ({t.strip()[:60]!r}; `python tools/nbfix.py` drops it)")
                 long = [len(l) for l in t.split("\n") if len(l) > MAX_LINE]
                 if long: probs.append(f"cell {i}: stored {kind} output has a line of {max(long):,} characters (> {MAX_LINE:,}; a progress bar?)")
         elif c.cell_type == "markdown" and page:
@@ -58,14 +60,21 @@ def hygiene(nb, page: bool = False) -> list[str]:
                 probs.append(f"cell {i}: markdown narrates the process ({m.group(0)!r}): ...{src[max(0, m.start() - 40):m.end() + 30]!r}...")
     return probs
 
+TQDM_RESIDUE = "from .autonotebook import tqdm as notebook_tqdm"   # the second line of that warning
+
+def _noise(t: str) -> bool:
+    "A stderr text with nothing for a reader: blank (a disabled progress bar's newline), or what is left of tqdm's warning."
+    lines = [l.strip() for l in t.splitlines() if l.strip()]
+    return not lines or all(l == TQDM_RESIDUE for l in lines) or (TQDM_IPROGRESS in t and len(lines) <= 2)
+
 def drop_tqdm_warnings(nb) -> list[str]:
-    "Remove stored stderr outputs that are only tqdm's `IProgress not found` warning (no ipywidgets in the kernel)."
+    "Remove stored stderr outputs that are blank or only tqdm's `IProgress not found` warning (or its residue line)."
     changes = []
     for c in nb.cells:
         if c.cell_type != "code": continue
         keep = [o for o in c.get("outputs", []) if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
-                and TQDM_IPROGRESS in _text(o.get("text")) and len([l for l in _text(o.get("text")).splitlines() if l.strip()]) <= 2)]
-        if len(keep) != len(c.get("outputs", [])): c.outputs = keep; changes.append("tqdm IProgress warning dropped")
+                and _noise(_text(o.get("text"))))]
+        if len(keep) != len(c.get("outputs", [])): c.outputs = keep; changes.append("blank/tqdm-warning stderr dropped")
     return changes
 
 def _is_directive(line): return line.lstrip().startswith("#|")

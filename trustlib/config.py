@@ -39,7 +39,7 @@ OPTIONAL = {
     "xgboost": ("interp", "xgboost-cpu==3.2.0"), "captum": ("interp", "captum==0.9.0"),
     "nltk": ("evals", "nltk==3.10.4"), "rouge_score": ("evals", "rouge-score==0.1.2"), "jieba": ("evals", "jieba==0.42.1"),
     "rapidfuzz": ("evals", "rapidfuzz==3.14.6"),
-    "ray": ("ray", "ray==2.60.0"),
+    "ray": ("ray", "ray==2.60.0"), "playwright": ("site", "playwright==1.65.2"),
 }
 
 class MissingDependency(ImportError):

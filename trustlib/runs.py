@@ -655,11 +655,11 @@ def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
             if o.get('output_type') == 'stream' and o.get('name') == 'stderr':
                 txt = o.get('text', ''); txt = ''.join(txt) if isinstance(txt, list) else txt
                 lines = re.split(r'(?<=[\r\n])', txt)   # tqdm redraws with \r: each redraw is a line here
-                kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))]
-                if len(kept) != len(lines):
-                    n += len(lines) - len(kept)
-                    if not ''.join(kept).strip(): continue
-                    o['text'] = ''.join(kept)
+                kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))
+                        and l.strip() != 'from .autonotebook import tqdm as notebook_tqdm']   # the 2nd line of tqdm's IProgress warning
+                n += len(lines) - len(kept)
+                if not ''.join(kept).strip(): continue   # blank (e.g. a disabled bar's newline): nothing for a reader
+                o['text'] = ''.join(kept)
             keep.append(o)
         c['outputs'] = keep
     return n

@@ -15,7 +15,7 @@
 # %%
 #| export
 from __future__ import annotations
-import base64, html, io, json, os, re
+import base64, html, io, json, math, os, re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -226,6 +226,16 @@ def verdict_color(v:str) -> str:
     "The chart colour of a verdict word (or a row status); KeyError for an unknown word."
     return {**VERDICT_STYLE, **STATUS_STYLE}[v]['color']
 
+def verdict_badge(v:str, n:int|None=None) -> str:
+    "An HTML badge for a verdict word or row status (class `verdict v-<word>`, colour inline so it shows outside the site too); `n` prefixes a count."
+    style = {**VERDICT_STYLE, **STATUS_STYLE}.get(v)
+    if style is None: return html.escape(str(v), quote=False)
+    dark = v in VERDICT_STYLE and v != 'partially'
+    fg = '#ffffff' if dark else '#212121'
+    text = (f"{n} " if n is not None else '') + style['label']
+    return (f'<span class="verdict v-{v}" style="background:{style["color"]};color:{fg};padding:0 .45em;'
+            f'border-radius:.35em;white-space:nowrap">{html.escape(text, quote=False)}</span>')
+
 def _md(x) -> str:
     "A value as text for a markdown table cell."
     if x is None or (isinstance(x, float) and x != x): return ''
@@ -272,6 +282,9 @@ test_eq(verdict_chart(_all6)[:4], b'\x89PNG')   # every verdict word has a colou
 test_eq([verdict_label(v) for v in VERDICTS],
         ['reproduced', 'partially', 'not reproduced', 'inconclusive', 'illustrated', 'not testable offline'])
 test_eq(len({verdict_color(v) for v in _VERDICT_ORDER}), len(_VERDICT_ORDER))   # distinct colours
+_b = verdict_badge('not_reproduced', 3)
+assert _b.startswith('<span class="verdict v-not_reproduced"') and '>3 not reproduced</span>' in _b and '#c62828' in _b
+test_eq(verdict_badge('maybe<'), 'maybe&lt;')   # unknown words: escaped text, no badge
 test_fail(lambda: verdict_chart(pd.DataFrame(dict(name=['a'], verdict=['maybe'], run_id=['r']))), contains='unknown verdict')
 test_eq(md_table([dict(a='x|y', b='[l](p.ipynb)')], ['a', 'b!']), '| a | b |\n|---|---|\n| x\\|y | [l](p.ipynb) |')
 
@@ -294,6 +307,15 @@ def write_pair(nb_path:str|Path, root:str|Path|None=None) -> Path|None:
     atomic_write_text(sp, jupytext.writes(n, fmt=dict(extension='.py', format_name='percent')))
     return sp
 
+def _run_anchor(paper, run_id) -> str:
+    "The id of a run's row in the dashboard's run history (run ids repeat across papers, so the paper is part of it)."
+    return 'run-' + re.sub(r'[^A-Za-z0-9_-]+', '-', f"{paper}-{run_id}")
+
+def _params_text(p:dict) -> str:
+    "A run's parameter overrides as `k=v` text (`profile defaults` when there are none)."
+    if not p: return 'profile defaults'
+    return ', '.join(f"{k}={json.dumps(v)}" for k, v in p.items())
+
 def _rel(p, start) -> str:
     try: return str(Path(p).resolve().relative_to(Path(start).resolve()))
     except ValueError: return Path(p).name
@@ -304,6 +326,7 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                     nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's)
                     history:int=200, # at most this many runs in the run-history table
                     pair:bool=True, # also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
+                    papers_index:bool|None=None, # also write `papers.ipynb` beside it (default: when `out` is the site's dashboard)
                    ) -> Path:
     "Write the results dashboard notebook (markdown tables + a stored chart; nothing to execute); return its path."
     import nbformat
@@ -321,8 +344,10 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
         first = r['name'] not in seen; seen.add(r['name'])
         link = os.path.relpath(nbs/Path(get_notebook(r['name'])), out.parent) if nbs is not None else None
         title = f"[{_md(r['title'])}]({Path(link).as_posix()})" if (r['implemented'] and link) else _md(r['title'])
-        run = f"`{r['run_id']}`<br>{r['date']} · {r['profile']}" if r['run_id'] else ''
-        verdict = f"**{verdict_label(r['verdict'])}**" if r['verdict'] in VERDICT_STYLE else _md(r['verdict'])
+        run = f"[`{r['run_id']}`](#{_run_anchor(r['name'], r['run_id'])})<br>{r['date']} · {r['profile']}" if r['run_id'] else ''
+        verdict = verdict_badge(r['verdict'])
+        if r['verdict'] in VERDICT_STYLE and r['implemented'] and link:   # the verdict links to the page's "Paper vs. us"
+            verdict = f"[{verdict}]({Path(link).as_posix()}#paper-vs.-us)"
         claim = f"{HEADLINE_MARK} **{_md(r['claim'])}**" if r['headline'] else _md(r['claim'])
         reason = _md(r['reason']) + (f"<br><small>rule: `{_md(r['rule']).replace('`', '')}`</small>" if r.get('rule') else '')
         rows.append(dict(r, title_md=title if first else '', run_md=run if first else '', claim_md=claim, verdict_md=verdict,
@@ -333,23 +358,25 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
     head_md = md_table(heads, ['number', 'title_md!', 'claim', 'verdict_md!'], ['#', 'Paper', 'Headline claim', 'Verdict'])
     n_by = {k: int((vt.verdict == k).sum()) for k in VERDICT_STYLE}
     n_head = {k: int((vt.headline & (vt.verdict == k)).sum()) for k in VERDICT_STYLE}
-    words = ', '.join(f"**{verdict_label(k)}**" for k in VERDICT_STYLE)
-    counts_md = ', '.join(f"{n_by[k]} {verdict_label(k)}" for k in VERDICT_STYLE if n_by[k])
-    heads_md = ', '.join(f"{n_head[k]} {verdict_label(k)}" for k in VERDICT_STYLE if n_head[k])
+    words = ', '.join(verdict_badge(k) for k in VERDICT_STYLE)
+    counts_md = ' '.join(verdict_badge(k, n_by[k]) for k in VERDICT_STYLE if n_by[k])
+    heads_md = ' '.join(verdict_badge(k, n_head[k]) for k in VERDICT_STYLE if n_head[k])
     hist = _records(runs.sort_values('finished', ascending=False, na_position='last').head(history)) if len(runs) else []
     for h in hist:
         h['commit'] = str(h.get('git_commit') or '')[:10] + ('+dirty' if h.get('git_dirty') else '')
         h['when'] = str(h.get('finished') or '')[:19].replace('T', ' ')
         h['duration'] = '' if h.get('duration_s') is None else f"{float(h['duration_s']):.1f}"
         h['error_short'] = str(h['error']).splitlines()[0][:120] if h.get('error') else ''
-    hist_md = md_table(hist, ['paper', 'run_id', 'profile', 'status', 'when', 'duration', 'commit', 'error_short'],
-                       ['Paper', 'Run id', 'Profile', 'Status', 'Finished (UTC)', 'Duration (s)', 'Commit', 'Error']) if hist else '_No runs yet._'
+        h['run_md'] = f'<span id="{_run_anchor(h["paper"], h["run_id"])}"></span>`{_md(h["run_id"])}`'
+        h['params_md'] = _md(_params_text({k[len('params.'):]: v for k, v in h.items() if k.startswith('params.') and v is not None}))
+    hist_md = md_table(hist, ['paper', 'run_md!', 'profile', 'params_md!', 'status', 'when', 'duration', 'commit', 'error_short'],
+                       ['Paper', 'Run id', 'Profile', 'Parameters', 'Status', 'Finished (UTC)', 'Duration (s)', 'Commit', 'Error']) if hist else '_No runs yet._'
     n_checked = int(vt.run_id.notna().sum())
     built = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
     cells = [
         new_markdown_cell("# Results dashboard — paper vs. us\n\n"
                           "> The headline claims of the 19 papers beside our CPU-scale numbers, with a verdict per claim.\n\n"
-                          "- skip_exec: true\n- skip_showdoc: true"),
+                          "- skip_exec: true\n- skip_showdoc: true\n- page-layout: full\n- toc: false"),
         new_markdown_cell(f"Built by `trustlib report --publish` on {built} from {len(runs)} run(s) in `{_rel(runs_dir, find_root_or(runs_dir))}`; "
                           f"the table shows each paper's latest complete `{profile or 'any'}`-profile run. Verdicts are data recorded "
                           f"by each paper notebook's \"Paper vs. us\" section, one of {words}, each with its reason and, for a "
@@ -373,7 +400,147 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
     nbformat.validate(nb)
     out.parent.mkdir(parents=True, exist_ok=True)
     notest = out.parent/'.notest'
-    if nbs is not None and out.parent.resolve() == (nbs/'results').resolve() and not notest.exists(): atomic_write_text(notest, '')
+    in_site = nbs is not None and out.parent.resolve() == (nbs/'results').resolve()
+    if in_site and not notest.exists(): atomic_write_text(notest, '')
+    if papers_index is None: papers_index = in_site
+    atomic_write_text(out, nbformat.writes(nb) + '\n')
+    if pair: write_pair(out)
+    if papers_index and nbs is not None:
+        build_papers_index(vt, out.parent/'papers.ipynb', nbs, built=built, pair=pair)
+    return out
+
+def _same(a, b) -> bool:
+    "Equal as JSON values (tuples and lists alike, 1 == 1.0)."
+    norm = lambda v: json.dumps(v.tolist() if hasattr(v, 'tolist') else v, sort_keys=True, default=str)
+    try: return a == b or norm(list(a) if isinstance(a, tuple) else a) == norm(list(b) if isinstance(b, tuple) else b)
+    except (TypeError, ValueError): return False
+
+def sweep_table(spec, # a sweep spec (dict or YAML path), as for `trustlib sweep`
+                runs_dir:str|Path|None=None):
+    "One row per grid point of `spec`: its swept parameters, the latest complete run's id and scalar metrics (status `missing` if none)."
+    import pandas as pd
+    from trustlib.runs import load_spec, grid_points
+    spec = load_spec(spec)
+    paper = spec.get('paper') or Path(spec['notebook']).stem
+    runs = collect_runs(runs_dir)
+    runs = runs[(runs.paper == paper) & (runs.status == 'complete')] if len(runs) else runs
+    rows = []
+    for prof, p in grid_points(spec):
+        cand = runs[runs.profile == prof] if len(runs) else runs
+        for k, v in p.items():
+            col = f'params.{k}'
+            cand = cand[cand[col].map(lambda x, v=v: _same(x, v))] if col in cand.columns else cand.iloc[0:0]
+        row = {k: (json.dumps(v) if isinstance(v, (list, tuple, dict)) else v) for k, v in p.items() if k in spec['grid']}
+        row['profile'] = prof
+        if len(cand):
+            r = cand.sort_values('finished', na_position='first').iloc[-1]
+            row.update(status='complete', run_id=r['run_id'])
+            row.update({c[len('metrics.'):]: r[c] for c in cand.columns if c.startswith('metrics.')
+                        and isinstance(r[c], (int, float)) and not isinstance(r[c], bool) and r[c] == r[c]})
+        else: row.update(status='missing', run_id=None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+def build_sweep_report(spec, # a sweep spec (dict or YAML path)
+                       runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
+                       out:str|Path|None=None, # default: <runs>/sweeps/<paper>-<spec hash>.ipynb
+                       metrics:list[str]|None=None, # metrics to plot (default: the first `max_metrics` numeric ones)
+                       max_metrics:int=6) -> Path:
+    "A results page for one sweep: a table of its grid points and, per swept parameter, each metric against it (mean ± sd over the rest)."
+    import hashlib, nbformat, pandas as pd, seaborn as sns
+    from matplotlib.figure import Figure
+    from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
+    from trustlib.runs import load_spec
+    spec = load_spec(spec)
+    paper = spec.get('paper') or Path(spec['notebook']).stem
+    runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    df = sweep_table(spec, runs_dir)
+    swept = list(spec['grid'])
+    base = set(swept) | {'profile', 'status', 'run_id'}
+    numeric = [c for c in df.columns if c not in base and pd.api.types.is_numeric_dtype(df[c])]
+    metrics = [m for m in (metrics or numeric) if m in df.columns][:max_metrics]
+    key = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    out = Path(out) if out is not None else runs_dir/'sweeps'/f"{paper}-{key}.ipynb"
+    done = int((df.status == 'complete').sum())
+    cells = [new_markdown_cell(f"# Sweep: {paper} over {', '.join(swept)}\n\n> {done} of {len(df)} grid points have a complete run.\n\n"
+                               "- skip_exec: true\n- skip_showdoc: true"),
+             new_markdown_cell("Fixed parameters: " + (', '.join(f"`{k}={json.dumps(v)}`" for k, v in spec['params'].items()) or 'none')
+                               + f"; profile `{spec['profile']}`. Built by `trustlib report --sweep` from `{runs_dir.name}`."),
+             new_markdown_cell("## Grid points\n\n" + md_table(_records(df.round(4)), [*swept, 'status', 'run_id', *metrics]))]
+    for p in swept:
+        d = df[df.status == 'complete']
+        if not len(d) or not metrics: continue
+        fig = Figure(figsize=(min(3.2 * len(metrics), 9.6), 2.8 * math.ceil(len(metrics) / 3)))
+        axes = fig.subplots(math.ceil(len(metrics) / 3), min(len(metrics), 3), squeeze=False).ravel()
+        x = d[p].astype(str) if not pd.api.types.is_numeric_dtype(d[p]) else d[p]
+        for ax, m in zip(axes, metrics):
+            sns.pointplot(x=x, y=d[m], errorbar='sd', ax=ax, color='#1565c0')
+            ax.set_xlabel(p); ax.set_ylabel(m); ax.set_title(m, fontsize=9)
+        for ax in axes[len(metrics):]: ax.set_visible(False)
+        fig.suptitle(f"metrics against {p} (mean ± sd over the other swept parameters)", fontsize=10); fig.tight_layout()
+        buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100)
+        cells += [new_markdown_cell(f"## Against `{p}`"),
+                  new_code_cell("#| echo: false", outputs=[new_output('display_data', data={'image/png': base64.b64encode(buf.getvalue()).decode(),
+                                                                                                'text/plain': [f'<metrics against {p}>']})])]
+    for i, c in enumerate(cells): c['id'] = f"sweep-{i}"
+    nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')))
+    nb.nbformat_minor = 5
+    nbformat.validate(nb)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, nbformat.writes(nb) + '\n')
+    return out
+
+AREA_TITLES = {'fairness': 'Fairness', 'privacy': 'Privacy', 'calibration': 'Calibration', 'robustness': 'Robustness',
+               'interp': 'Interpretability', 'unlearning': 'Unlearning', 'clustering': 'Clustering', 'theory': 'Theory',
+               'bias': 'Bias', 'evals': 'Evaluations'}
+
+def paper_summary(nb_path:str|Path) -> str:
+    "The one-line summary of a paper notebook: the `> ...` line of its title cell ('' if there is none)."
+    try: nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
+    except (OSError, ValueError): return ''
+    for c in nb.get('cells', [])[:2]:
+        if c.get('cell_type') != 'markdown': continue
+        for line in ''.join(c.get('source', '')).splitlines():
+            if line.startswith('> '): return line[2:].strip()
+    return ''
+
+def build_papers_index(vt, # the output of `verdict_table`
+                       out:str|Path, # where to write (nbs/results/papers.ipynb)
+                       nbs:str|Path, # the notebooks folder
+                       built:str='', pair:bool=True) -> Path:
+    "Write the papers index: the 19 papers by area, each with its one-line claim, status and verdict counts as badges."
+    import nbformat
+    from nbformat.v4 import new_notebook, new_markdown_cell
+    out, nbs = Path(out), Path(nbs)
+    cells = [new_markdown_cell("# Papers\n\n> The 19 ICML 2025 papers by area: what each claims, whether it is implemented, "
+                               "and how its claims fared at CPU scale.\n\n- skip_exec: true\n- skip_showdoc: true"),
+             new_markdown_cell("Each row links to the paper's page; the badges count its claims by verdict in the latest "
+                               "published `cpu` run (details, intervals and rules on the [results dashboard](dashboard.ipynb)). "
+                               + ' '.join(verdict_badge(k) for k in VERDICT_STYLE)
+                               + (f"\n\nBuilt by `trustlib report --publish` on {built}." if built else ''))]
+    by_area = {}
+    for p in PAPERS: by_area.setdefault(p.area, []).append(p)
+    for area in sorted(by_area, key=lambda a: (list(AREA_TITLES).index(a) if a in AREA_TITLES else 99, a)):
+        rows = []
+        for p in by_area[area]:
+            d = vt[vt.name == p.name]
+            nb = nbs/p.notebook
+            implemented = nb.is_file()
+            link = Path(os.path.relpath(nb, out.parent)).as_posix()
+            title = f"[{_md(p.title)}]({link})" if implemented else _md(p.title)
+            counts = d.verdict.value_counts()
+            if implemented and d.run_id.notna().any():
+                badges = ' '.join(verdict_badge(k, int(counts[k])) for k in VERDICT_STYLE if counts.get(k, 0))
+            else: badges = verdict_badge('not yet run' if implemented else 'planned')
+            rows.append(dict(number=p.number, title_md=title, summary=paper_summary(nb) if implemented else '',
+                             status='implemented' if implemented else 'planned', badges_md=badges))
+        cells.append(new_markdown_cell(f"## {AREA_TITLES.get(area, area.title())}\n\n"
+                                       + md_table(rows, ['number', 'title_md!', 'summary', 'status', 'badges_md!'],
+                                                  ['#', 'Paper', 'Claim in one line', 'Status', 'Verdicts'])))
+    for i, c in enumerate(cells): c['id'] = f"papers-{i}"
+    nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')))
+    nb.nbformat_minor = 5
+    nbformat.validate(nb)
     atomic_write_text(out, nbformat.writes(nb) + '\n')
     if pair: write_pair(out)
     return out
@@ -400,18 +567,18 @@ test_eq(nb.cells[0].source.splitlines()[0], '# Results dashboard — paper vs. u
 table_md = nb.cells[5].source
 heads_md = nb.cells[4].source
 assert heads_md.startswith('## Headline claims') and f'| {HEADLINE_MARK} ' not in heads_md
-test_eq(heads_md.count('| ensembles help | **reproduced** |'), 1)   # the headline claim of the latest cpu run
-test_eq(heads_md.count('| planned |'), 17)
+test_eq(heads_md.count(f"| ensembles help | {verdict_badge('reproduced')} |"), 1)   # the headline claim of the latest cpu run (no page here: no link)
+test_eq(heads_md.count('class="verdict v-planned"'), 17)
 for p in PAPERS: assert p.title in table_md, p.name
 assert '[From Logits to Hierarchies: Hierarchical Clustering made Simple](../papers/clustering/l2h.ipynb)' in table_md
-test_eq(table_md.count('**reproduced**'), 1)
-assert f'{HEADLINE_MARK} **ensembles help** | 0.10 | 0.08 | **reproduced**' in table_md   # the headline, marked, first
+test_eq(table_md.count(f"| {verdict_badge('reproduced')} |"), 1)   # one claim row (the counts line has its own badge)
+assert f'{HEADLINE_MARK} **ensembles help** | 0.10 | 0.08 | {verdict_badge("reproduced")} |' in table_md   # the headline, marked, first
 assert table_md.index('ensembles help') < table_md.index('gap grows') < table_md.index('a picture of the gap')
-assert '**illustrated**' in table_md and 'rule: `ours &gt;= 0.5 * paper`' in table_md
-test_eq(table_md.count('| planned |'), 17)
+assert verdict_badge('illustrated') in table_md and 'rule: `ours &gt;= 0.5 * paper`' in table_md
+test_eq(table_md.count('class="verdict v-planned"'), 17)
 assert nb.cells[3].outputs[0]['data']['image/png'].startswith('iVBOR')
 assert 'cpu-dddddddddd' in nb.cells[6].source and 'RuntimeError: boom' in nb.cells[6].source
-for w in VERDICTS: assert f'**{verdict_label(w)}**' in nb.cells[1].source, w   # the prose lists all six words
+for w in VERDICTS: assert verdict_badge(w) in nb.cells[1].source, w   # the prose lists all six words, as badges
 test_eq((_nbs/'results'/'.notest').exists(), True)
-test_eq(sorted(p.name for p in (_nbs/'results').iterdir()), ['.notest', 'dashboard.ipynb'])
+test_eq(sorted(p.name for p in (_nbs/'results').iterdir()), ['.notest', 'dashboard.ipynb', 'papers.ipynb'])   # the papers index beside it
 Image(base64.b64decode(nb.cells[3].outputs[0]['data']['image/png']))

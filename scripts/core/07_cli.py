@@ -317,6 +317,14 @@ def cmd_report(args) -> int:
     if args.allow_dirty and not args.publish: raise ConfigError("--allow-dirty only applies with --publish")
     if not any(True for _ in iter_runs(runs_dir)):
         raise ConfigError(f"no runs in {runs_dir}: nothing to report (run papers with `trustlib run PAPER` first, or pass --runs-dir)")
+    if getattr(args, 'sweep', None):
+        if args.publish: raise ConfigError("--sweep writes a page into the runs folder; it does not combine with --publish")
+        from trustlib.report import build_sweep_report, sweep_table
+        out = build_sweep_report(args.sweep, runs_dir, out=args.out)
+        df = sweep_table(args.sweep, runs_dir)
+        print(text_table(df.to_dict('records'), max_width=40))
+        print(f"\nsweep report: {out}")
+        return 0
     runs = collect_runs(runs_dir)
     if args.publish:
         out = nbs_path()/'results'/'dashboard.ipynb'
@@ -535,11 +543,30 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
+    from trustlib.site import polish_proc
+    print("polished for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs).items()))
     if check_only: return 0
+    import time
+    t0 = time.perf_counter()
     out = render_site(root)
-    if out is None: print(QUARTO_MISSING)
-    else: print(f"site rendered: {out}")
-    return 1 if failed else 0
+    if out is None: print(QUARTO_MISSING); return 1 if failed else 0
+    print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s)")
+    if getattr(args, 'no_browser', False): return 1 if failed else 0
+    return max(browser_check(out, root/'runs'/'site-check'), 1 if failed else 0)
+
+def browser_check(site:Path, shots:Path) -> int:
+    "Run `trustlib.site.check_rendered` on the rendered site, print its counts and problems; 1 if it found any, 0 if clean or unavailable."
+    from trustlib.site import browser_unavailable, check_rendered, site_problems
+    why = browser_unavailable()
+    if why: print(f"browser check skipped: {why}"); return 0
+    rep = check_rendered(site, screenshots=shots)
+    print(f"browser check: {rep['pages']} pages, {rep['links']} internal links, {rep['anchors']} anchors; "
+          f"{len(rep['broken_links'])} broken links, {len(rep['broken_anchors'])} broken anchors, "
+          f"{len(rep['overflow'])} overflowing pages at 1280 px, {len(rep['phone_overflow'])} at phone width, "
+          f"{len(rep['downscaled'])} downscaled images, {len(rep['stderr'])} stderr blocks; screenshots in {shots}")
+    problems = site_problems(rep)
+    for p in problems: print(f"  - {p}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 # %% [markdown]
@@ -579,12 +606,14 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser('report', help="collect runs, write a report into the runs folder (--publish: nbs/results/dashboard.ipynb), print the verdict table")
     p.add_argument('--runs-dir'); p.add_argument('--profile', default='cpu', choices=PROFILES)
     p.add_argument('--out', help="report notebook to write (default: <runs folder>/dashboard.ipynb)")
+    p.add_argument('--sweep', metavar='SPEC.yaml', help="a results page for one sweep (table + a plot per swept parameter) in <runs folder>/sweeps/")
     p.add_argument('--publish', action='store_true', help="write the committed nbs/results/dashboard.ipynb (and its pair); needs clean runs and tree")
     p.add_argument('--allow-dirty', action='store_true', help="with --publish: allow runs made from, and a tree with, uncommitted changes")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser('site', help="(run papers,) report, build and check the website tree; render it if Quarto is installed")
     p.add_argument('--run', action='store_true', help="first run every implemented paper with profile cpu")
     p.add_argument('--check', action='store_true', help="only build and check _proc/ (no runs, no dashboard rebuild, no render): what CI runs")
+    p.add_argument('--no-browser', action='store_true', help="render, but skip the headless-Chromium check of the rendered pages")
     p.add_argument('--runs-dir'); p.add_argument('-q', '--quiet', action='store_true')
     p.set_defaults(func=cmd_site)
     return ap

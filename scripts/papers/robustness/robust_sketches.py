@@ -396,7 +396,7 @@ def _require_datasketch():
         import datasketch
         return datasketch
     except ImportError as e:
-        raise ResourceUnavailable('this experiment compares against datasketch; install it with `pip install "trustlib-icml25[sketches]"` (or `pip install "datasketch==2.0.0"`)') from e
+        raise ResourceUnavailable("this experiment compares against datasketch; install it with `pip install datasketch`") from e
 
 def _best_time(fn, repeats:int=3) -> float:
     best = float('inf')
