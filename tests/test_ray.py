@@ -131,8 +131,12 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
     spec = yaml.safe_load(SPEC.read_text())
     spec['grid'] = {k: v[:1] for k, v in spec['grid'].items()}
     (tmp_path/'one.yaml').write_text(yaml.safe_dump(spec))
-    df = R.sweep(tmp_path/'one.yaml', runs_dir=tmp_path/'local', progress=False)
-    assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray')]) == 0
+    local = {}   # the two sweeps run at the same time (2 cores), into separate runs folders
+    t = threading.Thread(target=lambda: local.update(df=R.sweep(tmp_path/'one.yaml', runs_dir=tmp_path/'local', progress=False)))
+    t.start()
+    try: assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray')]) == 0
+    finally: t.join(300)
+    df = local['df']
     out, err = capsys.readouterr()
     assert '1 grid point(s): 1 complete (0 skipped: already complete), 0 failed; 1 executed by this sweep' in out, out
     assert 'done=1 running=0 failed=0 remaining=0' in err, err[-500:]   # the live counts, on the progress bar
@@ -146,10 +150,15 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
     assert '1 skipped' in capsys.readouterr().out
 
 
-def test_refused_before_any_task(cluster, tmp_path, capsys):
+def test_refused_before_any_task(cluster, tmp_path, capsys, monkeypatch):
     assert main(['sweep', str(SPEC), '--backend', 'ray', '--runs-dir', 's3://bucket/runs', '-q']) == 2
     err = capsys.readouterr().err
     assert 'need a file system with atomic rename' in err and 'shared mount' in err, err
+    with monkeypatch.context() as m:   # a runs folder on a FUSE mount of a bucket (as /proc/mounts would say)
+        m.setattr(R, 'mount_of', lambda p, mounts=None: ('/mnt/bucket', 'fuse.s3fs'))
+        assert main(['sweep', str(SPEC), '--backend', 'ray', '--runs-dir', str(tmp_path/'runs'), '-q']) == 2
+        err = capsys.readouterr().err
+        assert 'is on a fuse.s3fs mount of an object store (/mnt/bucket): it has no atomic rename' in err, err
     big = tmp_path/'gpu.yaml'
     big.write_text(SPEC.read_text().replace('num_cpus: 1', 'num_gpus: 1'))
     assert main(['sweep', str(big), '--backend', 'ray', '--runs-dir', str(tmp_path/'runs'), '-q']) == 2

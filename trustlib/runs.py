@@ -19,9 +19,9 @@ __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOC
            'resolve_notebook', 'notebook_parameters', 'param_type', 'short', 'check_value', 'render_parameters',
            'ParamValidator', 'to_plain', 'validate_params', 'encode_params', 'decode_params', 'run_id', 'versions',
            'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed',
-           'Terminated', 'NoResult', 'error_chain', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'load_run',
-           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
-           'WorkerDied', 'SweepProgress', 'sweep']
+           'Terminated', 'NoResult', 'error_chain', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of',
+           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
+           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -805,13 +805,34 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
     return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
                 root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
 
+_OBJECT_STORE_FS = ('fuse.s3fs', 'fuse.gcsfuse', 'fuse.goofys', 'fuse.geesefs', 'fuse.rclone', 'fuse.mountpoint-s3',
+                    'fuse.blobfuse', 'fuse.blobfuse2', 'fuse.s3backer', 'fuse.riofs', 'fuse.cloudfuse')
+
+def mount_of(path:str|Path, mounts:str|None=None) -> tuple[str, str]|None:
+    "`(mount point, file system type)` of the mount holding absolute `path`, from `/proc/mounts` (or `mounts`); None if unknown."
+    if mounts is None:
+        try: mounts = Path('/proc/mounts').read_text()
+        except OSError: return None
+    p, best = str(path), None
+    for line in mounts.splitlines():
+        f = line.split()
+        if len(f) < 3: continue
+        mp = f[1].replace('\\040', ' ')
+        if (p == mp or p.startswith(mp.rstrip('/') + '/')) and (best is None or len(mp) > len(best[0])): best = (mp, f[2])
+    return best
+
 def _local_runs_dir(runs_dir, root=None) -> Path:
-    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs are rejected."
+    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs and object-store mounts are rejected."
     if runs_dir is not None and re.match(r'^[a-z][a-z0-9+.-]*://', str(runs_dir)):
-        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; "
-                          "on a cluster use a shared mount (NFS, EFS, a bucket mounted with gcsfuse/s3fs) instead of a URL")
-    try: return (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
+        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; on a cluster use "
+                          "a shared mount of a file system (NFS, EFS, CephFS, Lustre) at the same path on every node instead of a URL")
+    try: p = (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
     except (OSError, RuntimeError) as e: raise ConfigError(f"runs folder {short(str(runs_dir))}: {e}") from None
+    m = mount_of(p)
+    if m is not None and m[1] in _OBJECT_STORE_FS:
+        raise ConfigError(f"runs folder {p} is on a {m[1]} mount of an object store ({m[0]}): it has no atomic rename and no exclusive "
+                          "file creation, so a run could be seen half-written or run twice; use a shared file system (NFS, EFS, CephFS, Lustre)")
+    return p
 
 def _relpath(p:Path) -> str:
     try: return str(Path(p).resolve().relative_to(find_root(Path(p).parent)))

@@ -1128,13 +1128,34 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
     return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
                 root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
 
+_OBJECT_STORE_FS = ('fuse.s3fs', 'fuse.gcsfuse', 'fuse.goofys', 'fuse.geesefs', 'fuse.rclone', 'fuse.mountpoint-s3',
+                    'fuse.blobfuse', 'fuse.blobfuse2', 'fuse.s3backer', 'fuse.riofs', 'fuse.cloudfuse')
+
+def mount_of(path:str|Path, mounts:str|None=None) -> tuple[str, str]|None:
+    "`(mount point, file system type)` of the mount holding absolute `path`, from `/proc/mounts` (or `mounts`); None if unknown."
+    if mounts is None:
+        try: mounts = Path('/proc/mounts').read_text()
+        except OSError: return None
+    p, best = str(path), None
+    for line in mounts.splitlines():
+        f = line.split()
+        if len(f) < 3: continue
+        mp = f[1].replace('\\040', ' ')
+        if (p == mp or p.startswith(mp.rstrip('/') + '/')) and (best is None or len(mp) > len(best[0])): best = (mp, f[2])
+    return best
+
 def _local_runs_dir(runs_dir, root=None) -> Path:
-    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs are rejected."
+    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs and object-store mounts are rejected."
     if runs_dir is not None and re.match(r'^[a-z][a-z0-9+.-]*://', str(runs_dir)):
-        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; "
-                          "on a cluster use a shared mount (NFS, EFS, a bucket mounted with gcsfuse/s3fs) instead of a URL")
-    try: return (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
+        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; on a cluster use "
+                          "a shared mount of a file system (NFS, EFS, CephFS, Lustre) at the same path on every node instead of a URL")
+    try: p = (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
     except (OSError, RuntimeError) as e: raise ConfigError(f"runs folder {short(str(runs_dir))}: {e}") from None
+    m = mount_of(p)
+    if m is not None and m[1] in _OBJECT_STORE_FS:
+        raise ConfigError(f"runs folder {p} is on a {m[1]} mount of an object store ({m[0]}): it has no atomic rename and no exclusive "
+                          "file creation, so a run could be seen half-written or run twice; use a shared file system (NFS, EFS, CephFS, Lustre)")
+    return p
 
 def _relpath(p:Path) -> str:
     try: return str(Path(p).resolve().relative_to(find_root(Path(p).parent)))
@@ -1763,14 +1784,16 @@ _res[0]['error']
 # joins the cluster named by `$RAY_ADDRESS` or starts a local one.
 #
 # Every node needs trustlib installed and the checkout (notebooks) at the same path, and `runs_dir` must be a
-# file system that all nodes share at the same path (NFS, EFS, a bucket mounted with gcsfuse/s3fs). The
+# file system that all nodes share at the same path (NFS, EFS, CephFS, Lustre). The
 # sweep writes a marker file into the runs folder and every task checks that it sees it; a node that does not
 # fails its runs with a message saying so, instead of writing results where nobody looks. A run folder is
 # published by an atomic rename and runs are serialised by lock files created with `O_EXCL`, which object
 # stores do not have. papermill's own I/O handlers can read and write *notebooks* at `s3://` and `gs://`
 # URLs, but a run folder is more than one notebook (metrics, tables, figures) and object storage is not
 # implemented here: a URL `runs_dir` is rejected before any task starts, with a message pointing to a shared
-# mount.
+# mount. So is a folder on a FUSE mount of an object store (s3fs, gcsfuse, goofys, mountpoint-s3, rclone,
+# blobfuse…, recognised by its file system type in `/proc/mounts`): there a "rename" of a folder is a copy
+# and a delete, and an exclusive create is not exclusive.
 
 # %%
 _has_ray = importlib.util.find_spec('ray') is not None
@@ -1778,3 +1801,7 @@ if not _has_ray: test_fail(lambda: sweep(spec, backend='ray', runs_dir=runs, pro
 test_fail(lambda: sweep(spec, backend='ray', runs_dir='s3://bucket/runs', progress=False), contains="use a shared mount")
 test_fail(lambda: sweep(spec, ray_address='127.0.0.1:6379', runs_dir=runs, progress=False), contains="only used with backend 'ray'")
 test_fail(lambda: sweep(dict(spec, resources=dict(gpus=1)), backend='ray', runs_dir=runs, progress=False), contains="unknown resource(s) ['gpus']")
+_mounts = "/dev/sda1 / ext4 rw 0 0\ns3fs /mnt/bucket fuse.s3fs rw,nosuid 0 0\nnfs:/export /mnt/shared nfs4 rw 0 0\n"
+test_eq(mount_of('/mnt/bucket/runs', _mounts), ('/mnt/bucket', 'fuse.s3fs'))
+test_eq(mount_of('/mnt/shared/runs', _mounts), ('/mnt/shared', 'nfs4'))
+test_eq(mount_of('/mnt/bucketx/runs', _mounts), ('/', 'ext4'))
