@@ -1054,7 +1054,7 @@ def _drive(jobs:list, todo:list, backend, prog:SweepProgress, retries:int=SWEEP_
                 if died is not None:
                     lost[i] = lost.get(i, 0) + 1
                     if lost[i] <= retries: queue.insert(0, i); continue
-                    res = _record_lost(jobs[i], f"WorkerDied: the worker running it died {lost[i]} time(s); last: {died}")
+                    res = _record_lost(jobs[i], f"{WorkerDied.__name__}: the worker running it died {lost[i]} time(s); last: {died}")
                 elif res['status'] == 'busy' and not jobs[i].get('wait'):
                     jobs[i] = dict(jobs[i], wait=True); queue.append(i); continue
                 if lost.get(i) and res['status'] == 'complete': res = dict(res, note=f"ran again after its worker died ({lost[i]}×)")

@@ -1503,7 +1503,7 @@ def _drive(jobs:list, todo:list, backend, prog:SweepProgress, retries:int=SWEEP_
                 if died is not None:
                     lost[i] = lost.get(i, 0) + 1
                     if lost[i] <= retries: queue.insert(0, i); continue
-                    res = _record_lost(jobs[i], f"WorkerDied: the worker running it died {lost[i]} time(s); last: {died}")
+                    res = _record_lost(jobs[i], f"{WorkerDied.__name__}: the worker running it died {lost[i]} time(s); last: {died}")
                 elif res['status'] == 'busy' and not jobs[i].get('wait'):
                     jobs[i] = dict(jobs[i], wait=True); queue.append(i); continue
                 if lost.get(i) and res['status'] == 'complete': res = dict(res, note=f"ran again after its worker died ({lost[i]}×)")
@@ -1780,7 +1780,9 @@ _res[0]['error']
 # (the local backend does not look at them: it runs `workers` grid points at once). A spec whose resources no
 # node of the cluster has is refused before any task starts, instead of waiting forever. Ray's own task retries
 # are off: a task whose worker or node dies is submitted again by `_drive` (`retries`, default 2) and then
-# recorded as failed. Ray is an optional dependency (`pip install "trustlib[ray]"`); with no address, Ray
+# recorded as failed. A process can only be checked for life on its own host, so a run whose worker died on
+# another node than the one that retries it waits until that worker's lock is stale (`LOCK_STALE_S` after its last
+# heartbeat) before it runs again. Ray is an optional dependency (`pip install "trustlib[ray]"`); with no address, Ray
 # joins the cluster named by `$RAY_ADDRESS` or starts a local one.
 #
 # Every node needs trustlib installed and the checkout (notebooks) at the same path, and `runs_dir` must be a
