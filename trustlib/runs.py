@@ -1032,11 +1032,12 @@ class SweepProgress:
             if st == 'complete': self.done += 1
             else: self.failed += 1
         self.running = running
-        if ended: self.bar.update(len(ended))
         c = self.counts()
         if c == self._last: return
         self._last = c
-        self.bar.set_postfix_str(f"done={c['done']} running={c['running']} failed={c['failed']} remaining={c['remaining']}")
+        self.bar.set_postfix_str(f"done={c['done']} running={c['running']} failed={c['failed']} remaining={c['remaining']}", refresh=False)
+        if ended: self.bar.update(len(ended))
+        self.bar.refresh()   # every change is shown (update alone redraws at most every `mininterval`)
         if self.callback is not None: self.callback(dict(c))
 
     def close(self): self.bar.close()
