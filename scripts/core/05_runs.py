@@ -1164,13 +1164,34 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
     return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
                 root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
 
+_OBJECT_STORE_FS = ('fuse.s3fs', 'fuse.gcsfuse', 'fuse.goofys', 'fuse.geesefs', 'fuse.rclone', 'fuse.mountpoint-s3',
+                    'fuse.blobfuse', 'fuse.blobfuse2', 'fuse.s3backer', 'fuse.riofs', 'fuse.cloudfuse')
+
+def mount_of(path:str|Path, mounts:str|None=None) -> tuple[str, str]|None:
+    "`(mount point, file system type)` of the mount holding absolute `path`, from `/proc/mounts` (or `mounts`); None if unknown."
+    if mounts is None:
+        try: mounts = Path('/proc/mounts').read_text()
+        except OSError: return None
+    p, best = str(path), None
+    for line in mounts.splitlines():
+        f = line.split()
+        if len(f) < 3: continue
+        mp = f[1].replace('\\040', ' ')
+        if (p == mp or p.startswith(mp.rstrip('/') + '/')) and (best is None or len(mp) > len(best[0])): best = (mp, f[2])
+    return best
+
 def _local_runs_dir(runs_dir, root=None) -> Path:
-    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs are rejected."
+    "`runs_dir` (default `default_runs_dir(root)`) as an absolute local path; URLs and object-store mounts are rejected."
     if runs_dir is not None and re.match(r'^[a-z][a-z0-9+.-]*://', str(runs_dir)):
-        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; "
-                          "on a cluster use a shared mount (NFS, EFS, a bucket mounted with gcsfuse/s3fs) instead of a URL")
-    try: return (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
+        raise ConfigError(f"runs_dir {short(str(runs_dir))}: run folders need a file system with atomic rename; on a cluster use "
+                          "a shared mount of a file system (NFS, EFS, CephFS, Lustre) at the same path on every node instead of a URL")
+    try: p = (Path(runs_dir).expanduser() if runs_dir is not None else default_runs_dir(root)).resolve()
     except (OSError, RuntimeError) as e: raise ConfigError(f"runs folder {short(str(runs_dir))}: {e}") from None
+    m = mount_of(p)
+    if m is not None and m[1] in _OBJECT_STORE_FS:
+        raise ConfigError(f"runs folder {p} is on a {m[1]} mount of an object store ({m[0]}): it has no atomic rename and no exclusive "
+                          "file creation, so a run could be seen half-written or run twice; use a shared file system (NFS, EFS, CephFS, Lustre)")
+    return p
 
 def _relpath(p:Path) -> str:
     try: return str(Path(p).resolve().relative_to(find_root(Path(p).parent)))
@@ -1274,6 +1295,7 @@ test_eq(load_run(failed.run_dir)['error'], 'ValueError: broken notebook')
 # profile: smoke                # default: cpu
 # params: {n_members: 5}        # fixed overrides
 # grid: {seed: [0, 1, 2, 3]}    # every combination of these values is one run
+# resources: {num_cpus: 1}      # what one run needs (Ray backend; see below)
 # ```
 #
 # The spec is limited in size (`MAX_SPEC_BYTES`) and, after loading, in items (`MAX_SPEC_NODES`, counting
@@ -1287,7 +1309,7 @@ test_eq(load_run(failed.run_dir)['error'], 'ValueError: broken notebook')
 
 # %%
 #| export
-_SPEC_KEYS = ('paper', 'notebook', 'profile', 'params', 'grid')
+_SPEC_KEYS = ('paper', 'notebook', 'profile', 'params', 'grid', 'resources')
 MAX_SPEC_BYTES = 64 * 1024
 MAX_SPEC_NODES = 100_000
 MAX_GRID_POINTS = 10_000
@@ -1328,11 +1350,40 @@ def load_spec(spec:dict|str|Path) -> dict:
     both = sorted(set(spec['params']) & set(spec['grid']))
     if both: raise ConfigError(f"sweep spec: parameter(s) {both} are both fixed (params) and swept (grid)")
     if 'profile' in spec['params']: raise ConfigError("sweep spec: set the profile with the 'profile' key (or sweep it in 'grid')")
+    spec['resources'] = check_resources(spec.get('resources'))
     if spec.get('notebook'):
         nb = Path(spec['notebook']).expanduser()
         if not nb.is_absolute() and not nb.exists() and src is not None and (src.parent/nb).exists(): nb = src.parent/nb
         spec['notebook'] = str(nb.resolve())
     return spec
+
+_RESOURCE_KEYS = ('num_cpus', 'num_gpus', 'memory')
+_UNITS = {'': 1, 'b': 1, 'k': 10**3, 'kb': 10**3, 'm': 10**6, 'mb': 10**6, 'g': 10**9, 'gb': 10**9, 't': 10**12, 'tb': 10**12,
+          'ki': 2**10, 'kib': 2**10, 'mi': 2**20, 'mib': 2**20, 'gi': 2**30, 'gib': 2**30, 'ti': 2**40, 'tib': 2**40}
+
+def parse_memory(v) -> int:
+    "Bytes, from a positive int or a size such as `'512MiB'`, `'4GB'`, `'2.5GiB'`."
+    if type(v) is int and v > 0: return v
+    if type(v) is str:
+        m = re.fullmatch(r'\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*', v.lower())
+        if m and m[2] in _UNITS and int(float(m[1]) * _UNITS[m[2]]) > 0: return int(float(m[1]) * _UNITS[m[2]])
+    raise ConfigError(f"sweep spec: resources 'memory' must be a positive number of bytes or a size such as '4GiB' or '500MB', got {short(v)}")
+
+def check_resources(r) -> dict:
+    "The per-run resources of a spec (`num_cpus` default 1, `num_gpus`, `memory` in bytes), checked; `ConfigError` otherwise."
+    r = {} if r is None else r
+    if not isinstance(r, dict): raise ConfigError(f"sweep spec: 'resources' must be a mapping with keys {list(_RESOURCE_KEYS)}, got {short(r)}")
+    unknown = sorted(map(str, set(r) - set(_RESOURCE_KEYS)))
+    if unknown: raise ConfigError(f"sweep spec: unknown resource(s) {[u[:40] for u in unknown[:10]]}; allowed: {list(_RESOURCE_KEYS)}")
+    out = dict(num_cpus=1)
+    for k in ('num_cpus', 'num_gpus'):
+        if k not in r: continue
+        v = r[k]
+        if type(v) not in (int, float) or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"sweep spec: resources {k!r} must be a number >= 0, got {short(v)}")
+        out[k] = v
+    if 'memory' in r: out['memory'] = parse_memory(r['memory'])
+    return out
 
 def grid_size(spec:dict) -> int:
     "Number of grid points (the product of the grid's list lengths), computed without building them."
@@ -1363,75 +1414,279 @@ test_fail(lambda: load_spec(dict(notebook=str(TOY), grids={})), contains="unknow
 test_fail(lambda: load_spec(dict(notebook=str(TOY), params=dict(seed=1), grid=dict(seed=[1]))), contains="both fixed (params) and swept")
 test_fail(lambda: grid_points(load_spec(dict(notebook=str(TOY), grid=dict(seed=list(range(1000)), sleep=list(range(1000)))))),
           contains="the grid has 1,000,000 points (1000 seed × 1000 sleep); the limit is 10,000")
+test_eq(_spec['resources'], dict(num_cpus=1))
+test_eq(check_resources(dict(num_cpus=2, num_gpus=0.5, memory='1.5GiB')), dict(num_cpus=2, num_gpus=0.5, memory=3 * 2**29))
+test_eq(parse_memory('500MB'), 500 * 10**6)
+test_fail(lambda: check_resources(dict(cpus=2)), contains="unknown resource(s) ['cpus']; allowed: ['num_cpus', 'num_gpus', 'memory']")
+test_fail(lambda: check_resources(dict(num_gpus=-1)), contains="resources 'num_gpus' must be a number >= 0")
+test_fail(lambda: check_resources(dict(memory='lots')), contains="such as '4GiB'")
 _yb = Path(tempfile.mkdtemp())/'bomb.yaml'
 _yb.write_text(f"notebook: {TOY}\na: &a [x, x, x, x, x, x, x, x, x]\n" + ''.join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
                for p, c in zip('abcdefgh', 'bcdefghi')))
 test_fail(lambda: load_spec(_yb), contains="more than 100000 items after loading")
 
-
 # %%
 #| export
+SWEEP_RETRIES = 2     # times a grid point whose worker died is submitted again before it is recorded as failed
+SWEEP_POLL_S = 0.5    # how often the scheduling loop looks at its tasks (and refreshes the progress counts)
+
+class WorkerDied(RuntimeError):
+    "The process executing a grid point died (killed, out of memory, node lost) before it returned a result."
+
+def _row(status, path=None, error=None, skipped=False, note=''):
+    return dict(status=status, path=path, error=error, skipped=skipped, note=note)
+
 def _sweep_job(job:dict) -> dict:
-    "Run one grid point (in a worker process or a Ray task); never raises for a failed run."
+    "Run one grid point (in this process, a worker process or a Ray task); never raises for a failed run."
+    marker = job.get('marker')
+    if marker and not os.path.exists(marker):
+        return _row('failed', error=f"the runs folder {job['runs_dir']} on host {socket.gethostname()} is not the one the sweep writes to: "
+                                    "every node must see the same runs folder (and checkout) at the same path")
     try:
         d, executed, note = _run(job['paper'], job['params'], job['profile'], notebook=job['notebook'], runs_dir=job['runs_dir'],
                                  progress=False, root=job.get('root'), nbs_dir=job.get('nbs_dir'), allow_large=job.get('allow_large', False),
-                                 wait=job.get('wait', True), reuse=True, on_wait=lambda h: None)
-        return dict(status='complete', path=str(d), error=None, skipped=not executed, note=note)
-    except RunLocked as e: return dict(status='busy', path=None, error=str(e), skipped=True, note='in progress elsewhere')
-    except RunFailed as e: return dict(status='failed', path=str(e.run_dir) if e.run_dir else None, error=e.error, skipped=False, note='')
-    except Exception as e: return dict(status='failed', path=None, error=_cap_msg(f"{type(e).__name__}: {e}", 500), skipped=False, note='')
+                                 wait=job.get('wait', False), reuse=True, on_wait=lambda h: None)
+        return _row('complete', str(d), skipped=not executed, note=note)
+    except RunLocked as e: return _row('busy', error=str(e), skipped=True, note='in progress elsewhere')
+    except RunFailed as e: return _row('failed', str(e.run_dir) if e.run_dir else None, e.error)
+    except Exception as e: return _row('failed', error=_cap_msg(f"{type(e).__name__}: {e}", 500))
 
-def _run_local(jobs, todo, workers, results, pbar):
-    if workers == 1:
-        for i in todo:
-            results[i] = _sweep_job(jobs[i])
-            if results[i]['status'] != 'busy': pbar.update()
-        return
-    import concurrent.futures as cf, multiprocessing as mp
-    import trustlib.runs   # the library's own function: picklable by reference even when called from a notebook
-    # spawn: safe when the caller has threads (a Jupyter kernel, tqdm); workers import trustlib afresh
-    ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context('spawn'))
+def _record_lost(job:dict, error:str) -> dict:
+    "Publish a grid point whose worker kept dying as a failed run (under its lock, like any run); return its result row."
+    base, rid = Path(job['runs_dir'])/job['name'], job['run_id']
+    final, nb, err = base/rid, Path(job['nb']), _cap_msg(error, 500)
+    lock = RunLock(base, rid)
     try:
-        futs = {ex.submit(trustlib.runs._sweep_job, jobs[i]): i for i in todo}
-        for f in cf.as_completed(futs):
-            i = futs[f]
-            try: results[i] = f.result()
-            except Exception as e: results[i] = dict(status='failed', path=None, error=f"worker died: {type(e).__name__}: {e}", skipped=False, note='')
-            if results[i]['status'] != 'busy': pbar.update()
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True); raise
-    ex.shutdown(wait=True)
+        if not lock.acquire(wait=False):
+            return _row('failed', error=f"{err}; not recorded: the run is locked by {describe_holder(lock.holder() or {})}")
+    except OSError as e: return _row('failed', error=f"{err}; not recorded: {e}")
+    try:
+        src_sha, file_sha = notebook_source_sha1(nb), _sha1_file(nb)
+        ok, _ = _current(final, src_sha, file_sha, job['params'])
+        if ok: return _row('complete', str(final), skipped=True, note='completed by another process')
+        clean_stale(base, holding=rid)
+        tmp = base/f".tmp-{rid}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        now = _now()
+        write_json(tmp/'metrics.json', dict(
+            paper=job['name'], run_id=rid, status='failed', profile=job['profile'], params=encode_params(job['params']), notebook=None,
+            source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha, hostname=socket.gethostname(), started=now,
+            error=err, error_chain=[err], traceback='', config={}, metrics={}, verdicts=[], tables=[], figures=[],
+            versions=versions(), **git_info(nb.parent), finished=now, duration_s=None))
+        if is_complete(final): where = _failed_name(final); _rename(tmp, where)   # a complete run is never replaced by a failure
+        else: _swap_in(tmp, final); where = final
+        return _row('failed', str(where), err)
+    finally: lock.release()
 
-def _run_ray(jobs, todo, results, pbar, address):
+
+# %% [markdown]
+# ### One scheduling loop for every backend
+#
+# A backend only starts grid points and says how they ended: `submit(i, job)`, `wait(timeout, progress)` →
+# `[(i, result_row, None) | (i, None, "why the worker died")]`, `running(inflight)`, `close()`, and a
+# `capacity` (grid points it runs at once). Everything else is `_drive`, the same for all of them:
+#
+# - a grid point whose run is locked by another process (`busy`) is put back at the end of the queue, and
+#   then waits for that lock (and is skipped if the other process completed it);
+# - a grid point whose worker died is submitted again (first in the queue), at most `retries` times, and is
+#   then published as a failed run with the reason (`_record_lost`); a dead worker leaves only a hidden
+#   `.tmp-*` folder and a lock whose process is gone, which the next attempt breaks and deletes;
+# - progress: `SweepProgress` counts done (complete, skipped included) / running / failed / remaining.
+#
+# The backends: `_InlineBackend` (`workers=1`: in this process), `_PoolBackend` (`workers=N`: N spawned worker
+# processes, each running one grid point at a time; a worker that dies is replaced, and the grid point it held
+# is the one reported lost) and `_RayBackend` (one Ray task per grid point, with the spec's `resources`;
+# Ray's own retries are off, so `_drive` decides).
+
+# %%
+#| export
+class SweepProgress:
+    "Live counts of a sweep (done, running, failed, remaining) on a tqdm bar and/or passed to `callback(counts)` when they change."
+    def __init__(self, total:int, done:int=0, desc:str='sweep', show:bool=True, callback=None):
+        from tqdm import tqdm
+        self.total, self.done, self.failed, self.running, self.callback, self._last = total, done, 0, 0, callback, None
+        self.bar = tqdm(total=total, initial=done, desc=desc, unit='run', disable=not show)
+        self.update(0)
+
+    def counts(self) -> dict:
+        return dict(done=self.done, running=self.running, failed=self.failed, remaining=self.total - self.done - self.failed - self.running)
+
+    def update(self, running:int, ended=()):
+        "`running` grid points now in progress; `ended`: the statuses of those that just ended."
+        for st in ended:
+            if st == 'complete': self.done += 1
+            else: self.failed += 1
+        self.running = running
+        c = self.counts()
+        if c == self._last: return
+        self._last = c
+        self.bar.set_postfix_str(f"done={c['done']} running={c['running']} failed={c['failed']} remaining={c['remaining']}", refresh=False)
+        if ended: self.bar.update(len(ended))
+        self.bar.refresh()   # every change is shown (update alone redraws at most every `mininterval`)
+        if self.callback is not None: self.callback(dict(c))
+
+    def close(self): self.bar.close()
+
+def _drive(jobs:list, todo:list, backend, prog:SweepProgress, retries:int=SWEEP_RETRIES) -> dict:
+    "Run grid points `todo` (indices into `jobs`) on `backend`; return `{index: result row}` (see above)."
+    results, lost, queue, inflight = {}, {}, list(todo), set()
+    try:
+        while queue or inflight:
+            while queue and len(inflight) < backend.capacity:
+                i = queue.pop(0); backend.submit(i, jobs[i]); inflight.add(i)
+            ended = []
+            for i, res, died in backend.wait(SWEEP_POLL_S, prog):
+                inflight.discard(i)
+                if died is not None:
+                    lost[i] = lost.get(i, 0) + 1
+                    if lost[i] <= retries: queue.insert(0, i); continue
+                    res = _record_lost(jobs[i], f"{WorkerDied.__name__}: the worker running it died {lost[i]} time(s); last: {died}")
+                elif res['status'] == 'busy' and not jobs[i].get('wait'):
+                    jobs[i] = dict(jobs[i], wait=True); queue.append(i); continue
+                if lost.get(i) and res['status'] == 'complete': res = dict(res, note=f"ran again after its worker died ({lost[i]}×)")
+                results[i] = res; ended.append(res['status'])
+            prog.update(backend.running(inflight), ended)
+    finally: backend.close()
+    return results
+
+class _InlineBackend:
+    "One grid point at a time, in this process."
+    capacity = 1
+    def __init__(self): self.q = []
+    def submit(self, i, job): self.q.append((i, job))
+    def running(self, inflight): return len(inflight)
+    def wait(self, timeout, prog):
+        i, job = self.q.pop(0)
+        prog.update(1)
+        return [(i, _sweep_job(job), None)]
+    def close(self): self.q.clear()
+
+def _pool_worker(conn):
+    "A local worker process: run the jobs it is sent, one at a time, until the pipe closes."
+    while True:
+        try: job = conn.recv()
+        except (EOFError, OSError): return
+        if job is None: return
+        conn.send(_sweep_job(job))
+
+class _PoolBackend:
+    "`n` spawned worker processes; a worker that dies is replaced and its grid point reported lost."
+    def __init__(self, n:int):
+        import multiprocessing as mp
+        self.ctx, self.capacity, self.idle, self.busy = mp.get_context('spawn'), n, [], {}   # spawn: safe under threads (Jupyter, tqdm)
+
+    def _start(self):
+        import trustlib.runs   # the library's own function: picklable by reference even when called from a notebook
+        parent, child = self.ctx.Pipe()
+        p = self.ctx.Process(target=trustlib.runs._pool_worker, args=(child,), daemon=True, name='trustlib-sweep-worker')
+        p.start(); child.close()
+        return p, parent
+
+    def submit(self, i, job):
+        w = self.idle.pop() if self.idle else self._start()
+        try: w[1].send(job)
+        except (OSError, EOFError): w = self._start(); w[1].send(job)   # it died while idle
+        self.busy[i] = w
+
+    def running(self, inflight): return len(self.busy)
+
+    def wait(self, timeout, prog):
+        from multiprocessing.connection import wait
+        ready = set(wait([c for _, c in self.busy.values()] + [p.sentinel for p, _ in self.busy.values()], timeout))
+        out = []
+        for i, (p, c) in list(self.busy.items()):
+            if c not in ready and p.sentinel not in ready: continue
+            del self.busy[i]
+            try:
+                if not c.poll(): raise EOFError
+                out.append((i, c.recv(), None)); self.idle.append((p, c))
+            except (EOFError, OSError):
+                p.join(5); c.close()
+                code = p.exitcode
+                why = f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exit code {code}"
+                out.append((i, None, f"local worker process {p.pid} died ({why})"))
+        return out
+
+    def close(self):
+        for p, c in self.idle + list(self.busy.values()):
+            try: c.send(None)
+            except (OSError, EOFError): pass
+        for p, c in self.idle: p.join(5)
+        for p, c in list(self.busy.values()) + self.idle:   # interrupted: workers still running are stopped (their runs are recorded as failed)
+            if p.is_alive(): p.terminate(); p.join(5)
+            c.close()
+        self.idle, self.busy = [], {}
+
+def _ray_init(address:str|None):
+    "Ray, connected to `address` (None: $RAY_ADDRESS, else a new local Ray); returns the module."
     try: import ray
     except ImportError as e: raise ImportError('backend="ray" needs Ray, which is not installed: pip install "trustlib[ray]"') from e
-    if not ray.is_initialized(): ray.init(address=address)
-    import trustlib.runs
-    task = ray.remote(num_cpus=1)(trustlib.runs._sweep_job)
-    refs = {task.remote(jobs[i]): i for i in todo}
-    pending = list(refs)
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for r in done: results[refs[r]] = ray.get(r); pbar.update()
+    if not ray.is_initialized():
+        kw = dict(log_to_driver=False)
+        if address is None and not os.environ.get('RAY_ADDRESS'): kw['include_dashboard'] = False   # starting a local Ray
+        try: ray.init(address=address, **kw)
+        except ConnectionError as e: raise ConfigError(f"cannot connect to the Ray cluster at {short(address)}: {_cap_msg(str(e), 300)}") from None
+    return ray
+
+class _RayBackend:
+    "One Ray task per grid point, with the spec's resources; Ray does not retry (`_drive` does)."
+    def __init__(self, address, resources:dict, base:Path):
+        ray = self.ray = _ray_init(address)
+        import trustlib.runs
+        opts = {k: v for k, v in resources.items() if k in _RESOURCE_KEYS and v}
+        opts.setdefault('num_cpus', resources.get('num_cpus', 1))
+        fits = [n for n in ray.nodes() if n.get('Alive') and all(n['Resources'].get(r, 0) >= opts.get(k, 0)
+                for k, r in (('num_cpus', 'CPU'), ('num_gpus', 'GPU'), ('memory', 'memory')))]
+        if not fits:
+            have = [{r: n['Resources'].get(r, 0) for r in ('CPU', 'GPU', 'memory')} for n in ray.nodes() if n.get('Alive')]
+            raise ConfigError(f"no node of the Ray cluster has the resources one run asks for ({opts}); its nodes have {short(have, 300)}")
+        self.task = ray.remote(max_retries=0, **opts)(trustlib.runs._sweep_job)
+        self.base, self.refs, self.rids, self.capacity = base, {}, {}, 10**9   # Ray queues tasks itself
+
+    def submit(self, i, job): self.refs[self.task.remote(job)] = i; self.rids[i] = job['run_id']
+
+    def running(self, inflight):   # a task has started once it holds its run's lock (or waits for another sweep's)
+        return sum((self.base/f".lock-{self.rids[i]}").exists() for i in inflight)
+
+    def wait(self, timeout, prog):
+        if not self.refs: return []
+        done, _ = self.ray.wait(list(self.refs), num_returns=len(self.refs), timeout=timeout, fetch_local=False)
+        out = []
+        for r in done:
+            i = self.refs.pop(r)
+            try: out.append((i, self.ray.get(r), None))
+            except self.ray.exceptions.RayTaskError as e:   # an error in trustlib's own code on the worker: not a lost worker
+                out.append((i, _row('failed', error=_cap_msg(f"{type(e).__name__}: {e}", 500)), None))
+            except self.ray.exceptions.RayError as e:       # the worker or its node died, or the result was lost
+                out.append((i, None, _cap_msg(f"{type(e).__name__}: {e}", 300)))
+        return out
+
+    def close(self):
+        for r in self.refs: self.ray.cancel(r, force=True)
+        self.refs = {}
 
 
 # %%
 #| export
 def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
           workers:int=1, # parallel runs (local backend; 1 = one after the other in this process)
-          backend:str="local", # 'local' (process pool) or 'ray' (one Ray task per run)
-          ray_address:str|None=None, # passed to `ray.init(address=...)`; None starts/joins a local Ray
-          runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
-          progress:bool=True, # tqdm progress over validation and runs
+          backend:str="local", # 'local' (worker processes on this machine) or 'ray' (one Ray task per run)
+          ray_address:str|None=None, # passed to `ray.init(address=...)`; None: $RAY_ADDRESS, else a new local Ray
+          runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs; with Ray: a folder every node sees at this path
+          progress:bool=True, # tqdm progress over validation and runs (done / running / failed / remaining)
           root:str|Path|None=None, nbs_dir:str|Path|None=None,
           allow_large:bool=False, # allow grids over MAX_GRID_POINTS and lift the Config's soft upper bounds
+          retries:int=SWEEP_RETRIES, # re-submissions of a grid point whose worker died, before it is recorded as failed
+          on_progress=None, # called with dict(done, running, failed, remaining) whenever the counts change
          ):
     "Run every grid point of `spec` that has no current complete run; return a DataFrame with one row per grid point."
     import pandas as pd
     from tqdm import tqdm
     if backend not in ('local', 'ray'): raise ConfigError(f"backend {short(backend)} is not allowed; choose one of ['local', 'ray']")
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1: raise ConfigError(f"workers must be an int >= 1, got {short(workers)}")
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0: raise ConfigError(f"retries must be an int >= 0, got {short(retries)}")
+    if ray_address is not None and backend != 'ray': raise ConfigError("a Ray address is only used with backend 'ray' (--backend ray)")
+    if backend == 'ray' and workers != 1: raise ConfigError("workers is for the local backend; with Ray, the cluster's resources and the spec's 'resources' decide")
     spec = load_spec(spec)
     pts = grid_points(spec, allow_large)
     v = ParamValidator(spec.get('paper'), spec.get('notebook'), root, nbs_dir, allow_large)
@@ -1442,33 +1697,38 @@ def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
         except ConfigError as e:
             raise ConfigError(f"grid point {i + 1} of {len(pts)} ({short({k: p[k] for k in spec['grid'] if k in p}, 120)}): {e}") from None
     runs_dir = str(_local_runs_dir(runs_dir, root if not spec.get('notebook') else None))
-    _prepare_base(Path(runs_dir), name)
+    base = _prepare_base(Path(runs_dir), name)
     root_s = str(find_root(root)) if spec.get('paper') and nbs_dir is None else None
     jobs, seen = [], {}
     for (prof, p), c in zip(pts, canon):
-        jobs.append(dict(paper=spec.get('paper'), notebook=spec.get('notebook'), params=c, profile=prof, runs_dir=runs_dir,
+        jobs.append(dict(paper=spec.get('paper'), notebook=spec.get('notebook'), name=name, nb=str(nb), params=c, profile=prof, runs_dir=runs_dir,
                          root=root_s, nbs_dir=str(nbs_dir) if nbs_dir else None, run_id=run_id(prof, c), allow_large=allow_large,
-                         wait=(backend == 'ray'), given=p))
+                         wait=False, given=p))
     src_sha, file_sha = notebook_source_sha1(nb), _sha1_file(nb)
     results, todo = {}, []
     for i, j in enumerate(jobs):
         if j['run_id'] in seen: continue   # duplicate grid point (canonically): same run
         seen[j['run_id']] = i
-        ok, why = _current(Path(runs_dir)/name/j['run_id'], src_sha, file_sha, j['params'])
-        if ok: results[i] = dict(status='complete', path=str(Path(runs_dir)/name/j['run_id']), error=None, skipped=True, note=why)
+        ok, why = _current(base/j['run_id'], src_sha, file_sha, j['params'])
+        if ok: results[i] = _row('complete', str(base/j['run_id']), skipped=True, note=why)
         else: todo.append(i); j['note'] = why
-    with tqdm(total=len(seen), initial=len(seen) - len(todo), desc=f"sweep {name}", unit='run', disable=not progress) as pbar:
-        if backend == 'ray': _run_ray(jobs, todo, results, pbar, ray_address)
-        else:
-            _run_local(jobs, todo, workers, results, pbar)
-            busy = [i for i in todo if results[i]['status'] == 'busy']   # locked by another process: wait for those now
-            for i in busy: jobs[i]['wait'] = True
-            _run_local(jobs, busy, workers, results, pbar)
+    marker = None
+    if backend == 'ray' and todo:
+        be = _RayBackend(ray_address, spec['resources'], base)
+        marker = base/f".sweep-{secrets.token_hex(6)}"   # each task checks that it sees this file: the runs folder is shared
+        marker.write_text(json.dumps(dict(host=socket.gethostname(), pid=os.getpid(), started=_now())))
+        for i in todo: jobs[i]['marker'] = str(marker)
+    else: be = _InlineBackend() if workers == 1 or len(todo) <= 1 else _PoolBackend(min(workers, len(todo)))
+    prog = SweepProgress(len(seen), len(seen) - len(todo), f"sweep {name} ({backend})", progress, on_progress)
+    try: results.update(_drive(jobs, todo, be, prog, retries))
+    finally:
+        prog.close()
+        if marker is not None: marker.unlink(missing_ok=True)
     rows = []
     for i, j in enumerate(jobs):
         r = results.get(i) or results[seen[j['run_id']]]
         note = r.get('note') or ''
-        if r['status'] == 'complete' and not r.get('skipped') and j.get('note') and j['note'] != 'no run yet': note = j['note']
+        if r['status'] == 'complete' and not r.get('skipped') and j.get('note') and j['note'] != 'no run yet' and not note.startswith('ran again'): note = j['note']
         if i not in results: note = 'same run as an earlier grid point'
         row = dict(paper=name, run_id=j['run_id'], status=r['status'], path=r['path'], skipped=bool(r.get('skipped', False)), profile=j['profile'])
         for k in spec['grid']:
@@ -1506,18 +1766,81 @@ test_fail(lambda: sweep(dict(notebook=str(TOY), grid=dict(seed=[0, 'x'])), runs_
 test_fail(lambda: sweep(spec, backend='slurm', runs_dir=runs), contains="choose one of ['local', 'ray']")
 
 # %% [markdown]
+# Progress counts as the sweep goes (here passed to a callback; the CLI shows them on its progress bar), with
+# two local worker processes:
+
+# %%
+_counts = []
+df4 = sweep(dict(spec, grid=dict(seed=[10, 11, 12])), workers=2, runs_dir=runs, progress=False, on_progress=_counts.append)
+test_eq(list(df4.status), ['complete'] * 3)
+test_eq(_counts[0], dict(done=0, running=0, failed=0, remaining=3))
+test_eq(max(c['running'] for c in _counts), 2)
+test_eq(_counts[-1], dict(done=3, running=0, failed=0, remaining=0))
+_counts
+
+
+# %% [markdown]
+# What the loop does with a grid point whose worker dies every time: it is submitted again `retries` times,
+# then published as a failed run that says why (a backend whose workers always die stands in for real kills
+# here; `tests/test_ray.py` SIGKILLs real local and Ray workers). The next sweep runs it again.
+
+# %%
+class _DyingBackend:
+    capacity = 2
+    def __init__(self): self.q, self.submitted = [], []
+    def submit(self, i, job): self.q.append(i); self.submitted.append(i)
+    def running(self, inflight): return len(inflight)
+    def wait(self, timeout, prog): out, self.q = [(i, None, 'local worker process 1 died (killed by signal 9)') for i in self.q], []; return out
+    def close(self): pass
+_jobs = [dict(name='toy', nb=str(TOY), runs_dir=str(runs.resolve()), run_id=run_id('smoke', dict(seed=40)), profile='smoke', params=dict(seed=40))]
+_be, _counts = _DyingBackend(), []
+_res = _drive(_jobs, [0], _be, SweepProgress(1, show=False, callback=_counts.append), retries=2)
+test_eq(_be.submitted, [0, 0, 0])   # the first attempt and 2 retries
+test_eq(_res[0]['status'], 'failed'); assert 'died 3 time(s)' in _res[0]['error'], _res
+_m = load_run(_res[0]['path'])
+test_eq((_m['status'], _m['error'], _m['metrics'], is_complete(_res[0]['path'])), ('failed', _res[0]['error'], {}, False))
+test_eq(_counts[-1], dict(done=0, running=0, failed=1, remaining=0))
+test_eq(list(sweep(dict(spec, grid=dict(seed=[40])), runs_dir=runs, progress=False).note), ['re-run: the recorded run did not complete'])
+_res[0]['error']
+
+# %% [markdown]
 # ## Ray
 #
-# `sweep(spec, backend="ray", ray_address="ray://head:10001")` sends each grid point to a Ray cluster as one
-# task (`ray.remote(num_cpus=1)`), after the same validation and skipping. Ray is an optional dependency
-# (`pip install "trustlib[ray]"`). Every node needs trustlib installed and the checkout (notebooks) at the
-# same path, and `runs_dir` must be a file system that all nodes share (NFS, EFS, or a bucket mounted with
-# gcsfuse/s3fs): a run folder is published by an atomic rename, which object stores do not have. papermill's
-# own I/O handlers can read and write *notebooks* at `s3://` and `gs://` URLs, but a run folder is more than
-# one notebook (metrics, tables, figures) and object storage is not implemented here: a URL `runs_dir` is
-# rejected before any task starts, with a message pointing to a shared mount.
+# `sweep(spec, backend="ray", ray_address="ray://head:10001")` (CLI: `trustlib sweep SPEC --backend ray
+# --address ADDR`) sends each grid point to a Ray cluster as one task, after the same validation and skipping,
+# and through the same loop (`_drive`) as the local backend. Each task asks for the spec's `resources`:
+#
+# ```yaml
+# resources: {num_cpus: 2, num_gpus: 1, memory: 8GiB}   # per run; default num_cpus: 1
+# ```
+#
+# (the local backend does not look at them: it runs `workers` grid points at once). A spec whose resources no
+# node of the cluster has is refused before any task starts, instead of waiting forever. Ray's own task retries
+# are off: a task whose worker or node dies is submitted again by `_drive` (`retries`, default 2) and then
+# recorded as failed. A process can only be checked for life on its own host, so a run whose worker died on
+# another node than the one that retries it waits until that worker's lock is stale (`LOCK_STALE_S` after its last
+# heartbeat) before it runs again. Ray is an optional dependency (`pip install "trustlib[ray]"`); with no address, Ray
+# joins the cluster named by `$RAY_ADDRESS` or starts a local one.
+#
+# Every node needs trustlib installed and the checkout (notebooks) at the same path, and `runs_dir` must be a
+# file system that all nodes share at the same path (NFS, EFS, CephFS, Lustre). The
+# sweep writes a marker file into the runs folder and every task checks that it sees it; a node that does not
+# fails its runs with a message saying so, instead of writing results where nobody looks. A run folder is
+# published by an atomic rename and runs are serialised by lock files created with `O_EXCL`, which object
+# stores do not have. papermill's own I/O handlers can read and write *notebooks* at `s3://` and `gs://`
+# URLs, but a run folder is more than one notebook (metrics, tables, figures) and object storage is not
+# implemented here: a URL `runs_dir` is rejected before any task starts, with a message pointing to a shared
+# mount. So is a folder on a FUSE mount of an object store (s3fs, gcsfuse, goofys, mountpoint-s3, rclone,
+# blobfuse…, recognised by its file system type in `/proc/mounts`): there a "rename" of a folder is a copy
+# and a delete, and an exclusive create is not exclusive.
 
 # %%
 _has_ray = importlib.util.find_spec('ray') is not None
 if not _has_ray: test_fail(lambda: sweep(spec, backend='ray', runs_dir=runs, progress=False), contains='pip install "trustlib[ray]"')
 test_fail(lambda: sweep(spec, backend='ray', runs_dir='s3://bucket/runs', progress=False), contains="use a shared mount")
+test_fail(lambda: sweep(spec, ray_address='127.0.0.1:6379', runs_dir=runs, progress=False), contains="only used with backend 'ray'")
+test_fail(lambda: sweep(dict(spec, resources=dict(gpus=1)), backend='ray', runs_dir=runs, progress=False), contains="unknown resource(s) ['gpus']")
+_mounts = "/dev/sda1 / ext4 rw 0 0\ns3fs /mnt/bucket fuse.s3fs rw,nosuid 0 0\nnfs:/export /mnt/shared nfs4 rw 0 0\n"
+test_eq(mount_of('/mnt/bucket/runs', _mounts), ('/mnt/bucket', 'fuse.s3fs'))
+test_eq(mount_of('/mnt/shared/runs', _mounts), ('/mnt/shared', 'nfs4'))
+test_eq(mount_of('/mnt/bucketx/runs', _mounts), ('/', 'ext4'))

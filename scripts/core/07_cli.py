@@ -8,7 +8,7 @@
 # trustlib list [--params PAPER]
 # trustlib run PAPER [-p KEY VALUE]... [--profile smoke|cpu|full] [--runs-dir DIR] [--allow-large] [--no-wait]
 #                    [--publish [--allow-dirty]]
-# trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR] [--allow-large]
+# trustlib sweep SPEC.yaml [--workers N | --backend ray [--address ADDR]] [--retries N] [--runs-dir DIR] [--allow-large]
 # trustlib report [--runs-dir DIR] [--profile cpu] [--out NOTEBOOK | --publish [--allow-dirty]]
 # trustlib site [--run | --check] [--runs-dir DIR]
 # ```
@@ -291,13 +291,13 @@ print(_c['source'])
 # %%
 #| export
 def cmd_sweep(args) -> int:
-    "trustlib sweep SPEC.yaml [--workers N] [--backend local|ray] [--address ADDR] [--runs-dir DIR] [--allow-large]"
+    "trustlib sweep SPEC.yaml [--workers N | --backend ray [--address ADDR]] [--retries N] [--runs-dir DIR] [--allow-large]"
     from trustlib.runs import sweep, load_spec, grid_size
     if not args.quiet:
         try: print(f"sweep {args.spec}: {grid_size(load_spec(args.spec)):,} grid point(s)", file=sys.stderr)
         except ConfigError: pass   # reported by sweep() below
     df = sweep(args.spec, workers=args.workers, backend=args.backend, ray_address=args.address, runs_dir=args.runs_dir,
-               progress=not args.quiet, allow_large=args.allow_large)
+               progress=not args.quiet, allow_large=args.allow_large, retries=args.retries)
     rows = df.drop(columns=['path']).to_dict('records')
     print(text_table(rows, max_width=60))
     n_fail, n_skip = int((df.status != 'complete').sum()), int(df.skipped.sum())
@@ -596,9 +596,10 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
     p = sub.add_parser('sweep', help="run a grid of parameters from a YAML spec (finished runs are skipped)")
     p.add_argument('spec', metavar='SPEC.yaml')
-    p.add_argument('--workers', type=int, default=1, help="parallel runs (local backend)")
-    p.add_argument('--backend', default='local', choices=('local', 'ray'))
-    p.add_argument('--address', help="Ray cluster address (ray.init(address=...))")
+    p.add_argument('--workers', type=int, default=1, help="parallel runs (local backend: worker processes on this machine)")
+    p.add_argument('--backend', default='local', choices=('local', 'ray'), help="local, or ray: one Ray task per run, with the spec's resources")
+    p.add_argument('--address', help="Ray cluster address, e.g. HOST:6379 or ray://HOST:10001 (default: $RAY_ADDRESS, else a new local Ray)")
+    p.add_argument('--retries', type=int, default=2, help="times a run whose worker died is submitted again before it is recorded as failed (default 2)")
     p.add_argument('--runs-dir')
     p.add_argument('--allow-large', action='store_true', help=f"allow grids of more than 10,000 points and lift the paper's soft upper bounds")
     p.add_argument('-q', '--quiet', action='store_true')
