@@ -14,7 +14,8 @@ help:
 	@echo "make report     - collect runs/ into runs/dashboard.ipynb (writes no committed file)"
 	@echo "make publish-report - rewrite the committed nbs/results/dashboard.ipynb (latest complete cpu runs, clean tree)"
 	@echo "make install    - create .venv and install trustlib with its dev extras"
-	@echo "make export / clean / sync - nbdev_export, nbdev_clean, rewrite the jupytext pairs"
+	@echo "make sync       - after editing a notebook or its scripts/ pair: sync the other side, clean, export, README"
+	@echo "make export / clean - nbdev_export, nbdev_clean"
 
 install: $(STAMP)
 $(STAMP): settings.ini setup.py pyproject.toml
@@ -47,8 +48,16 @@ export: install
 clean: install
 	$(BIN)/nbdev_clean
 
+# After editing a notebook OR its py:percent pair in scripts/: jupytext brings the other side into line (keeping
+# outputs and cell ids), then the notebooks are cleaned, the pairs normalised, trustlib/ and README regenerated.
+NOTEBOOKS = $(shell find nbs -name '*.ipynb' -not -path '*/.*' -not -path '*/_*' | sort)
 sync: install
+	$(BIN)/python tools/nbfix.py --only=structure
+	$(BIN)/jupytext --sync --quiet $(NOTEBOOKS)
+	$(BIN)/nbdev_clean
 	$(BIN)/python tools/pairs.py --write
+	$(BIN)/nbdev_export
+	$(BIN)/python tools/readme.py
 
 bench: install
 	$(BIN)/python tools/bench_runs.py --out runs/bench.json

@@ -58,8 +58,31 @@
 # grid: {seed: [0, 1, 2], noise_levels: [[0.3], [0.9]]}
 # ```
 #
-# `--backend ray --address ray://host:10001` sends each run to a Ray cluster instead of local processes
-# (the `ray` extra, which `make install` includes).
+# `trustlib report --sweep sweep.yaml` writes a results page for one sweep (`runs/sweeps/`): a table of its grid
+# points and, per swept parameter, each metric against it.
+#
+# ### Sweeps on a Ray cluster
+#
+# `sweeps/smoke.yaml` is an example spec (two seeds of the L2H paper at the smoke profile):
+#
+# ```bash
+# .venv/bin/trustlib sweep sweeps/smoke.yaml                      # one run after the other on this machine
+# .venv/bin/trustlib sweep sweeps/smoke.yaml --workers 2          # two local worker processes
+# .venv/bin/trustlib sweep sweeps/smoke.yaml --backend ray        # $RAY_ADDRESS, else a new local Ray
+# ```
+#
+# Each grid point becomes one Ray task (one papermill run) with the spec's `resources: {num_cpus: 1, num_gpus: 0,
+# memory: 8GiB}` (the `ray` extra; `make install` includes it). The same spec runs on a multi-node cluster: start
+# `ray start --head --port 6379` on one machine and `ray start --address HEAD:6379` on the others, then
+# `trustlib sweep sweeps/smoke.yaml --backend ray --address HEAD:6379 --runs-dir /shared/runs`. Every node needs,
+# at the same path, the repository checkout (installed with `make install`) and the runs folder on a shared file
+# system (NFS, EFS, CephFS, Lustre); a node that does not see the sweep's runs folder fails its runs saying so.
+# Finished runs are skipped on restart; a run whose worker or node dies is submitted again (`--retries`, default 2)
+# and then recorded as failed with the reason; a crashed run never leaves a folder that looks complete, and two
+# sweeps over one runs folder never run the same run twice. The progress bar shows done / running / failed /
+# remaining. Object storage cannot hold a runs folder (run folders are published by an atomic rename and guarded
+# by exclusively created lock files): a URL (`s3://…`) or a FUSE mount of a bucket (s3fs, gcsfuse, goofys,
+# mountpoint-s3, rclone, blobfuse) is refused before anything runs, with exit code 2.
 #
 # ## Profiles
 #

@@ -143,3 +143,27 @@ def test_optional_dependencies_match_the_extras():
     assert cp["DEFAULT"]["lib_name"] == DIST_NAME
     for module, (extra, req) in OPTIONAL.items():
         assert req in cp["DEFAULT"].get(f"extra_{extra}", "").split(), (module, extra, req)
+
+
+def test_jupytext_sync_round_trips_a_pair(tmp_path):
+    "Edit the py:percent pair, `jupytext --sync`, `nbdev_clean`: the notebook takes the edit and keeps outputs and cell ids; the pair stays canonical."
+    import importlib.util, nbformat
+    spec = importlib.util.spec_from_file_location("pairs", ROOT / "tools" / "pairs.py"); pairs = importlib.util.module_from_spec(spec); spec.loader.exec_module(pairs)
+    (tmp_path / "nbs" / "core").mkdir(parents=True); (tmp_path / "scripts" / "core").mkdir(parents=True)
+    for f in ("jupytext.toml", "settings.ini"): shutil.copy(ROOT / f, tmp_path / f)
+    nb_path, py_path = tmp_path / "nbs" / "core" / "08_cluster_metrics.ipynb", tmp_path / "scripts" / "core" / "08_cluster_metrics.py"
+    shutil.copy(ROOT / "nbs" / "core" / "08_cluster_metrics.ipynb", nb_path); shutil.copy(ROOT / "scripts" / "core" / "08_cluster_metrics.py", py_path)
+    before = nbformat.read(nb_path, as_version=4)
+    text = py_path.read_text()
+    assert "# Metrics shared by the clustering papers." in text
+    py_path.write_text(text.replace("# Metrics shared by the clustering papers.", "# Metrics shared by every clustering paper."))
+    os.utime(py_path, (nb_path.stat().st_mtime + 10,) * 2)   # the edited side is the newer one
+    for cmd in ([sys.executable, "-m", "jupytext", "--sync", str(py_path)], [str(Path(sys.executable).parent / "nbdev_clean"), "--fname", str(nb_path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+    after = nbformat.read(nb_path, as_version=4)
+    assert [c.id for c in after.cells] == [c.id for c in before.cells]
+    assert [c.get("outputs") for c in after.cells] == [c.get("outputs") for c in before.cells]
+    changed = [i for i, (a, b) in enumerate(zip(before.cells, after.cells)) if a.source != b.source]
+    assert len(changed) == 1 and "every clustering paper" in after.cells[changed[0]].source
+    assert pairs.render(nb_path) == py_path.read_text()   # what `tools/pairs.py --check` expects

@@ -2,10 +2,12 @@
 
 1. The first markdown cell holds only `# Title` and the `> summary` line: nbdev turns that cell into the
    page's front matter and drops anything else in it, so the rest is moved to a new markdown cell.
-2. nbdev executes every cell that contains an import while it builds the docs (to render show_doc). A
+2. Empty `tags: []` cell metadata (papermill writes it on every cell) is dropped, so that `jupytext --sync`
+   writes the same py:percent pair as `tools/pairs.py` (one round trip, see tools/AUTHORING.md).
+3. nbdev executes every cell that contains an import while it builds the docs (to render show_doc). A
    non-exported code cell that mixes top-level imports with other code is split in two: the imports, then
    the rest (which keeps the outputs). Otherwise the docs build would run experiments.
-3. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
+4. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
    absolute path of the machine that ran it (/work/, /root/, /tmp/, /home/ — e.g. a library warning; the
    `TqdmWarning: IProgress not found` output, its residue and blank stderr outputs are dropped by the fix), no stored stream/text line longer than
    1,000 characters (a progress bar stored as one line), and, in the markdown of the published paper pages
@@ -82,6 +84,9 @@ def _is_directive(line): return line.lstrip().startswith("#|")
 def fix(nb) -> list[str]:
     changes, cells = [], []
     first_md = True
+    empty = [c for c in nb.cells if c.get("metadata", {}).get("tags") == []]
+    for c in empty: del c.metadata["tags"]   # papermill's `tags: []`: no information, and `jupytext --sync` would write it out
+    if empty: changes.append(f"empty tags dropped from {len(empty)} cell(s)")
     for c in nb.cells:
         if c.cell_type == "markdown" and first_md:
             first_md = False

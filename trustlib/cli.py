@@ -144,6 +144,8 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
     scrub_notebook(nb, (run_dir,))
     label_injected(nb, m)
+    for c in nb.get('cells', []):   # papermill's `tags: []` on every cell: no information (and jupytext would write it out)
+        if (c.get('metadata') or {}).get('tags') == []: del c['metadata']['tags']
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
              allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
              clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))

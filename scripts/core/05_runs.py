@@ -1620,7 +1620,7 @@ class _PoolBackend:
 def _ray_init(address:str|None):
     "Ray, connected to `address` (None: $RAY_ADDRESS, else a new local Ray); returns the module."
     try: import ray
-    except ImportError as e: raise ImportError('backend="ray" needs Ray, which is not installed: pip install "trustlib[ray]"') from e
+    except ImportError as e: raise ImportError('backend="ray" needs Ray, which is not installed: pip install "trustlib-icml25[ray]"') from e
     if not ray.is_initialized():
         kw = dict(log_to_driver=False)
         if address is None and not os.environ.get('RAY_ADDRESS'): kw['include_dashboard'] = False   # starting a local Ray
@@ -1819,7 +1819,7 @@ _res[0]['error']
 # are off: a task whose worker or node dies is submitted again by `_drive` (`retries`, default 2) and then
 # recorded as failed. A process can only be checked for life on its own host, so a run whose worker died on
 # another node than the one that retries it waits until that worker's lock is stale (`LOCK_STALE_S` after its last
-# heartbeat) before it runs again. Ray is an optional dependency (`pip install "trustlib[ray]"`); with no address, Ray
+# heartbeat) before it runs again. Ray is an optional dependency (`pip install "trustlib-icml25[ray]"`); with no address, Ray
 # joins the cluster named by `$RAY_ADDRESS` or starts a local one.
 #
 # Every node needs trustlib installed and the checkout (notebooks) at the same path, and `runs_dir` must be a
@@ -1836,7 +1836,7 @@ _res[0]['error']
 
 # %%
 _has_ray = importlib.util.find_spec('ray') is not None
-if not _has_ray: test_fail(lambda: sweep(spec, backend='ray', runs_dir=runs, progress=False), contains='pip install "trustlib[ray]"')
+if not _has_ray: test_fail(lambda: sweep(spec, backend='ray', runs_dir=runs, progress=False), contains='pip install "trustlib-icml25[ray]"')
 test_fail(lambda: sweep(spec, backend='ray', runs_dir='s3://bucket/runs', progress=False), contains="use a shared mount")
 test_fail(lambda: sweep(spec, ray_address='127.0.0.1:6379', runs_dir=runs, progress=False), contains="only used with backend 'ray'")
 test_fail(lambda: sweep(dict(spec, resources=dict(gpus=1)), backend='ray', runs_dir=runs, progress=False), contains="unknown resource(s) ['gpus']")
