@@ -1321,7 +1321,7 @@ def make_figures(cfg:Config, cat:Catalogue, effects, weat, planted, task:str="re
     "The EcoLevels map, the WEAT effect sizes per measurement choice, and the planted-model 2×2 design."
     import matplotlib.pyplot as plt, seaborn as sns
     figs = {}
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(8, 4.8))
     ranks = cat.levels
     measured = {}
     for _, r in effects.iterrows(): measured.setdefault(r.probe, r.effect)
@@ -1333,9 +1333,9 @@ def make_figures(cfg:Config, cat:Catalogue, effects, weat, planted, task:str="re
             sc = ax.scatter(x, y + off, c=[measured[p.id]], cmap="RdBu_r", vmin=-1.5, vmax=1.5, s=90, edgecolor="k", zorder=3)
         else:
             ax.scatter(x, y + off, facecolor="none", edgecolor="grey", s=90, zorder=2)
-        ax.annotate(p.id, (x, y + off), xytext=(6, 2), textcoords="offset points", fontsize=7)
+        ax.annotate(p.id, (x, y + off), xytext=(5, 3), textcoords="offset points", fontsize=7, rotation=30)
     fig.colorbar(sc, ax=ax, label="measured effect (Cohen's d or h; stereotype-congruent > 0)")
-    ax.set_yticks(list(ranks.values()), list(ranks)); ax.set_ylim(0.6, 3.6)
+    ax.set_yticks(list(ranks.values()), list(ranks)); ax.set_ylim(0.6, 3.9)
     ax.set_xlabel(f"ecological validity for {task} (our 1–5 rubric)"); ax.set_ylabel("level at which bias is probed")
     ax.set_title("EcoLevels map (hollow: catalogued, not run offline)"); ax.set_xlim(0.8, 5.2)
     fig.tight_layout(); figs["ecolevels_map"] = fig
