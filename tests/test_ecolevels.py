@@ -1,0 +1,75 @@
+"""EcoLevels (trustlib.bias.ecolevels): properties beyond the notebook's examples — the parameters cell is the canonical
+one, the exact permutation p-value equals a brute-force enumeration, the taxonomy can be re-worded as data, the
+audit agrees with fairlearn's MetricFrame, and the full profile stops with ResourceUnavailable without a local model."""
+import itertools
+from pathlib import Path
+import numpy as np
+import pytest
+from trustlib.config import check_parameters_cell, ResourceUnavailable
+from trustlib.bias import ecolevels as eco
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def test_parameters_cell_is_canonical():
+    import nbformat
+    nb = nbformat.read(ROOT / "nbs" / "papers" / "bias" / "ecolevels.ipynb", as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1
+    assert check_parameters_cell(eco.Config, cells[0].source) == []
+    assert any("Config.from_namespace(globals())" in c.source for c in nb.cells if c.cell_type == "code")
+    assert eco.Config.unbounded_fields() == []
+
+def test_exact_pvalue_is_brute_force_enumeration():
+    rng = np.random.default_rng(3)
+    X, Y, A, B = (rng.normal(size=(4, 5)) for _ in range(4))
+    XY = np.concatenate([X, Y])
+    obs = eco.weat_statistic(X, Y, A, B)
+    stats = []
+    for c in itertools.combinations(range(8), 4):
+        rest = [i for i in range(8) if i not in c]
+        stats.append(eco.weat_statistic(XY[list(c)], XY[rest], A, B))
+    brute = np.mean(np.array(stats) >= obs - 1e-12)
+    p, n, exact = eco.weat_pvalue(X, Y, A, B, n_permutations=1000)
+    assert exact and n == 70 and p == pytest.approx(brute, abs=1e-12)
+    assert 0 < p <= 1
+
+def test_effect_size_matches_scipy_formula():
+    rng = np.random.default_rng(0)
+    X, Y, A, B = (rng.normal(size=(6, 8)) for _ in range(4))
+    sx, sy = eco.association_scores(X, A, B), eco.association_scores(Y, A, B)
+    assert eco.weat_effect_size(X, Y, A, B) == pytest.approx((sx.mean() - sy.mean()) / np.std(np.r_[sx, sy], ddof=1))
+
+def test_taxonomy_is_data():
+    runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "planted_weat", "planted_screener")}
+    text = eco.CATALOGUE_YAML.replace("name: association", "name: implicit").replace("level: association", "level: implicit")
+    cat = eco.load_catalogue(text, runners=runners)
+    assert "implicit" in cat.levels and cat.probes["weat_word"].level == "implicit"
+    with pytest.raises(ValueError, match="unknown level 'association'"):
+        eco.load_catalogue(eco.CATALOGUE_YAML.replace("name: association", "name: implicit"), runners=runners)
+    with pytest.raises(ValueError, match="duplicate id"):
+        eco.load_catalogue(eco.CATALOGUE_YAML.replace("id: weat_static", "id: weat_word"), runners=runners)
+    with pytest.raises(ValueError, match="levels, tasks and probes"):
+        eco.load_catalogue("levels: []\n", runners=runners)
+    with pytest.raises(ValueError, match="known runner"):
+        eco.load_catalogue(eco.CATALOGUE_YAML.replace("runner: weat\n", "runner: os.system\n", 1))
+
+def test_audit_agrees_with_metricframe():
+    from fairlearn.metrics import MetricFrame, selection_rate
+    rng = np.random.default_rng(1)
+    f, m = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+    a = eco.counterfactual_audit(f, m, ["nurse"] * 50, {"nurse": "female"})
+    y = np.r_[f, m]; sens = ["female"] * 50 + ["male"] * 50
+    mf = MetricFrame(metrics=selection_rate, y_true=y, y_pred=y, sensitive_features=sens)
+    assert a["gap"] == pytest.approx(mf.by_group["female"] - mf.by_group["male"])
+    assert a["dp"] == pytest.approx(mf.difference())
+
+def test_planted_corpus_is_seeded():
+    a, ra = eco.planted_corpus(500, 0.8, np.random.default_rng(7))
+    b, rb = eco.planted_corpus(500, 0.8, np.random.default_rng(7))
+    assert ra == rb and np.array_equal(a, b)
+
+def test_full_profile_needs_a_local_model(tmp_path):
+    with pytest.raises(ResourceUnavailable, match="lm_path"):
+        eco.run(eco.Config.from_params("full"), progress=False)
+    with pytest.raises(ResourceUnavailable, match="does not exist"):
+        eco.load_encoder(lm_path=str(tmp_path / "missing"))
