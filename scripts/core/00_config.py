@@ -909,25 +909,25 @@ class Paper:
     def notebook(self) -> str: return f"papers/{self.area}/{self.name}.ipynb"
 
 PAPERS: tuple[Paper, ...] = (
-    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization", "trustlib.unlearning.dsda"),
+    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization", "trustlib.unlearning.dsda", "", "https://github.com/ChildEden/ISPF"),
     Paper(2, "disparate_benefits", "fairness", "The Disparate Benefits of Deep Ensembles", "trustlib.fairness.disparate_benefits", "2410.13831", "https://github.com/ml-jku/disparate-benefits"),
     Paper(3, "noisy_signsgd", "privacy", "Noisy SignSGD Is More Differentially Private Than You (Might) Think", "trustlib.privacy.signsgd"),
-    Paper(4, "ecolevels", "bias", "Position: Rethinking LLM Bias Probing Using Lessons from the Social Sciences", "trustlib.bias.ecolevels"),
+    Paper(4, "ecolevels", "bias", "Position: Rethinking LLM Bias Probing Using Lessons from the Social Sciences", "trustlib.bias.ecolevels", "2503.00093"),
     Paper(5, "random_features", "theory", "The Power of Random Features and the Limits of Distribution-Free Gradient Descent", "trustlib.theory.random_features", "2505.10423"),
-    Paper(6, "dor", "calibration", "Understanding and Mitigating Miscalibration in Prompt Tuning for Vision-Language Models", "trustlib.calibration.dor"),
+    Paper(6, "dor", "calibration", "Understanding and Mitigating Miscalibration in Prompt Tuning for Vision-Language Models", "trustlib.calibration.dor", "2410.02681", "https://github.com/ml-stat-Sustech/Outlier-Calibration"),
     Paper(7, "l2h", "clustering", "From Logits to Hierarchies: Hierarchical Clustering made Simple", "trustlib.clustering.l2h", "2410.07858"),
-    Paper(8, "backdoor_complications", "robustness", "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks", "trustlib.robustness.backdoor"),
+    Paper(8, "backdoor_complications", "robustness", "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks", "trustlib.robustness.backdoor", "2505.11586", "https://github.com/zhangrui4041/Backdoor_Complications"),
     Paper(9, "label_smoothing", "calibration", "Calibrated Language Models and How to Find Them with Label Smoothing", "trustlib.calibration.label_smoothing", "2508.00264", "https://github.com/jhuang265/Calibrating-LLMs-with-Label-Smoothing"),
     Paper(10, "pta", "privacy", "Plausible Token Amplification for Improving Accuracy of Differentially Private In-Context Learning Based on Implicit Bayesian Inference", "trustlib.privacy.dp_icl"),
     Paper(11, "fairness_generalization", "fairness", "Fairness Overfitting in Machine Learning: An Information-Theoretic Perspective", "trustlib.fairness.generalization", "2506.07861"),
-    Paper(12, "sns_bench", "evals", "SNS-Bench: Defining, Building, and Assessing Capabilities of Large Language Models in Social Networking Services", "trustlib.evals.sns_bench"),
-    Paper(13, "mib", "interp", "MIB: A Mechanistic Interpretability Benchmark", "trustlib.interp.circuits"),
-    Paper(14, "cpo", "interp", "Addressing Concept Mislabeling in Concept Bottleneck Models Through Preference Optimization", "trustlib.interp.cbm"),
+    Paper(12, "sns_bench", "evals", "SNS-Bench: Defining, Building, and Assessing Capabilities of Large Language Models in Social Networking Services", "trustlib.evals.sns_bench", "", "https://github.com/HC-Guo/SNS-Bench"),
+    Paper(13, "mib", "interp", "MIB: A Mechanistic Interpretability Benchmark", "trustlib.interp.circuits", "2504.13151", "https://github.com/aaronmueller/MIB"),
+    Paper(14, "cpo", "interp", "Addressing Concept Mislabeling in Concept Bottleneck Models Through Preference Optimization", "trustlib.interp.cbm", "2504.18026", "https://github.com/Emilianopp/ConceptPreferenceOptimization"),
     Paper(15, "proxy_multicalibration", "fairness", "Multiaccuracy and Multicalibration via Proxy Groups", "trustlib.fairness.multicalibration", "2503.02870", "https://github.com/beepulbharti/proxy_ma-mc"),
     Paper(16, "robust_sketches", "robustness", "Breaking the Quadratic Barrier: Robust Cardinality Sketches for Adaptive Queries", "trustlib.sketches.cardinality", "2502.05723"),
-    Paper(17, "sae_probing", "interp", "Are Sparse Autoencoders Useful? A Case Study in Sparse Probing", "trustlib.interp.sae_probing"),
-    Paper(18, "sop", "interp", "Sum-of-Parts: Self-Attributing Neural Networks with End-to-End Learning of Feature Groups", "trustlib.interp.sop"),
-    Paper(19, "saebench", "interp", "SAEBench: A Comprehensive Benchmark for Sparse Autoencoders in Language Model Interpretability", "trustlib.interp.saebench"),
+    Paper(17, "sae_probing", "interp", "Are Sparse Autoencoders Useful? A Case Study in Sparse Probing", "trustlib.interp.sae_probing", "2502.16681", "https://github.com/JoshEngels/SAE-Probes"),
+    Paper(18, "sop", "interp", "Sum-of-Parts: Self-Attributing Neural Networks with End-to-End Learning of Feature Groups", "trustlib.interp.sop", "2310.16316", "https://github.com/BrachioLab/sop"),
+    Paper(19, "saebench", "interp", "SAEBench: A Comprehensive Benchmark for Sparse Autoencoders in Language Model Interpretability", "trustlib.interp.saebench", "2503.09532", "https://github.com/adamkarvonen/SAEBench"),
 )
 
 def get_paper(name:str) -> Paper:

@@ -532,7 +532,9 @@ def build_papers_index(vt, # the output of `verdict_table`
             if implemented and d.run_id.notna().any():
                 badges = ' '.join(verdict_badge(k, int(counts[k])) for k in VERDICT_STYLE if counts.get(k, 0))
             else: badges = verdict_badge('not yet run' if implemented else 'planned')
-            rows.append(dict(number=p.number, title_md=title, summary=paper_summary(nb) if implemented else '',
+            links = ' · '.join(([f"[arXiv](https://arxiv.org/abs/{p.arxiv})"] if p.arxiv else []) + ([f"[code]({p.code})"] if p.code else []))
+            rows.append(dict(number=p.number, title_md=title + (f"<br><small>{links}</small>" if links else ''),
+                             summary=paper_summary(nb) if implemented else '',
                              status='implemented' if implemented else 'planned', badges_md=badges))
         cells.append(new_markdown_cell(f"## {AREA_TITLES.get(area, area.title())}\n\n"
                                        + md_table(rows, ['number', 'title_md!', 'summary', 'status', 'badges_md!'],

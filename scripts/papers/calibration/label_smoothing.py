@@ -106,10 +106,9 @@ bench_repeats: Optional[int] = None  # timed repetitions per case (after the mea
 bench_subprocess: Optional[bool] = None  # measure every case in a fresh python process (exact peak memory)
 n_threads: Optional[int] = None  # torch CPU threads (1 is fastest for tiny models on a shared CPU)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `15d651e`, 304 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
 
 # %%
 #| export

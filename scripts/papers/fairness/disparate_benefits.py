@@ -83,10 +83,9 @@ adult_rows: Optional[int] = None  # training rows for the Adult control
 adult_epochs: Optional[int] = None  # epochs per member for the Adult control
 dataset: Optional[str] = None  # data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `0f13d50`, 79 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run disparate_benefits --profile cpu` repeats the run shown here.
 
 # %%
 #| export

@@ -92,10 +92,8 @@ ablation_fracs: Optional[list[float]] = None  # fractions of the train split use
 ablation_variants: Optional[list[str]] = None  # other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)
 crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `f46cfec`, 112 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
 
 # %%
 #| export

@@ -100,10 +100,9 @@ n_bins: Optional[int] = None  # equal-width bins of the concept ECE
 real_datasets: Optional[list[str]] = None  # the paper's image datasets (full profile only; need local copies and a GPU)
 n_threads: Optional[int] = None  # torch CPU threads used for training
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `112af46`, 103 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run cpo --profile cpu` repeats the run shown here.
 
 # %%
 #| export

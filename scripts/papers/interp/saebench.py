@@ -96,10 +96,8 @@ minilm_l0: Optional[int] = None  # matched L0 on MiniLM activations
 minilm_steps: Optional[int] = None  # optimiser steps per SAE on MiniLM activations
 n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `0f13d50`, 290 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
 
 # %%
 #| export

@@ -80,10 +80,9 @@ wrapper_k0: Optional[int] = None  # private-median wrapper: size of each of its 
 wrapper_eps: Optional[float] = None  # private-median wrapper: epsilon of the exponential-mechanism median, per query
 bench_items: Optional[int] = None  # throughput benchmark: keys per update
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `c7730d4`, 495 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration

@@ -113,10 +113,8 @@ scal_rf_max: Optional[int] = None  # largest random-feature count tried (powers 
 match_tolerance: Optional[float] = None  # random features 'match' bSGD when their error ≤ bSGD error + match_tolerance
 sq_bits: Optional[list[int]] = None  # cube sizes n of the SQ-dimension toy
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `c7730d4`, 183 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run random_features --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration

@@ -110,10 +110,8 @@ alpha_grid: Optional[list[float]] = None  # sampler benchmark: step sizes each s
 curve_every: Optional[int] = None  # accuracy-vs-time curves (first forget class of each seed): evaluate every this many unlearning steps; 0: no curves
 n_threads: Optional[int] = None  # torch threads inside run
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `0f13d50`, 353 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
