@@ -1,0 +1,1183 @@
+# %% [markdown]
+# # Sum-of-Parts: Self-Attributing Neural Networks with End-to-End Learning of Feature Groups
+#
+# > Sum-of-Parts (SOP): a self-attributing network that predicts as a sum over learned feature groups; the per-feature error lower bound as exact linear programs, and SOP against post-hoc and BagNet-like baselines on digits pasted onto noise.
+
+# %% [markdown]
+# You, Qu, Gatti, Jain and Wong (ICML 2025) ask why *self-attributing* neural networks (SANNs), whose
+# prediction is by construction a sum of attributions, tend to lose accuracy. They prove that any
+# additive **per-feature** attribution of simple functions (a monomial, a two-term polynomial) has
+# insertion or deletion errors that cannot be made small and grow with the dimension, whereas an
+# attribution to **groups** of features can be exact. They then build **Sum-of-Parts (SOP)**, which turns
+# any differentiable model into a group-based SANN: a group generator proposes binary feature groups, the
+# frozen backbone runs on every masked input, and a sparse group selector weighs the groups' logits, so
+# that the prediction *is* the sum of the groups' contributions. The groups are learned end to end from
+# the task labels only. On ImageNet-S, CosmoGrid and MultiRC, SOP is the best SANN and its groups are the
+# purest.
+#
+# Paper: [arXiv 2310.16316](https://arxiv.org/abs/2310.16316) (PMLR 267) · official code:
+# [BrachioLab/sop](https://github.com/BrachioLab/sop), modules in
+# [BrachioLab/exlib](https://github.com/BrachioLab/exlib) (we reimplement; no code is copied).
+#
+# ::: {.callout-note}
+# ## What we reproduce / what we cannot
+# - **The theorem, exactly.** The smallest total deletion error of any per-feature attribution of the
+#   monomial ∏xᵢ, and the smallest total insertion error of a two-term polynomial, are linear programs over
+#   all 2^d subsets; we solve them with `scipy.optimize.linprog` for d = 2 … `d_max` and show a group
+#   attribution with zero error on every subset. The error definitions are our reconstruction of the
+#   paper's; the paper's exact binomial (the sizes of its three index sets) is not known to us, so we solve
+#   two splits and report both.
+# - **SOP, at toy scale.** scikit-learn's 8×8 digits pasted at random positions onto 16×16 noise
+#   canvases (the digit's box is a known ground-truth segment), a small CNN backbone trained from scratch
+#   and then frozen, 2×2-pixel patches, top-τ binarised attention groups, a sparsemax group selector with
+#   the backbone's class weights as queries. Compared with post-hoc attributions turned into SANNs
+#   (top-τ patches by captum's integrated gradients, occlusion and KernelSHAP, then the backbone on those
+#   patches) and a BagNet-like per-patch classifier with summed logits, over `n_seeds` seeds: accuracy,
+#   fidelity, insertion/deletion, number of active groups and patches, purity and IoU.
+# - **Departures.** The backbone is trained with random patch dropping, so that it can read masked inputs
+#   (an ImageNet ViT copes with masking; a tiny CNN trained on full images does not); the learning rate is
+#   far higher than the paper's 5e-6 because everything is small and trained from scratch; insertion and
+#   deletion rank *patches* by each method's pixel map and are scored by the frozen backbone, for every
+#   method alike.
+#   The generator's score scale (10) was chosen on development seeds (base seed 100, not the reported
+#   ones): with scale 1 the initial attention is diffuse, the group scale c = Σtop − Σrest starts near
+#   −0.6 and flips the sign of the group logits, and one of six seeds stayed at chance.
+# - **Not testable offline:** ImageNet-S, CosmoGrid and MultiRC (the `full` profile asks for them and
+#   stops); our numbers come from a toy task and are not comparable with the paper's. The optional text
+#   variant (MiniLM on SST-2) is not run.
+# :::
+
+# %%
+#| default_exp interp.sop
+
+# %%
+#| export
+from __future__ import annotations
+import itertools, math
+from dataclasses import dataclass
+from typing import Optional
+import numpy as np
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.results import Result, Rule, judge, mean_ci
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_fail, test_close
+import torch, warnings
+
+# %%
+#| hide
+torch.set_num_threads(1)   # the examples below run on one thread, as `run` does (cfg.n_threads)
+warnings.filterwarnings("ignore", message="IProgress not found")   # text progress bars are fine here
+
+# %% [markdown]
+# ## Parameters
+#
+# Defaults are the `smoke` profile; `trustlib run sop --profile cpu` (or papermill with `-p profile cpu`)
+# runs the published configuration. `None` means "the profile's value". Every field of `Config` (below)
+# has one line here.
+
+# %%
+from typing import Optional
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
+seed: Optional[int] = None  # base random seed; every random choice derives from it
+n_seeds: Optional[int] = None  # independent repetitions (data split, canvases, backbone, SOP and baselines)
+d_max: Optional[int] = None  # largest dimension d of the theorem's linear programs (d from 2 to d_max)
+n_train: Optional[int] = None  # training images (digits on noise canvases)
+n_test: Optional[int] = None  # test images (all metrics)
+canvas: Optional[int] = None  # side of the square noise canvas in pixels (the 8×8 digit is pasted inside)
+patch: Optional[int] = None  # side of a patch in pixels (the unit of groups and of post-hoc masks)
+noise: Optional[float] = None  # amplitude of the uniform background noise (digit pixels lie in 0..1)
+tau: Optional[float] = None  # share of patches kept in each group (top-τ binarisation)
+num_masks_max: Optional[int] = None  # query patches that may each propose a group
+num_masks_sample: Optional[int] = None  # groups per image (random queries in training, evenly spaced at inference)
+d_proj: Optional[int] = None  # width of the patch projection of the group generator
+gen_scale: Optional[float] = None  # scale of the group generator's attention scores
+sel_scale: Optional[float] = None  # scale of the group selector's attention scores
+blur: Optional[int] = None  # Gaussian blur kernel on the patch grid of the generator's scores (0 means none)
+epochs: Optional[int] = None  # SOP training epochs
+lr: Optional[float] = None  # AdamW learning rate of SOP (generator, selector, projection)
+weight_decay: Optional[float] = None  # AdamW weight decay of SOP
+batch_size: Optional[int] = None  # SOP mini-batch size
+backbone_width: Optional[int] = None  # channels of the backbone CNN's first block
+backbone_epochs: Optional[int] = None  # backbone training epochs (then frozen)
+bagnet_epochs: Optional[int] = None  # training epochs of the BagNet-like baseline
+ig_steps: Optional[int] = None  # integration steps of integrated gradients
+shap_samples: Optional[int] = None  # coalitions sampled by KernelSHAP per image
+curve_steps: Optional[int] = None  # steps of the insertion and deletion curves
+real_data: Optional[bool] = None  # the paper's datasets (ImageNet-S, CosmoGrid, MultiRC; full profile only)
+n_threads: Optional[int] = None  # torch CPU threads
+
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
+
+# %%
+#| export
+@dataclass
+class Config(BaseConfig):
+    "Configuration of the Sum-of-Parts reproduction (linear programs and SOP on digits pasted onto noise)."
+    n_seeds: int = param(1, "independent repetitions (data split, canvases, backbone, SOP and baselines)", ge=1, max=50)
+    d_max: int = param(6, "largest dimension d of the theorem's linear programs (d from 2 to d_max)", ge=3, le=16, max=12)
+    n_train: int = param(300, "training images (digits on noise canvases)", ge=20, le=1400)
+    n_test: int = param(80, "test images (all metrics)", ge=10, le=397)
+    canvas: int = param(16, "side of the square noise canvas in pixels (the 8×8 digit is pasted inside)", ge=8, le=128)
+    patch: int = param(2, "side of a patch in pixels (the unit of groups and of post-hoc masks)", ge=1, le=32)
+    noise: float = param(0.3, "amplitude of the uniform background noise (digit pixels lie in 0..1)", ge=0, le=1)
+    tau: float = param(0.2, "share of patches kept in each group (top-τ binarisation)", gt=0, lt=1)
+    num_masks_max: int = param(64, "query patches that may each propose a group", ge=1, le=16384)
+    num_masks_sample: int = param(4, "groups per image (random queries in training, evenly spaced at inference)", ge=1, le=1024)
+    d_proj: int = param(32, "width of the patch projection of the group generator", ge=1, le=4096)
+    gen_scale: float = param(10.0, "scale of the group generator's attention scores", gt=0, le=1000)
+    sel_scale: float = param(1.0, "scale of the group selector's attention scores", gt=0, le=1000)
+    blur: int = param(3, "Gaussian blur kernel on the patch grid of the generator's scores (0 means none)", choices=(0, 3, 5))
+    epochs: int = param(1, "SOP training epochs", ge=1, max=500)
+    lr: float = param(2e-3, "AdamW learning rate of SOP (generator, selector, projection)", gt=0, le=1)
+    weight_decay: float = param(0.01, "AdamW weight decay of SOP", ge=0, le=10)
+    batch_size: int = param(32, "SOP mini-batch size", ge=1, le=4096)
+    backbone_width: int = param(16, "channels of the backbone CNN's first block", ge=2, le=256)
+    backbone_epochs: int = param(4, "backbone training epochs (then frozen)", ge=1, max=500)
+    bagnet_epochs: int = param(4, "training epochs of the BagNet-like baseline", ge=1, max=500)
+    ig_steps: int = param(8, "integration steps of integrated gradients", ge=2, le=1000)
+    shap_samples: int = param(32, "coalitions sampled by KernelSHAP per image", ge=8, max=5000)
+    curve_steps: int = param(4, "steps of the insertion and deletion curves", ge=2, le=256)
+    real_data: bool = param(False, "the paper's datasets (ImageNet-S, CosmoGrid, MultiRC; full profile only)")
+    n_threads: Optional[int] = param(1, "torch CPU threads", ge=1, le=1024)
+    PROFILE_DEFAULTS = {
+        "cpu": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=8, epochs=6, backbone_epochs=20,
+                    bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8),
+        "full": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=8, epochs=6, backbone_epochs=20,
+                     bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8, real_data=True),
+    }
+    @property
+    def n_patches(self) -> int: return (self.canvas // self.patch) ** 2
+    @property
+    def n_keep(self) -> int: return n_keep(self.n_patches, self.tau)
+    def validate(self):
+        if self.canvas % self.patch: raise ConfigError(f"parameter 'patch': {self.patch} does not divide canvas {self.canvas}")
+        P = self.n_patches
+        k = int(math.floor(P * self.tau))
+        if not 1 <= k < P:
+            raise ConfigError(f"parameter 'tau': {self.tau:g} keeps {k} of {P} patches per group; choose tau so that 1 <= floor(tau·P) < P")
+        if self.num_masks_sample > min(self.num_masks_max, P):
+            raise ConfigError(f"parameter 'num_masks_sample': {self.num_masks_sample} groups exceed the {min(self.num_masks_max, P)} "
+                              "available queries (min of num_masks_max and the number of patches)")
+
+def n_keep(n_patches:int, tau:float) -> int:
+    "Patches kept per group: floor(τ·P), as in the authors' code; ValueError unless 1 <= it < P."
+    if not 0 < tau < 1: raise ValueError(f"tau must lie in (0, 1), got {tau!r}")
+    k = int(math.floor(n_patches * tau + 1e-9))
+    if not 1 <= k < n_patches: raise ValueError(f"tau = {tau:g} keeps {k} of {n_patches} patches; need 1 <= floor(tau·P) < P")
+    return k
+
+
+# %%
+cfg = Config.from_namespace(globals())
+cfg
+
+# %%
+test_eq(Config.unbounded_fields(), [])
+test_eq((cfg.n_patches, cfg.n_keep), (64, 12))
+test_fail(lambda: Config.from_params("smoke", tau=0.01), contains="'tau'")
+test_fail(lambda: Config.from_params("smoke", tau=1.0), contains="'tau'")
+test_fail(lambda: Config.from_params("smoke", num_masks_sample=70), contains="'num_masks_sample'")
+test_fail(lambda: Config.from_params("smoke", num_masks_max=4, num_masks_sample=5), contains="'num_masks_sample'")
+test_fail(lambda: Config.from_params("smoke", patch=3), contains="'patch'")
+test_fail(lambda: Config.from_params("smoke", epochs=10**4), contains="exceeds its limit")
+test_fail(lambda: n_keep(10, 0.05), contains="keeps 0")
+test_eq(Config.from_params("cpu").n_seeds, 3)
+
+# %% [markdown]
+# ## Sparsemax
+#
+# The group selector's weights are a **sparsemax** (Martins & Astudillo, 2016): the Euclidean projection of
+# the scores onto the probability simplex, $\mathrm{sparsemax}(z) = \arg\min_{p\in\Delta}\|p - z\|^2$.
+# With the scores sorted, $z_{(1)} \ge \dots \ge z_{(K)}$, the support size is the largest $k$ with
+# $1 + k z_{(k)} > \sum_{i\le k} z_{(i)}$, the threshold is $\tau = (\sum_{i\le k} z_{(i)} - 1)/k$, and
+# $p_i = \max(z_i - \tau, 0)$: weights sum to 1 and low scores get exactly 0. Autograd through the sort and
+# the threshold gives the sparsemax Jacobian.
+
+# %%
+#| export
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+def sparsemax(z:torch.Tensor, dim:int=-1) -> torch.Tensor:
+    "Sparsemax of `z` along `dim`: the projection onto the simplex (sums to 1, exact zeros)."
+    z = z.transpose(dim, -1)
+    zs = torch.sort(z, dim=-1, descending=True).values
+    k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=z.device)
+    cs = zs.cumsum(-1)
+    k_z = ((1 + k * zs) > cs).sum(-1, keepdim=True)           # support size (>= 1)
+    tau = (cs.gather(-1, k_z - 1) - 1) / k_z.to(z.dtype)
+    return torch.clamp(z - tau, min=0).transpose(dim, -1)
+
+def simplex_projection(v:np.ndarray) -> np.ndarray:
+    "Reference: Euclidean projection of a vector onto the simplex by bisection on the threshold (numpy, float64)."
+    v = np.asarray(v, dtype=np.float64); lo, hi = v.min() - 1.0, v.max()
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if np.maximum(v - mid, 0).sum() > 1: lo = mid
+        else: hi = mid
+    return np.maximum(v - (lo + hi) / 2, 0)
+
+
+# %% [markdown]
+# Hand cases: $(1, 0) \mapsto (1, 0)$ (only one coordinate in the support, τ = 0); $(0.5, 0.3) \mapsto
+# (0.6, 0.4)$ (τ = −0.1); equal scores give the uniform distribution; a large gap gives a one-hot vector;
+# and random inputs match the bisection reference.
+
+# %%
+test_close(sparsemax(torch.tensor([1.0, 0.0])), torch.tensor([1.0, 0.0]), eps=1e-7)
+test_close(sparsemax(torch.tensor([0.5, 0.3])), torch.tensor([0.6, 0.4]), eps=1e-6)
+test_close(sparsemax(torch.zeros(3)), torch.full((3,), 1 / 3), eps=1e-7)
+test_close(sparsemax(torch.tensor([3.0, 0.5, -1.0])), torch.tensor([1.0, 0.0, 0.0]), eps=1e-7)
+test_close(sparsemax(torch.tensor([0.9, 0.5, 0.1])), torch.tensor([0.7, 0.3, 0.0]), eps=1e-6)
+_z = torch.randn(50, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2
+_p = sparsemax(_z)
+test_close(_p.sum(-1), torch.ones(50, dtype=torch.float64), eps=1e-12)
+assert (_p >= 0).all() and (_p == 0).any()
+test_close(_p.numpy(), np.stack([simplex_projection(r) for r in _z.numpy()]), eps=1e-9)
+test_close(sparsemax(_z.T, dim=0).T, _p, eps=1e-12)
+_zg = torch.tensor([0.9, 0.5, 0.1], requires_grad=True); sparsemax(_zg)[0].backward()
+test_close(_zg.grad, torch.tensor([0.5, -0.5, 0.0]), eps=1e-6)   # Jacobian row of the support: δ_ij − 1/|S|
+
+
+# %% [markdown]
+# ## The theorem: per-feature attributions cannot be exact, groups can
+#
+# Features are binary and the explained input is $x = \mathbf 1$. Keeping the features in $S$ and zeroing
+# the others gives $x_S$. For an additive per-feature attribution $\alpha \in \mathbb R^d$ with
+# $\alpha(S) = \sum_{i\in S}\alpha_i$:
+# $$\mathrm{InsErr}(\alpha, S) = |f(x_S) - \alpha(S)|, \qquad \mathrm{DelErr}(\alpha, S) = |f(x) - f(x_{[d]\setminus S}) - \alpha(S)|.$$
+# For a group attribution (groups $g_j$ with scores $c_j$), insertion counts the groups inside $S$,
+# $\sum_{j: g_j\subseteq S} c_j$, and deletion the groups that $S$ touches, $\sum_{j: g_j\cap S\ne\emptyset} c_j$.
+#
+# - **Monomial, deletion.** For $f = \prod_i x_i$, removing any nonempty $S$ drops $f$ from 1 to 0, so the
+#   total error is $\sum_{S\ne\emptyset}|1 - \alpha(S)|$. For $d = 2$ the triangle inequality gives
+#   $|1-\alpha_1| + |1-\alpha_2| + |1-\alpha_1-\alpha_2| \ge |(1-\alpha_1)+(1-\alpha_2)-(1-\alpha_1-\alpha_2)| = 1$, and
+#   $\alpha = (1, 0)$ attains it: **the optimum for d = 2 is exactly 1**.
+# - **Binomial, insertion.** $p = \prod_{i\in S_1\cup S_2} x_i + \prod_{j\in S_2\cup S_3} x_j$ with disjoint
+#   $S_1, S_2, S_3$ covering $[d]$; the total error is $\sum_S |p(x_S) - \alpha(S)|$.
+#
+# Both minima are linear programs: minimise $\sum_S t_S$ subject to $t_S \ge \pm(y_S - a_S^\top\alpha)$,
+# with one slack $t_S$ per subset. The group attributions $\{[d]\}$ with score 1 (monomial) and
+# $\{S_1\cup S_2, S_2\cup S_3\}$ with scores (1, 1) (binomial) are exact on every subset.
+
+# %%
+#| export
+def subset_matrix(d:int, nonempty:bool=False) -> np.ndarray:
+    "All 2^d subsets of [d] as 0/1 rows (empty set first unless `nonempty`)."
+    if not 1 <= d <= 20: raise ValueError(f"d must lie in 1..20, got {d}")
+    A = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None]) & 1).astype(float)
+    return A[1:] if nonempty else A
+
+def min_total_l1(A:np.ndarray, y:np.ndarray) -> tuple[float, np.ndarray]:
+    "min over α of Σ_S |y_S − A_S·α| as a linear program (scipy HiGHS); returns (optimum, α)."
+    from scipy.optimize import linprog
+    n, d = A.shape
+    c = np.r_[np.zeros(d), np.ones(n)]
+    A_ub = np.block([[A, -np.eye(n)], [-A, -np.eye(n)]])
+    b_ub = np.r_[y, -y]
+    r = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=[(None, None)] * d + [(0, None)] * n, method="highs")
+    if r.status != 0: raise RuntimeError(f"linprog failed: {r.message}")
+    return float(r.fun), r.x[:d]
+
+def monomial_deletion(d:int) -> dict:
+    "Smallest total deletion error of a per-feature attribution of ∏x_i at x = 1, and the exact group attribution's error."
+    A = subset_matrix(d, nonempty=True)
+    drop = np.ones(len(A))                                      # f(1) − f(1 with S removed) = 1 for every S ≠ ∅
+    opt, alpha = min_total_l1(A, drop)
+    group = np.abs(drop - (A @ np.ones(d) > 0) * 1.0).sum()     # one group [d] with score 1: S touches it iff S ≠ ∅
+    full = subset_matrix(d)
+    group += np.abs(full.prod(1) - ((full @ np.ones(d)) == d)).sum()   # insertion: f(x_S) = ∏ kept features vs 1[[d] ⊆ S]
+    return dict(d=d, optimum=opt, alpha=alpha, group_error=float(group), n_subsets=len(A))
+
+def binomial_sets(d:int, split:str="end") -> tuple[list[int], list[int], list[int]]:
+    "S1, S2, S3 for the binomial: 'end' puts one feature in S1 and S3 and the rest in S2; 'balanced' one feature in S2, the rest halved."
+    if d < 2: raise ValueError("the binomial needs d >= 2")
+    if split == "end": return [0], list(range(1, d - 1)), [d - 1]
+    if split == "balanced":
+        if d < 3: raise ValueError("the balanced split needs d >= 3")
+        k1 = (d - 1) // 2
+        return list(range(k1)), [k1], list(range(k1 + 1, d))
+    raise ValueError(f"split must be 'end' or 'balanced', got {split!r}")
+
+def binomial_insertion(d:int, split:str="end") -> dict:
+    "Smallest total insertion error of a per-feature attribution of the binomial, and the exact 2-group attribution's error."
+    S1, S2, S3 = binomial_sets(d, split)
+    A = subset_matrix(d)
+    g1, g2 = np.zeros(d), np.zeros(d); g1[S1 + S2] = 1; g2[S2 + S3] = 1
+    inside = lambda g: ((A @ g) == g.sum()).astype(float)      # 1[g ⊆ S]
+    y = inside(g1) + inside(g2)                                 # p(x_S)
+    opt, alpha = min_total_l1(A, y)
+    touches = lambda g: ((A @ g) > 0).astype(float)                  # 1[g ∩ S ≠ ∅]
+    kept = lambda g: (((1 - A) @ g) == g.sum()).astype(float)       # 1[g ⊆ [d] ∖ S]
+    drop = 2.0 - (kept(g1) + kept(g2))                              # p(1) − p(1 with S removed)
+    group_ins = np.abs(y - (inside(g1) + inside(g2))).sum()
+    group_del = np.abs(drop - (touches(g1) + touches(g2))).sum()
+    return dict(d=d, split=split, optimum=opt, alpha=alpha, group_error=float(group_ins + group_del),
+                zero_attribution_error=float(np.abs(y).sum()), n_subsets=len(A))
+
+def theorem_table(d_max:int) -> "pd.DataFrame":
+    "Optimal per-feature errors and group errors for d = 2..d_max (monomial deletion; binomial insertion, two splits)."
+    import pandas as pd
+    rows = []
+    for d in range(2, d_max + 1):
+        m = monomial_deletion(d)
+        rows.append(dict(d=d, problem="monomial, deletion", per_feature_optimum=m["optimum"], group_error=m["group_error"]))
+        for split in ("end", "balanced"):
+            if split == "balanced" and d < 3: continue
+            b = binomial_insertion(d, split)
+            rows.append(dict(d=d, problem=f"binomial ({split} split), insertion", per_feature_optimum=b["optimum"],
+                             group_error=b["group_error"], zero_attribution_error=b["zero_attribution_error"]))
+    return pd.DataFrame(rows)
+
+
+# %% [markdown]
+# The hand-derived d = 2 optimum of the monomial (1), the d = 2 binomial (with $S_2 = \emptyset$ it is the
+# linear $x_1 + x_2$, so α = (1, 1) is exact), zero group errors, and a cross-check of the LP optimum by
+# evaluating the objective at the returned α.
+
+# %%
+_m2 = monomial_deletion(2)
+test_close(_m2["optimum"], 1.0, eps=1e-9)
+test_close(np.abs(1 - subset_matrix(2, True) @ _m2["alpha"]).sum(), 1.0, eps=1e-9)
+test_close(binomial_insertion(2)["optimum"], 0.0, eps=1e-9)
+test_close(binomial_insertion(2)["alpha"], np.array([1.0, 1.0]), eps=1e-7)
+test_eq(binomial_sets(6, "end"), ([0], [1, 2, 3, 4], [5]))
+test_eq(binomial_sets(6, "balanced"), ([0, 1], [2], [3, 4, 5]))
+_tt = theorem_table(6)
+test_eq(float(_tt.group_error.abs().max()), 0.0)
+_mono = _tt[_tt.problem == "monomial, deletion"].per_feature_optimum.to_numpy()
+assert (np.diff(_mono) > 0).all(), _mono
+_rng = np.random.default_rng(0)
+for _ in range(20):   # no random α beats the LP optimum (d = 5)
+    _a = _rng.normal(0.3, 0.5, 5)
+    assert np.abs(1 - subset_matrix(5, True) @ _a).sum() >= monomial_deletion(5)["optimum"] - 1e-9
+test_fail(lambda: binomial_sets(4, "middle"), contains="'end' or 'balanced'")
+
+
+# %% [markdown]
+# ## Data: digits on noise canvases with known boxes
+#
+# Each 8×8 digit (pixels scaled to 0..1) is pasted at a uniformly random position onto a
+# `canvas`×`canvas` canvas of uniform noise in [0, `noise`]; inside the box a pixel is the larger of the
+# digit and the noise. The box is the ground-truth segment for purity and IoU. A check further down shows
+# that the class evidence really lives in the box: the backbone is accurate on the box alone and at chance
+# on the canvas without it.
+
+# %%
+#| export
+@dataclass
+class CanvasDigits:
+    X: np.ndarray      # [N, 1, C, C] float32 images
+    y: np.ndarray      # [N] int64 labels
+    box: np.ndarray    # [N, 1, C, C] float32, 1 inside the digit's 8×8 box
+
+def canvas_digits(images:np.ndarray, y:np.ndarray, canvas:int=16, noise:float=0.5, seed:int=0) -> CanvasDigits:
+    "Paste 8×8 digit images (pixels 0..16) at random positions onto noise canvases."
+    if canvas < 8: raise ValueError("canvas must be at least 8 pixels")
+    rng = np.random.default_rng(seed)
+    n = len(images)
+    X = (rng.uniform(0, 1, (n, 1, canvas, canvas)) * noise).astype(np.float32)
+    box = np.zeros_like(X)
+    r, c = rng.integers(0, canvas - 8 + 1, n), rng.integers(0, canvas - 8 + 1, n)
+    dig = np.asarray(images, dtype=np.float32).reshape(n, 8, 8) / 16.0
+    for i in range(n):
+        X[i, 0, r[i]:r[i] + 8, c[i]:c[i] + 8] = np.maximum(X[i, 0, r[i]:r[i] + 8, c[i]:c[i] + 8], dig[i])
+        box[i, 0, r[i]:r[i] + 8, c[i]:c[i] + 8] = 1
+    return CanvasDigits(X, np.asarray(y, dtype=np.int64), box)
+
+def load_canvas_splits(n_train:int, n_test:int, canvas:int, noise:float, seed:int) -> tuple[CanvasDigits, CanvasDigits]:
+    "A stratified train/test split of scikit-learn's digits, each pasted onto its own noise canvases."
+    from trustlib.data import load
+    from sklearn.model_selection import train_test_split
+    d = load("digits")
+    if n_train + n_test > len(d.y): raise ConfigError(f"parameter 'n_train': n_train + n_test must be <= {len(d.y)}")
+    Xtr, Xte, ytr, yte = train_test_split(d.X, d.y, train_size=n_train, test_size=n_test, stratify=d.y, random_state=seed % 2**31)
+    return (canvas_digits(Xtr, ytr, canvas, noise, derive_seed(seed, "cv-train")),
+            canvas_digits(Xte, yte, canvas, noise, derive_seed(seed, "cv-test")))
+
+
+# %%
+_cd = canvas_digits(np.full((3, 64), 16.0), np.arange(3), canvas=16, noise=0.5, seed=0)
+test_eq(_cd.X.shape, (3, 1, 16, 16)); test_eq(_cd.box.sum((1, 2, 3)), np.full(3, 64.0))
+test_eq(_cd.X[_cd.box == 1].min(), 1.0)                       # the digit (all 16 here) covers its box
+assert _cd.X[_cd.box == 0].max() <= 0.5
+_tr, _te = load_canvas_splits(100, 50, 16, 0.5, seed=0)
+test_eq((len(_tr.y), len(_te.y)), (100, 50)); test_eq(np.bincount(_tr.y).min() >= 9, True)
+
+
+# %% [markdown]
+# ## The frozen backbone
+#
+# A small CNN (three 3×3 convolution blocks with max pooling, global average pooling, a linear head; about
+# 24k parameters). `trustlib.models.SmallCNN` has no global pooling and learns a digit at a random
+# position much more slowly, so the backbone is defined here. Its pooled hidden state $z$ is the input of
+# the head, and the head's weight rows are the class vectors that the group selector uses as queries. It
+# is trained from scratch with random **patch dropping** (each image is also seen twice with a random
+# share of its patches zeroed), then frozen.
+
+# %%
+#| export
+def patch_masks(n:int, canvas:int, patch:int, keep:np.ndarray|float, rng:np.random.Generator) -> np.ndarray:
+    "Random binary pixel masks [n, 1, C, C] that keep each patch with probability `keep` (per image or scalar)."
+    g = canvas // patch
+    keep = np.broadcast_to(np.asarray(keep, dtype=float), (n,))
+    m = (rng.uniform(size=(n, g, g)) < keep[:, None, None]).astype(np.float32)
+    return np.repeat(np.repeat(m, patch, 1), patch, 2)[:, None]
+
+class PoolCNN(nn.Module):
+    "Three conv blocks (width w, 2w, 4w; max pooling), global average pooling and a linear head; `features` gives the pooled state."
+    def __init__(self, in_channels:int=1, n_classes:int=10, width:int=16):
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(nn.Conv2d(in_channels, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(4 * w, n_classes)
+    def forward(self, x): return self.head(self.features(x).flatten(1))
+
+def backbone_outputs(model, x:torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    "(logits, pooled hidden state) of a model with `features` (pooled, flattened) and a linear `head`."
+    z = model.features(x).flatten(1)
+    return model.head(z), z
+
+def train_backbone(data:CanvasDigits, cfg:Config, seed:int):
+    "A `PoolCNN` trained with patch dropping (full images plus two randomly patch-masked copies), then frozen."
+    from trustlib.models import fit
+    torch.manual_seed(derive_seed(seed, "bb-init"))
+    model = PoolCNN(1, 10, width=cfg.backbone_width)
+    rng = np.random.default_rng(derive_seed(seed, "bb-drop"))
+    n = len(data.y)
+    masked = [data.X * patch_masks(n, cfg.canvas, cfg.patch, rng.uniform(0.1, 1.0, n), rng) for _ in range(2)]
+    X = np.concatenate([data.X, *masked]); y = np.concatenate([data.y] * 3)
+    fit(model, X, y, epochs=cfg.backbone_epochs, batch_size=32, lr=3e-3, seed=derive_seed(seed, "bb-fit"), progress=False, threads=None)
+    model.eval()
+    for p in model.parameters(): p.requires_grad_(False)
+    return model
+
+
+# %% [markdown]
+# ## The SOP model
+#
+# **Group generator.** A convolution with kernel = stride = `patch` embeds the patches, $E\in\mathbb R^{P\times D}$.
+# `num_masks_sample` query patches (a random subset of the first `num_masks_max` in training, evenly spaced at
+# inference) attend over all patches: $A = \mathrm{softmax}(\text{blur}(s\,(E_qW_q)(EW_k)^\top/\sqrt D))$. Each
+# row is binarised to its top $k = \lfloor\tau P\rfloor$ patches and upsampled to pixels (nearest neighbour).
+# As in the authors' current code, the scale $c_j = \sum_{\text{top}} A - \sum_{\text{rest}} A$ multiplies
+# the group's logits; it is the generator's path to the gradient, since the binary masks have none.
+#
+# **Backbone.** The frozen backbone runs on every masked input $g_j\odot x$, giving logits $h(g_j\odot x)$
+# and pooled states $z_j$ (no gradient is needed through it).
+#
+# **Group selector.** Queries are the class vectors $C_y$ (initialised from the backbone's head, trainable),
+# keys the pooled states: $w_{\cdot,y} = \mathrm{sparsemax}_j(s'\,(C_yW_q)(z_jW_k)^\top/\sqrt H)$ with $W_q, W_k$
+# initialised to the identity.
+#
+# **Output.** $\hat y_y = \sum_j w_{j,y}\, c_j\, h_y(g_j\odot x)$; the explanation is the groups with
+# $w_{j,y} > 0$ and their contributions $w_{j,y}\,c_j\,h_y(g_j\odot x)$, which sum to the prediction exactly.
+
+# %%
+#| export
+def _gaussian_kernel(k:int, sigma:float=1.0) -> torch.Tensor:
+    ax = torch.arange(k, dtype=torch.float32) - (k - 1) / 2
+    g = torch.exp(-ax ** 2 / (2 * sigma ** 2)); g = g[:, None] * g[None]
+    return (g / g.sum())[None, None]
+
+class GroupGenerator(nn.Module):
+    "Patch embeddings → single-head attention from query patches → top-τ binary groups [B, m, H, W] and their scales c [B, m]."
+    def __init__(self, in_channels:int, patch:int, d_proj:int, tau:float, scale:float=1.0, blur:int=0):
+        super().__init__()
+        if blur not in (0, 1, 3, 5, 7): raise ValueError(f"blur must be 0 (none) or an odd kernel size up to 7, got {blur}")
+        self.patch, self.tau, self.scale, self.blur = patch, tau, scale, blur
+        self.proj = nn.Conv2d(in_channels, d_proj, patch, patch)
+        self.wq, self.wk = nn.Linear(d_proj, d_proj, bias=False), nn.Linear(d_proj, d_proj, bias=False)
+        if blur > 1: self.register_buffer("kernel", _gaussian_kernel(blur))
+    def forward(self, x:torch.Tensor, query_idx:torch.Tensor):
+        E = self.proj(x); gh, gw = E.shape[-2:]; P = gh * gw
+        E = E.flatten(2).transpose(1, 2)                                        # [B, P, D]
+        S = self.wq(E[:, query_idx]) @ self.wk(E).transpose(1, 2) * (self.scale / math.sqrt(E.shape[-1]))   # [B, m, P]
+        B, m = S.shape[:2]
+        if self.blur > 1:
+            S = F.conv2d(S.reshape(B * m, 1, gh, gw), self.kernel, padding=self.blur // 2).reshape(B, m, P)
+        A = S.softmax(-1)
+        k = n_keep(P, self.tau)
+        top = A.topk(k, dim=-1)
+        c = 2 * top.values.sum(-1) - A.sum(-1)                                  # Σ top − Σ rest
+        masks = torch.zeros_like(A).scatter(-1, top.indices, 1.0).reshape(B, m, gh, gw)
+        masks = masks.repeat_interleave(self.patch, -2).repeat_interleave(self.patch, -1)
+        return masks, c
+
+@dataclass
+class SOPOutput:
+    logits: torch.Tensor          # [B, K] the prediction ŷ
+    group_logits: torch.Tensor    # [B, m, K] c_j · h(g_j ⊙ x)
+    weights: torch.Tensor         # [B, K, m] sparsemax selection weights w_{j,y}
+    masks: torch.Tensor           # [B, m, H, W] binary groups
+    @property
+    def contributions(self) -> torch.Tensor:
+        "[B, K, m] w_{j,y} · c_j · h_y(g_j ⊙ x); summed over groups they give `logits` exactly."
+        return self.weights * self.group_logits.transpose(1, 2)
+
+class SOP(nn.Module):
+    "Sum-of-Parts around a frozen backbone `(logits, pooled) = backbone_fn(x)`; `class_weights` [K, H] initialise the selector's queries."
+    def __init__(self, backbone:nn.Module, class_weights:torch.Tensor, *, in_channels:int=1, image_size:int=16, patch:int=2,
+                 d_proj:int=32, tau:float=0.2, num_masks_max:int=64, num_masks_sample:int=8, gen_scale:float=1.0,
+                 sel_scale:float=1.0, blur:int=0, backbone_fn=backbone_outputs):
+        super().__init__()
+        if image_size % patch: raise ValueError(f"patch {patch} does not divide image_size {image_size}")
+        P = (image_size // patch) ** 2
+        n_keep(P, tau)                                                             # validates tau
+        if not 1 <= num_masks_sample <= min(num_masks_max, P):
+            raise ValueError(f"num_masks_sample must lie in 1..{min(num_masks_max, P)} (min of num_masks_max and {P} patches), got {num_masks_sample}")
+        self.backbone, self.backbone_fn = backbone, backbone_fn
+        for p in backbone.parameters(): p.requires_grad_(False)
+        self.n_queries, self.m, self.sel_scale = min(num_masks_max, P), num_masks_sample, sel_scale
+        self.generator = GroupGenerator(in_channels, patch, d_proj, tau, gen_scale, blur)
+        H = class_weights.shape[1]
+        self.class_weights = nn.Parameter(class_weights.detach().clone())
+        self.wq, self.wk = nn.Parameter(torch.eye(H)), nn.Parameter(torch.eye(H))
+    def query_indices(self, generator:torch.Generator|None=None) -> torch.Tensor:
+        "Random distinct queries in training (with a generator), evenly spaced ones otherwise."
+        if self.training and generator is not None:
+            return torch.randperm(self.n_queries, generator=generator)[:self.m].sort().values
+        return torch.arange(self.m) * self.n_queries // self.m
+    def forward(self, x:torch.Tensor, generator:torch.Generator|None=None) -> SOPOutput:
+        B = x.shape[0]
+        masks, c = self.generator(x, self.query_indices(generator))
+        xm = (x[:, None] * masks[:, :, None]).flatten(0, 1)                        # [B·m, C, H, W]
+        self.backbone.eval()
+        with torch.no_grad(): logits, z = self.backbone_fn(self.backbone, xm)
+        group_logits = logits.view(B, self.m, -1) * c[..., None]                  # [B, m, K]
+        q = self.class_weights @ self.wq                                          # [K, H]
+        keys = z.view(B, self.m, -1) @ self.wk                                    # [B, m, H]
+        scores = torch.einsum("kh,bmh->bkm", q, keys) * (self.sel_scale / math.sqrt(q.shape[-1]))
+        w = sparsemax(scores, -1)                                                 # [B, K, m]
+        return SOPOutput((w * group_logits.transpose(1, 2)).sum(-1), group_logits, w, masks)
+
+
+# %% [markdown]
+# An untrained SOP around an untrained backbone: **fidelity** holds to float tolerance (the prediction is
+# the sum of the contributions), masked inputs keep the input's shape, every group keeps exactly
+# ⌊τP⌋ patches and is 0/1 at pixel level, inference is deterministic (evenly spaced queries), and bad τ or
+# group counts are rejected.
+
+# %%
+torch.manual_seed(0)
+_bb = PoolCNN(1, 10, width=4).eval()
+_sop = SOP(_bb, _bb.head.weight, image_size=16, patch=2, tau=0.2, num_masks_sample=5, blur=3).eval()
+_x = torch.rand(6, 1, 16, 16)
+with torch.no_grad(): _o = _sop(_x)
+test_eq(tuple(_o.logits.shape), (6, 10)); test_eq(tuple(_o.masks.shape), (6, 5, 16, 16))
+test_close(_o.contributions.sum(-1), _o.logits, eps=1e-6)                     # fidelity
+test_eq(_o.masks.sum((-2, -1)), torch.full((6, 5), 12.0 * 4))                  # 12 patches of 2×2 pixels each
+test_eq(set(_o.masks.unique().tolist()), {0.0, 1.0})
+test_close(_o.weights.sum(-1), torch.ones(6, 10), eps=1e-6)
+test_eq(tuple((_x[:, None] * _o.masks[:, :, None]).shape[2:]), tuple(_x.shape[1:]))   # masked inputs keep shape
+test_eq(_sop.query_indices().tolist(), [0, 12, 25, 38, 51])
+test_eq(torch.equal(_sop(_x).logits.detach(), _o.logits), True)                                          # deterministic at inference
+test_fail(lambda: SOP(_bb, _bb.head.weight, tau=0.0), contains="tau")
+test_fail(lambda: SOP(_bb, _bb.head.weight, tau=1.5), contains="tau")
+test_fail(lambda: SOP(_bb, _bb.head.weight, num_masks_sample=0), contains="num_masks_sample")
+test_fail(lambda: SOP(_bb, _bb.head.weight, num_masks_max=8, num_masks_sample=9), contains="num_masks_sample")
+test_fail(lambda: SOP(_bb, _bb.head.weight, patch=3), contains="does not divide")
+
+
+# %% [markdown]
+# ## Training SOP
+#
+# Plain cross-entropy on $\hat y$ with AdamW; only the generator (projection and attention), the class
+# vectors and the selector's $W_q, W_k$ train — the backbone stays frozen (checked below).
+
+# %%
+#| export
+def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weight_decay:float=0.01, batch_size:int=32,
+              seed:int=0, progress:bool=False) -> list[float]:
+    "Train the generator and selector of `model` with cross-entropy on ŷ; returns the mean loss per epoch."
+    from tqdm.auto import tqdm
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    X, y = torch.as_tensor(data.X), torch.as_tensor(data.y)
+    g = torch.Generator().manual_seed(int(seed))
+    losses = []
+    for _ in tqdm(range(epochs), desc="SOP epochs", disable=not progress, leave=False):
+        model.train(); tot, nb = 0.0, 0
+        perm = torch.randperm(len(y), generator=g)
+        for s in range(0, len(y), batch_size):
+            idx = perm[s:s + batch_size]
+            loss = F.cross_entropy(model(X[idx], generator=g).logits, y[idx])
+            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+            tot += loss.item(); nb += 1
+        losses.append(tot / nb)
+    model.eval()
+    return losses
+
+@torch.no_grad()
+def sop_predict(model:SOP, X:np.ndarray, batch_size:int=100) -> SOPOutput:
+    "SOP outputs for all of `X` (inference: evenly spaced queries), concatenated."
+    model.eval(); outs = [model(torch.as_tensor(X[s:s + batch_size])) for s in range(0, len(X), batch_size)]
+    return SOPOutput(*(torch.cat([getattr(o, k) for o in outs]) for k in ("logits", "group_logits", "weights", "masks")))
+
+
+# %%
+_tr, _te = load_canvas_splits(120, 40, 16, 0.5, seed=1)
+_before = {k: v.clone() for k, v in _bb.state_dict().items()}
+_losses = train_sop(_sop, _tr, epochs=2, seed=0)
+test_eq(len(_losses), 2); assert all(np.isfinite(_losses))
+assert all(torch.equal(_before[k], v) for k, v in _bb.state_dict().items())  # the backbone is frozen
+_oo = sop_predict(_sop, _te.X)
+test_close(_oo.contributions.sum(-1), _oo.logits, eps=1e-5)
+
+
+# %% [markdown]
+# ## Baselines
+#
+# **Post-hoc, turned into SANNs ("-F").** Integrated gradients (zero baseline), occlusion (one patch at a
+# time, zero fill) and KernelSHAP (patches as players, zero baseline) from `captum` explain the frozen
+# backbone's predicted class. Each method's top ⌊τP⌋ patches form its one group, and the SANN's prediction is
+# the backbone on those patches alone — the same group size as one SOP group.
+#
+# **BagNet-like.** A classifier whose logits are the mean of per-location logits computed from local windows
+# (2·`patch` pixels wide, stride `patch`); the per-location terms are its exact additive attribution.
+#
+# Every method gives a pixel map for the predicted class (SOP: $\sum_j \text{contribution}_j\, g_j$;
+# BagNet: each location's term spread over its window), from which patches are ranked.
+
+# %%
+#| export
+class BagNetLike(nn.Module):
+    "Per-location logits from local windows (size `rf`, stride `stride`), averaged: the prediction is the sum of location terms."
+    def __init__(self, in_channels:int=1, n_classes:int=10, rf:int=4, stride:int=2, width:int=32):
+        super().__init__()
+        self.rf, self.stride = rf, stride
+        self.local = nn.Sequential(nn.Conv2d(in_channels, width, rf, stride), nn.ReLU(), nn.Conv2d(width, width, 1), nn.ReLU(),
+                                   nn.Conv2d(width, n_classes, 1))
+    def terms(self, x): "[B, K, h, w] location terms; they sum to the logits."; t = self.local(x); return t / (t.shape[-2] * t.shape[-1])
+    def forward(self, x): return self.terms(x).sum((-2, -1))
+    def pixel_map(self, x, target):
+        "Each location's term for class `target` [B] spread evenly over its window: a pixel map that sums to the logit."
+        t = self.terms(x)[torch.arange(len(x)), target][:, None]
+        w = torch.ones(1, 1, self.rf, self.rf) / self.rf ** 2
+        out = F.conv_transpose2d(t, w, stride=self.stride)
+        return F.pad(out, (0, x.shape[-1] - out.shape[-1], 0, x.shape[-2] - out.shape[-2]))
+
+def patch_index(canvas:int, patch:int) -> torch.Tensor:
+    "[1, 1, C, C] map from pixel to patch number (row-major), captum's feature mask."
+    g = canvas // patch
+    return torch.arange(g * g).view(g, g).repeat_interleave(patch, 0).repeat_interleave(patch, 1)[None, None]
+
+def patch_scores(pixel_map:torch.Tensor, patch:int) -> torch.Tensor:
+    "[B, P] sums of a pixel map [B, 1, C, C] over each patch."
+    return F.avg_pool2d(pixel_map, patch).flatten(1) * patch ** 2
+
+def top_patch_mask(scores:torch.Tensor, k:int, canvas:int, patch:int) -> torch.Tensor:
+    "[B, 1, C, C] binary pixel mask of the `k` highest-scoring patches."
+    g = canvas // patch
+    m = torch.zeros_like(scores).scatter(-1, scores.topk(k, -1).indices, 1.0).view(-1, 1, g, g)
+    return m.repeat_interleave(patch, -2).repeat_interleave(patch, -1)
+
+def posthoc_map(method:str, model:nn.Module, X:torch.Tensor, target:torch.Tensor, cfg:Config, seed:int=0) -> torch.Tensor:
+    "Pixel attribution map [B, 1, C, C] of the backbone's class `target` by captum's 'ig', 'occlusion' or 'kernelshap'."
+    from captum.attr import IntegratedGradients, Occlusion, KernelShap
+    f = lambda x: backbone_outputs(model, x)[0]
+    if method == "ig":
+        return IntegratedGradients(f).attribute(X, baselines=0.0, target=target, n_steps=cfg.ig_steps, internal_batch_size=512)
+    if method == "occlusion":
+        return Occlusion(f).attribute(X, sliding_window_shapes=(1, cfg.patch, cfg.patch), strides=(1, cfg.patch, cfg.patch),
+                                      baselines=0.0, target=target, perturbations_per_eval=64)
+    if method == "kernelshap":
+        torch.manual_seed(seed)
+        fm = patch_index(cfg.canvas, cfg.patch)
+        out = [KernelShap(f).attribute(X[i:i + 1], baselines=0.0, target=int(target[i]), feature_mask=fm, n_samples=cfg.shap_samples,
+                                       perturbations_per_eval=cfg.shap_samples) for i in range(len(X))]
+        return torch.cat(out) / cfg.patch ** 2          # captum gives each pixel its patch's value; spread it over the patch
+    raise ValueError(f"method must be 'ig', 'occlusion' or 'kernelshap', got {method!r}")
+
+
+# %% [markdown]
+# Cross-checks: occlusion's patch score equals $f(x) - f(x \text{ without the patch})$ computed by hand;
+# integrated gradients nearly satisfy completeness (the attributions sum to $f(x) - f(0)$); BagNet's pixel
+# map sums to its logit.
+
+# %%
+_x4 = torch.as_tensor(_te.X[:4]); _t4 = backbone_outputs(_bb, _x4)[0].argmax(-1)
+_c = Config.from_params("smoke", ig_steps=64, shap_samples=16)
+_occ = patch_scores(posthoc_map("occlusion", _bb, _x4, _t4, _c), 2) / 4     # captum puts the drop on each of the patch's 4 pixels
+_xm = _x4.clone(); _xm[:, :, 2:4, 4:6] = 0                                     # patch 1·8 + 2 = 10
+_f = lambda x: backbone_outputs(_bb, x)[0].gather(1, _t4[:, None])[:, 0]
+test_close(_occ[:, 10], _f(_x4) - _f(_xm), eps=1e-5)
+_ig = posthoc_map("ig", _bb, _x4, _t4, _c).sum((1, 2, 3))
+test_close(_ig, _f(_x4) - _f(torch.zeros_like(_x4)), eps=2e-2)
+_ks = posthoc_map("kernelshap", _bb, _x4, _t4, _c)
+test_eq(tuple(_ks.shape), (4, 1, 16, 16))
+_bn = BagNetLike(rf=4, stride=2)
+test_close(_bn.pixel_map(_x4, _t4).sum((1, 2, 3)), _bn(_x4).gather(1, _t4[:, None])[:, 0], eps=1e-5)
+test_eq(top_patch_mask(torch.arange(64.0)[None], 3, 16, 2).sum(), 12.0)
+test_eq(top_patch_mask(torch.arange(64.0)[None], 3, 16, 2)[0, 0, 14:, 10:].sum(), 12.0)   # patches 61..63
+test_fail(lambda: posthoc_map("lime", _bb, _x4, _t4, _c), contains="'ig', 'occlusion'")
+
+
+# %% [markdown]
+# ## Metrics
+#
+# - **Purity** of a group $g$ against the box $b$: $|g\cap b| / |g|$; **IoU**: $|g\cap b|/|g\cup b|$. For SOP
+#   we average the purity of the active groups (non-zero weight for the predicted class) weighted by their
+#   selection weights; for the other methods we score their top-τ patches.
+# - **Insertion / deletion**: reveal (or remove) patches in the order of the method's pixel map, in
+#   `curve_steps` equal steps, and record the frozen backbone's probability of its predicted class; the area
+#   under the curve (fraction of patches on the x-axis). Higher insertion and lower deletion are better.
+# - **Fidelity error**: |prediction − sum of attributions| of the predicted class, in logits. SOP's is zero
+#   by construction; for a post-hoc -F model it compares the backbone on the top patches with the sum of
+#   those patches' attributions.
+
+# %%
+#| export
+def purity_iou(masks:torch.Tensor, box:torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    "Purity |g∩b|/|g| and IoU |g∩b|/|g∪b| of binary masks [B, m, H, W] (or [B, 1, H, W]) against boxes [B, 1, H, W]."
+    inter = (masks * box).sum((-2, -1)); size = masks.sum((-2, -1))
+    union = size + box.sum((-2, -1)) - inter
+    return inter / size.clamp_min(1e-12), inter / union.clamp_min(1e-12)
+
+@torch.no_grad()
+def insertion_deletion(f, X:torch.Tensor, target:torch.Tensor, scores:torch.Tensor, canvas:int, patch:int, steps:int) -> tuple[np.ndarray, np.ndarray]:
+    "Insertion and deletion curves [B, steps+1]: probability of `target` under `f` with the top j·P/steps patches kept (or removed)."
+    P = scores.shape[1]; order = scores.argsort(-1, descending=True)
+    ins, dele = [], []
+    for j in range(steps + 1):
+        k = round(j * P / steps)
+        m = torch.zeros_like(scores); m.scatter_(-1, order[:, :k], 1.0)
+        g = canvas // patch
+        m = m.view(-1, 1, g, g).repeat_interleave(patch, -2).repeat_interleave(patch, -1)
+        pi = f(X * m).softmax(-1).gather(1, target[:, None])[:, 0]
+        pd_ = f(X * (1 - m)).softmax(-1).gather(1, target[:, None])[:, 0]
+        ins.append(pi.numpy()); dele.append(pd_.numpy())
+    return np.stack(ins, 1), np.stack(dele, 1)
+
+def auc(curve:np.ndarray) -> np.ndarray:
+    "Area under curves [B, n] sampled evenly on [0, 1] (trapezoid)."
+    return np.trapezoid(curve, dx=1.0 / (curve.shape[1] - 1), axis=1)
+
+
+# %% [markdown]
+# A group inside the box has purity 1, one outside has 0; the insertion curve starts at f(0) and ends at
+# f(x), the deletion curve the other way round.
+
+# %%
+_box = torch.zeros(1, 1, 16, 16); _box[..., 0:8, 0:8] = 1
+_g = torch.zeros(1, 2, 16, 16); _g[0, 0, 0:4, 0:4] = 1; _g[0, 1, 12:16, 12:16] = 1
+_pu, _io = purity_iou(_g, _box)
+test_close(_pu, torch.tensor([[1.0, 0.0]])); test_close(_io, torch.tensor([[16 / 64, 0.0]]))
+_fb = lambda x: backbone_outputs(_bb, x)[0]
+_ins, _del = insertion_deletion(_fb, _x4, _t4, torch.rand(4, 64), 16, 2, 4)
+_p = lambda x: _fb(x).softmax(-1).gather(1, _t4[:, None])[:, 0].numpy()
+test_close(_ins[:, 0], _p(torch.zeros_like(_x4)), eps=1e-6); test_close(_ins[:, -1], _p(_x4), eps=1e-6)
+test_close(_del[:, 0], _p(_x4), eps=1e-6); test_close(_del[:, -1], _p(torch.zeros_like(_x4)), eps=1e-6)
+test_close(auc(np.array([[0.0, 0.5, 1.0]])), np.array([0.5]))
+
+# %% [markdown]
+# ## One seed, every method
+#
+# `evaluate_seed` builds the data of one seed, trains the backbone, SOP and the BagNet-like model, runs the
+# three post-hoc explainers, and returns one row of metrics per method, plus the curves and the condition
+# checks (accuracy of the backbone on the box alone and on the canvas without the box).
+
+# %%
+#| export
+METHODS = ("SOP", "IG-F", "Occlusion-F", "KernelSHAP-F", "BagNet-like")
+
+def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
+    "All methods on one seed: per-method metric rows, insertion/deletion curves, condition checks and example groups."
+    from trustlib.models import fit
+    tr, te = load_canvas_splits(cfg.n_train, cfg.n_test, cfg.canvas, cfg.noise, seed)
+    X, y, box = torch.as_tensor(te.X), torch.as_tensor(te.y), torch.as_tensor(te.box)
+    bb = train_backbone(tr, cfg, seed)
+    f = lambda x: backbone_outputs(bb, x)[0]
+    with torch.no_grad():
+        full_logits = f(X); pred_bb = full_logits.argmax(-1)
+        cond = dict(backbone_acc=float((pred_bb == y).float().mean()),
+                    box_only_acc=float((f(X * box).argmax(-1) == y).float().mean()),
+                    no_box_acc=float((f(X * (1 - box)).argmax(-1) == y).float().mean()))
+    torch.manual_seed(derive_seed(seed, "sop-init"))
+    sop = SOP(bb, bb.head.weight, image_size=cfg.canvas, patch=cfg.patch, d_proj=cfg.d_proj, tau=cfg.tau,
+              num_masks_max=cfg.num_masks_max, num_masks_sample=cfg.num_masks_sample, gen_scale=cfg.gen_scale,
+              sel_scale=cfg.sel_scale, blur=cfg.blur)
+    losses = train_sop(sop, tr, epochs=cfg.epochs, lr=cfg.lr, weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
+                       seed=derive_seed(seed, "sop-fit"), progress=progress)
+    so = sop_predict(sop, te.X)
+    pred = so.logits.argmax(-1); ar = torch.arange(len(y))
+    contrib = so.contributions[ar, pred]                                       # [B, m]
+    w = so.weights[ar, pred]                                                   # [B, m]
+    active = w > 0
+    pur, iou = purity_iou(so.masks, box)                                       # [B, m]
+    top_group = contrib.argmax(-1)
+    maps = {"SOP": (contrib[..., None, None] * so.masks).sum(1, keepdim=True)}
+    rows, curves = [], {}
+    k = cfg.n_keep
+    rows.append(dict(method="SOP", accuracy=float((pred == y).float().mean()),
+                     fidelity_error=float((so.contributions.sum(-1) - so.logits).abs().max()),
+                     active_groups=float(active.sum(-1).float().mean()),
+                     distinct_groups=float(np.mean([len(torch.unique(g.flatten(1), dim=0)) for g in so.masks])),
+                     active_patch_share=float(((so.masks * active[..., None, None]).amax(1) > 0).float().mean()),
+                     purity=float(((w * pur).sum(-1) / w.sum(-1)).mean()),
+                     iou=float(iou[ar, top_group].mean())))
+    # post-hoc -F baselines on the backbone's own prediction
+    for name, meth in (("IG-F", "ig"), ("Occlusion-F", "occlusion"), ("KernelSHAP-F", "kernelshap")):
+        amap = posthoc_map(meth, bb, X, pred_bb, cfg, seed=derive_seed(seed, "shap")).detach()
+        maps[name] = amap
+        sc = patch_scores(amap, cfg.patch)
+        m = top_patch_mask(sc, k, cfg.canvas, cfg.patch)
+        with torch.no_grad(): lf = f(X * m)
+        pf = lf.argmax(-1)
+        sel = (sc.topk(k, -1).values.sum(-1) * (1.0 if meth != "occlusion" else 1.0 / cfg.patch ** 2))
+        pu, io = purity_iou(m, box)
+        rows.append(dict(method=name, accuracy=float((pf == y).float().mean()),
+                         fidelity_error=float((lf.gather(1, pred_bb[:, None])[:, 0] - sel).abs().mean()),
+                         active_groups=1.0, distinct_groups=1.0, active_patch_share=k / cfg.n_patches, purity=float(pu.mean()), iou=float(io.mean())))
+    # BagNet-like
+    torch.manual_seed(derive_seed(seed, "bag-init"))
+    bag = BagNetLike(1, 10, rf=2 * cfg.patch, stride=cfg.patch)
+    fit(bag, tr.X, tr.y, epochs=cfg.bagnet_epochs, batch_size=32, lr=3e-3, seed=derive_seed(seed, "bag-fit"), progress=False, threads=None)
+    with torch.no_grad():
+        lb = bag(X); pb = lb.argmax(-1); bmap = bag.pixel_map(X, pb)
+    maps["BagNet-like"] = bmap
+    m = top_patch_mask(patch_scores(bmap, cfg.patch), k, cfg.canvas, cfg.patch)
+    pu, io = purity_iou(m, box)
+    n_loc = bag.terms(X[:1]).shape[-1] * bag.terms(X[:1]).shape[-2]
+    rows.append(dict(method="BagNet-like", accuracy=float((pb == y).float().mean()),
+                     fidelity_error=float((bmap.sum((1, 2, 3)) - lb.gather(1, pb[:, None])[:, 0]).abs().max()),
+                     active_groups=float(n_loc), distinct_groups=float(n_loc), active_patch_share=1.0, purity=float(pu.mean()), iou=float(io.mean())))
+    # insertion / deletion on the frozen backbone, patches ranked by each map (and a random ranking)
+    rng = torch.Generator().manual_seed(derive_seed(seed, "rand"))
+    rank = {**{n: patch_scores(mp, cfg.patch) for n, mp in maps.items()}, "random": torch.rand(len(y), cfg.n_patches, generator=rng)}
+    for r in rows + [dict(method="random")]:
+        ins, dele = insertion_deletion(f, X, pred_bb, rank[r["method"]], cfg.canvas, cfg.patch, cfg.curve_steps)
+        r["insertion_auc"], r["deletion_auc"] = float(auc(ins).mean()), float(auc(dele).mean())
+        curves[r["method"]] = (ins.mean(0), dele.mean(0))
+    rand_pur = float(purity_iou(top_patch_mask(rank["random"], k, cfg.canvas, cfg.patch), box)[0].mean())
+    for r in rows: r["seed"] = seed
+    ex = dict(X=te.X[:4], box=te.box[:4], masks=so.masks[:4].numpy(), contrib=contrib[:4].numpy(), pred=pred[:4].numpy(), y=te.y[:4])
+    return dict(rows=rows, curves=curves, condition={**cond, "random_purity": rand_pur, "backbone_logits_mean": float(full_logits.abs().mean())},
+                losses=losses, example=ex)
+
+
+# %% [markdown]
+# A tiny run of one seed (few images, one epoch) returns one row per method, and SOP's fidelity error is
+# zero to float tolerance:
+
+# %%
+_cs = Config.from_params("smoke", n_train=100, n_test=20, backbone_epochs=1, bagnet_epochs=1, shap_samples=8, ig_steps=4, curve_steps=2)
+_ev = evaluate_seed(_cs, seed=0)
+test_eq([r["method"] for r in _ev["rows"]], list(METHODS))
+assert _ev["rows"][0]["fidelity_error"] < 1e-5 and _ev["rows"][-1]["fidelity_error"] < 1e-4
+assert all(0 <= r["purity"] <= 1 and 0 <= r["iou"] <= 1 for r in _ev["rows"])
+assert 1 <= _ev["rows"][0]["distinct_groups"] <= _cs.num_masks_sample
+test_eq(sorted(_ev["curves"]), sorted([*METHODS, "random"]))
+
+# %% [markdown]
+# ## The claims and their rules (stated before the run)
+#
+# Comparisons over seeds are **paired** (every method sees the same data, canvases and backbone within a
+# seed): we take the per-seed difference and its mean with a 95 % Student-t interval (`mean_ci`). A graded
+# number is `reproduced` when the whole interval clears the first threshold, `partially` when it clears the
+# second (never beyond the no-effect value), `inconclusive` when the interval straddles the weaker threshold
+# or only one seed ran.
+#
+# | # | claim | quantity | thresholds |
+# |---|---|---|---|
+# | 1 | per-feature deletion error of the monomial grows exponentially with d | geometric growth factor of the LP optimum per added dimension (d ≥ 3) | > 1.5 reproduced, > 1 partially |
+# | 2 | per-feature insertion error of the binomial grows with d | LP optimum strictly increasing over the last three d, for the end split and for the balanced split | both: reproduced; one: partially |
+# | 3 | group attributions can have zero error | largest group error over all problems, d and subsets, while the per-feature optimum is > 0 for d ≥ 3 | reproduced if both hold |
+# | 4 | SOP is faithful by construction | largest \|ŷ − Σ contributions\| over seeds and test images | < 1e-4 reproduced |
+# | 5 | **headline**: SOP is the best SANN on task performance | SOP accuracy − best other SANN (IG-F, Occlusion-F, KernelSHAP-F, BagNet-like), per seed | > 0.01, > 0 |
+# | 6 | SOP's groups are purer than post-hoc explanations | SOP purity − best post-hoc -F purity, per seed | > 0.02, > 0 |
+# | 7 | SOP keeps the backbone's accuracy | SOP accuracy − backbone accuracy, per seed | > −0.03, > −0.10 |
+# | 8 | SOP is not best on every faithfulness metric | insertion and deletion AUCs of all methods | shown, not graded |
+# | 9 | ImageNet-S, CosmoGrid, MultiRC numbers | — | not testable offline |
+#
+# **The condition the purity claims need.** Purity against the box only means something if the class
+# evidence lives in the box. `run` measures the backbone's accuracy on the box alone and on the canvas
+# without the box; unless the first is at least 0.5 above the second (mean over seeds), claims 5–7 are
+# `inconclusive`.
+
+# %%
+#| export
+RULES = {
+    "mono_growth": Rule(">", 1.5, 1.0, what="growth factor of the monomial's optimal deletion error per added dimension"),
+    "fidelity": Rule("<", 1e-4, None, what="largest |ŷ − Σ contributions| (logits)"),
+    "best_sann": Rule(">", 0.01, 0.0, what="SOP − best other SANN accuracy"),
+    "purity": Rule(">", 0.02, 0.0, what="SOP − best post-hoc purity"),
+    "keeps_acc": Rule(">", -0.03, -0.10, what="SOP − backbone accuracy"),
+}
+
+def _gap(runs, a:str, others:list[str], col:str):
+    "Per-seed value of method `a` minus the best of `others` in column `col`."
+    t = runs.pivot_table(index="seed", columns="method", values=col)
+    return (t[a] - t[others].max(axis=1)).to_numpy()
+
+def claims(theory, runs, cond) -> tuple[dict, list]:
+    "Metrics and verdicts from the theorem table, the per-seed method table `runs` and the per-seed condition table `cond`."
+    metrics, verdicts = {}, []
+    mono = theory[theory.problem == "monomial, deletion"].sort_values("d")
+    mv = mono[mono.d >= 3].per_feature_optimum.to_numpy()
+    growth = float(np.exp(np.polyfit(mono[mono.d >= 3].d, np.log(mv), 1)[0])) if len(mv) >= 2 else float("nan")
+    metrics["theory/monomial_growth_factor"] = growth
+    metrics["theory/monomial_optimum_dmax"] = float(mv[-1])
+    verdicts.append(judge("Per-feature attributions of a monomial have deletion errors that grow exponentially with d",
+                          "lower bound growing with d (Theorem 2.2)", f"LP optimum {', '.join(f'{v:g}' for v in mono.per_feature_optimum)} for d = 2..{int(mono.d.max())}; growth ×{growth:.2f} per dimension",
+                          rule=RULES["mono_growth"], value=growth, reason="exact linear programs over all subsets"))
+    incs, txt = [], []
+    for split in ("end", "balanced"):
+        b = theory[theory.problem == f"binomial ({split} split), insertion"].sort_values("d")
+        v = b.per_feature_optimum.to_numpy()[-3:]
+        incs.append(bool(len(v) == 3 and (np.diff(v) > 1e-9).all()))
+        metrics[f"theory/binomial_{split}_optimum_dmax"] = float(b.per_feature_optimum.iloc[-1])
+        txt.append(f"{split} split: {', '.join(f'{x:g}' for x in b.per_feature_optimum)}")
+    verdicts.append(judge("Per-feature attributions of a two-term polynomial have insertion errors that grow with d",
+                          "lower bound via dual-feasible LP points (Theorem 2.3)", "; ".join(txt), reproduced=all(incs), partially=any(incs),
+                          rule_text="reproduced if the LP optimum rises strictly over the last three d for both splits; partially for one split",
+                          reason="with |S1| = |S3| = 1 only three subsets make p non-zero, so the optimum is capped by the error of α = 0 (4); the balanced split grows with 2^(d/2)"))
+    ge = float(theory.group_error.abs().max()); pos = bool((theory[theory.d >= 3].per_feature_optimum > 1e-9).all())
+    metrics["theory/max_group_error"] = ge
+    verdicts.append(judge("Group attributions can have zero insertion and deletion error", "zero error with one group per term",
+                          f"largest group error {ge:g}; per-feature optimum > 0 for every d >= 3: {pos}", reproduced=bool(ge < 1e-12 and pos),
+                          rule_text="reproduced if every group error is 0 while every per-feature optimum (d >= 3) is positive",
+                          reason="groups = supports of the polynomial's terms"))
+    fe = float(runs[runs.method == "SOP"].fidelity_error.max())
+    metrics["sop/max_fidelity_error"] = fe
+    verdicts.append(judge("SOP is faithful by construction: the prediction equals the sum of the group attributions",
+                          "fidelity 1 (soft-fidelity loss ≈ 0)", f"largest |ŷ − Σ contributions| = {fe:.2g} logits", rule=RULES["fidelity"], value=fe,
+                          reason="float32 arithmetic"))
+    ok = bool(cond.box_only_acc.mean() - cond.no_box_acc.mean() >= 0.5)
+    metrics["condition/box_holds_evidence"] = ok
+    for k in ("backbone_acc", "box_only_acc", "no_box_acc", "random_purity"): metrics[f"condition/{k}"] = float(cond[k].mean())
+    sanns = [m for m in METHODS if m != "SOP"]
+    posthoc = ["IG-F", "Occlusion-F", "KernelSHAP-F"]
+    acc = runs.pivot_table(index="method", values="accuracy")["accuracy"]
+    for m in METHODS: metrics[f"acc/{m.lower().replace('-', '_')}"] = float(acc[m])
+    e5 = mean_ci(_gap(runs, "SOP", sanns, "accuracy"))
+    e6 = mean_ci(_gap(runs, "SOP", posthoc, "purity"))
+    t = runs.pivot_table(index="seed", columns="method", values="accuracy")
+    e7 = mean_ci(t["SOP"].to_numpy() - cond.set_index("seed").backbone_acc.reindex(t.index).to_numpy())
+    for key, e in (("best_sann_gap", e5), ("purity_gap", e6), ("backbone_gap", e7)):
+        metrics[f"sop/{key}"], metrics[f"sop/{key}_lo"], metrics[f"sop/{key}_hi"] = e.value, e.lo, e.hi
+    pur = runs.pivot_table(index="method", values="purity")["purity"]
+    dg = float(runs[runs.method == "SOP"].distinct_groups.mean()) if "distinct_groups" in runs else float("nan")
+    metrics["sop/distinct_groups"] = dg
+    why = "" if ok else "the condition fails: the box does not hold the class evidence here; "
+    def graded(claim, paper, ours, rk, e, reason, headline=False):
+        if not ok:
+            return judge(claim, paper, ours, reproduced=False, inconclusive=True, rule_text=RULES[rk].text() + "; inconclusive unless the box holds the evidence",
+                         reason=why + reason, headline=headline)
+        return judge(claim, paper, ours, rule=RULES[rk], value=e, reason=reason, headline=headline)
+    verdicts.append(graded("SOP is the best SANN on task performance", "ImageNet-S error: SOP 0.267 vs SHAP-F 0.306, LIME-F 0.327, BagNet 0.501, FRESH 0.537",
+                           "accuracy " + ", ".join(f"{m} {acc[m]:.3f}" for m in METHODS) + f"; SOP − best other {e5}", "best_sann", e5,
+                           "digits on noise canvases, a small frozen CNN; post-hoc -F models keep τ of the patches, as one SOP group does", headline=True))
+    verdicts.append(graded("SOP's groups are purer than post-hoc explanations", "ImageNet-S purity/IoU: SOP 0.630 vs SHAP-F 0.391, LIME-F 0.360",
+                           "purity " + ", ".join(f"{m} {pur[m]:.3f}" for m in METHODS) + f" (random patches {metrics['condition/random_purity']:.3f}); SOP − best post-hoc {e6}; distinct SOP groups per image {dg:.2f}",
+                           "purity", e6, "purity against the digit's pasted box"))
+    verdicts.append(graded("SOP keeps accuracy close to its backbone", "backbone accuracy 0.903 vs SOP error 0.267 on ImageNet-S",
+                           f"backbone {metrics['condition/backbone_acc']:.3f}, SOP {acc['SOP']:.3f}; SOP − backbone {e7}", "keeps_acc", e7,
+                           "the same frozen backbone inside SOP"))
+    ia = runs.pivot_table(index="method", values=["insertion_auc", "deletion_auc"])
+    verdicts.append(judge("SOP is faithful by construction but not best on every faithfulness metric (e.g. deletion)",
+                          "MultiRC: SOP best insertion 1.018, worst deletion 0.949 (FRESH 0.710)",
+                          "insertion / deletion AUC: " + ", ".join(f"{m} {ia.loc[m, 'insertion_auc']:.3f}/{ia.loc[m, 'deletion_auc']:.3f}" for m in ia.index),
+                          verdict="illustrated", reason="shown, not graded: patches ranked by each method's pixel map and scored by the frozen backbone"))
+    verdicts.append(judge("SOP results on ImageNet-S, CosmoGrid and MultiRC; human study; cosmology case study",
+                          "SOP error 0.267, purity 0.630 (ImageNet-S); MSE 0.025 (CosmoGrid); error 0.366 (MultiRC)", "not run",
+                          verdict="not_testable_offline", reason="the datasets and pretrained ViT/BERT backbones are not available offline; the full profile asks for them"))
+    return metrics, verdicts
+
+
+# %% [markdown]
+# The rules on crafted tables with known answers: SOP clearly best → reproduced; SOP behind a baseline →
+# not reproduced; one seed → inconclusive; a setup where the box does not hold the evidence → the
+# comparison claims are inconclusive whatever the numbers.
+
+# %%
+import pandas as pd
+
+
+# %%
+def _crafted(sop_acc=0.9, other=0.8, sop_pur=0.7, pur=0.5, n_seeds=3, box_acc=0.9, jitter=0.005):
+    rng = np.random.default_rng(0); rows, cond = [], []
+    for s in range(n_seeds):
+        for m in METHODS:
+            a = sop_acc if m == "SOP" else other
+            p = sop_pur if m == "SOP" else pur
+            rows.append(dict(method=m, seed=s, accuracy=a + jitter * rng.normal(), purity=p + jitter * rng.normal(), iou=0.3,
+                             fidelity_error=0.0 if m == "SOP" else 1.0, insertion_auc=0.5, deletion_auc=0.3))
+        cond.append(dict(seed=s, backbone_acc=0.92, box_only_acc=box_acc, no_box_acc=0.1, random_purity=0.25))
+    return pd.DataFrame(rows), pd.DataFrame(cond)
+
+_th = theorem_table(6)
+def _v(i, **kw): return claims(_th, *_crafted(**kw))[1][i].verdict
+test_eq(_v(4), "reproduced"); test_eq(_v(4, sop_acc=0.7), "not_reproduced"); test_eq(_v(4, n_seeds=1), "inconclusive")
+test_eq(_v(4, sop_acc=0.805, jitter=0.0005), "partially")
+test_eq(_v(5), "reproduced"); test_eq(_v(5, sop_pur=0.4), "not_reproduced")
+test_eq(_v(4, box_acc=0.3), "inconclusive"); test_eq(_v(5, box_acc=0.3), "inconclusive")
+test_eq(_v(6), "reproduced"); test_eq(_v(6, sop_acc=0.86), "partially"); test_eq(_v(6, sop_acc=0.6), "not_reproduced")
+test_eq(_v(0), "reproduced"); test_eq(_v(1), "partially"); test_eq(_v(2), "reproduced"); test_eq(_v(3), "reproduced")
+_vs = claims(_th, *_crafted())[1]
+test_eq(sum(v.headline for v in _vs), 1); test_eq(len(_vs), 9)
+
+
+# %% [markdown]
+# ## `run`: the whole experiment
+
+# %%
+#| export
+def _check_real(cfg:Config):
+    "The paper's datasets are needed for `real_data`; they are not available offline."
+    if not cfg.real_data: return
+    raise ResourceUnavailable("the full profile needs ImageNet-S (with segmentations), CosmoGrid and MultiRC locally, pretrained ViT/BERT "
+                              "backbones and a GPU; none is part of this offline reproduction; run the cpu profile")
+
+def run(cfg:Config, progress:bool=True) -> Result:
+    "Run the SOP reproduction described by `cfg`: theorem LPs, then SOP and the baselines over `n_seeds` seeds."
+    from tqdm.auto import tqdm
+    _check_real(cfg)
+    theory = theorem_table(cfg.d_max)
+    rows, conds, curves, losses, example = [], [], [], [], None
+    with torch_threads(cfg.n_threads):
+        for i in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
+            s = derive_seed(cfg.seed, i)
+            ev = evaluate_seed(cfg, s)
+            rows += [{**r, "seed": i} for r in ev["rows"]]
+            conds.append({**ev["condition"], "seed": i})
+            for m, (a, b) in ev["curves"].items():
+                for j, (vi, vd) in enumerate(zip(a, b)):
+                    curves.append(dict(seed=i, method=m, fraction=j / cfg.curve_steps, insertion=float(vi), deletion=float(vd)))
+            losses += [dict(seed=i, epoch=e + 1, loss=l) for e, l in enumerate(ev["losses"])]
+            if example is None: example = ev["example"]
+    runs, cond = pd_frame(rows), pd_frame(conds)
+    metrics, verdicts = claims(theory, runs, cond)
+    cols = ["accuracy", "fidelity_error", "active_groups", "distinct_groups", "active_patch_share", "purity", "iou", "insertion_auc", "deletion_auc"]
+    summary = runs.groupby("method", sort=False)[cols].agg(["mean", "std"]).round(4)
+    tables = dict(theory=theory, runs=runs, summary=summary, condition=cond, curves=pd_frame(curves), losses=pd_frame(losses))
+    return Result(paper="sop", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables,
+                  figures=make_figures(cfg, theory, tables, example))
+
+def pd_frame(rows):
+    import pandas as pd
+    return pd.DataFrame(rows)
+
+def make_figures(cfg:Config, theory, tables, example) -> dict:
+    "The LP optima against d, accuracy/purity per method, insertion and deletion curves, and example SOP groups."
+    import matplotlib.pyplot as plt, seaborn as sns
+    figs = {}
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    sns.lineplot(data=theory, x="d", y="per_feature_optimum", hue="problem", style="problem", markers=True, ax=ax)
+    ax.set_yscale("log"); ax.set_xlabel("dimension d (features)"); ax.set_ylabel("minimal total error of any per-feature attribution")
+    ax.set_title("per-feature lower bound (exact LP); group attributions: 0"); fig.tight_layout(); figs["theorem"] = fig
+    runs = tables["runs"][tables["runs"].method.isin(METHODS)]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, col, lab in zip(axes, ("accuracy", "purity", "iou"), ("test accuracy", "purity of the explanation (share inside the box)", "IoU with the digit box")):
+        sns.barplot(data=runs, x="method", y=col, errorbar="sd", ax=ax, order=list(METHODS))
+        ax.set_xlabel(""); ax.set_ylabel(lab); ax.tick_params(axis="x", rotation=30)
+    axes[1].axhline(tables["condition"].random_purity.mean(), ls="--", c="grey", label="random patches"); axes[1].legend()
+    fig.tight_layout(); figs["methods"] = fig
+    cv = tables["curves"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, col in zip(axes, ("insertion", "deletion")):
+        sns.lineplot(data=cv, x="fraction", y=col, hue="method", style="method", markers=True, errorbar="sd", ax=ax)
+        ax.set_xlabel(f"fraction of patches {'kept' if col == 'insertion' else 'removed'} (ranked by each method)")
+        ax.set_ylabel("backbone probability of its prediction"); ax.set_title(col)
+    fig.tight_layout(); figs["curves"] = fig
+    if example is not None:
+        n, m = len(example["y"]), example["masks"].shape[1]
+        fig, axes = plt.subplots(n, m + 1, figsize=(1.6 * (m + 1), 1.7 * n), squeeze=False)
+        for i in range(n):
+            axes[i, 0].imshow(example["X"][i, 0], cmap="gray"); axes[i, 0].contour(example["box"][i, 0], levels=[0.5], colors="r", linewidths=0.8)
+            axes[i, 0].set_title(f"y={example['y'][i]}, ŷ={example['pred'][i]}", fontsize=8)
+            for j in range(m):
+                a = axes[i, j + 1]; a.imshow(example["X"][i, 0] * example["masks"][i, j], cmap="gray")
+                a.contour(example["box"][i, 0], levels=[0.5], colors="r", linewidths=0.8)
+                a.set_title(f"{example['contrib'][i, j]:+.2f}", fontsize=8, color="k" if example["contrib"][i, j] != 0 else "0.6")
+        for a in axes.flat: a.set_xticks([]); a.set_yticks([])
+        fig.suptitle("SOP groups (title: contribution to the predicted logit; 0 = not selected); red: digit box", fontsize=9)
+        fig.tight_layout(); figs["groups"] = fig
+    plt.close("all")
+    return figs
+
+
+# %% [markdown]
+# ## The experiment
+#
+# One call runs everything for the chosen profile (`smoke` by default here; the committed page shows a
+# `cpu` run: 3 seeds, 1,200 training and 300 test images, 8 groups per image, d up to 10).
+
+# %%
+from trustlib.results import run_experiment
+
+# %%
+result = run_experiment(run, cfg)
+
+# %% [markdown]
+# The condition the purity comparison needs — the class evidence lives in the digit's box — holds when the
+# backbone is accurate on the box alone and near chance (0.1) without it:
+
+# %%
+result.tables["condition"].round(3)
+
+# %% [markdown]
+# The theorem: the smallest total error of any per-feature attribution for each d, beside the (zero) error
+# of the group attribution.
+
+# %%
+result.tables["theory"].round(3)
+
+# %%
+result.figures["theorem"]
+
+# %% [markdown]
+# Every method (mean and standard deviation over seeds). `active_groups` is the number of groups with a
+# non-zero weight (SOP), one top-τ group (-F) or the number of local windows (BagNet-like);
+# `distinct_groups` counts the different masks among an image's groups (SOP's queries may propose the
+# same group); `active_patch_share` is the share of patches that the explanation uses.
+
+# %%
+result.tables["summary"]
+
+# %%
+result.figures["methods"]
+
+# %%
+result.figures["curves"]
+
+# %%
+result.figures["groups"]
+
+# %% [markdown]
+# ## Paper vs. us
+
+# %%
+result.verdict_table()
+
+# %% [markdown]
+# The table above is the verdict of the run shown on this page; the rules were fixed before the run, and
+# the `ours` column gives every number with its interval. How to read it:
+#
+# - **The theorem is exact, the definitions are ours.** The LPs give the true minimum over all per-feature
+#   attributions, not a bound. The monomial's deletion error grows roughly like 2^d. For the binomial, the
+#   answer depends on the split: with one feature in S1 and S3 only three subsets make the polynomial
+#   non-zero, so no attribution can do worse than α = 0 with error 4, and the optimum stops growing; with a
+#   balanced split the optimum grows like 2^(d/2). The paper's own split and normalisation may differ.
+# - **A toy vision task.** Digits on noise are a stand-in for ImageNet-S with a ViT; the box replaces the
+#   human segmentation. The post-hoc -F models and SOP's groups keep the same number of patches, and all
+#   of them share the same frozen backbone, which was trained with patch dropping so that masked inputs are
+#   in distribution.
+# - **Do the groups differ?** `distinct_groups` in the summary says how many different masks an image's
+#   groups form. When it is close to 1, the generator's queries have all converged on the same salient
+#   patches: SOP then behaves like one learned saliency mask (pure, and accurate because the digit is the
+#   salient part), not like a set of complementary parts, and sparsemax has nothing to choose between. The
+#   paper's groups on ImageNet are diverse; at this toy scale they need not be, and the purity verdict
+#   should be read with that number beside it.
+# - **Magnitudes are not comparable** with the paper's; the direction of each comparison is what the
+#   verdicts grade.

@@ -1,0 +1,61 @@
+"""Sum-of-Parts (trustlib.interp.sop): properties that do not belong in the notebook — the notebook's parameters cell is
+the canonical one, fidelity holds for random backbones and inputs, sparsemax against the simplex projection, the d = 2
+LP optimum, masked inputs keep their shape, bad tau / group counts are rejected, and the full profile stops."""
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from trustlib.config import check_parameters_cell, ConfigError, ResourceUnavailable
+from trustlib.interp import sop
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def test_parameters_cell_is_canonical():
+    import nbformat
+    nb = nbformat.read(ROOT / "nbs" / "papers" / "interp" / "sop.ipynb", as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1
+    assert check_parameters_cell(sop.Config, cells[0].source) == []
+    assert sop.Config.unbounded_fields() == []
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fidelity_to_float_tolerance(seed):
+    torch.manual_seed(seed)
+    bb = sop.PoolCNN(1, 10, width=4).eval()
+    model = sop.SOP(bb, bb.head.weight, image_size=8, patch=2, tau=0.25, num_masks_max=16, num_masks_sample=6, blur=0).eval()
+    x = torch.rand(5, 1, 8, 8, dtype=torch.float32) * 3
+    with torch.no_grad(): out = model(x)
+    torch.testing.assert_close(out.contributions.sum(-1), out.logits, atol=1e-5, rtol=0)
+    assert out.masks.shape == (5, 6, 8, 8)
+    masked = x[:, None] * out.masks[:, :, None]
+    assert masked.shape[2:] == x.shape[1:]                                # masked inputs keep the input's shape
+    assert torch.equal(out.masks.sum((-2, -1)), torch.full((5, 6), 4.0 * 4))   # floor(0.25·16) = 4 patches of 4 pixels
+
+def test_sparsemax_matches_reference_and_sums_to_one():
+    z = torch.randn(200, 9, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 3
+    p = sop.sparsemax(z)
+    torch.testing.assert_close(p.sum(-1), torch.ones(200, dtype=torch.float64))
+    ref = np.stack([sop.simplex_projection(r) for r in z.numpy()])
+    np.testing.assert_allclose(p.numpy(), ref, atol=1e-9)
+    torch.testing.assert_close(sop.sparsemax(torch.tensor([0.5, 0.3])), torch.tensor([0.6, 0.4]))
+    torch.testing.assert_close(sop.sparsemax(torch.tensor([2.0, 0.0, -1.0])), torch.tensor([1.0, 0.0, 0.0]))
+
+def test_lp_d2_matches_hand_value():
+    assert abs(sop.monomial_deletion(2)["optimum"] - 1.0) < 1e-9          # |1−a1| + |1−a2| + |1−a1−a2| >= 1
+    assert abs(sop.binomial_insertion(2)["optimum"]) < 1e-9               # x1 + x2 is additive
+    assert sop.monomial_deletion(4)["group_error"] == 0.0
+    assert sop.binomial_insertion(5, "balanced")["group_error"] == 0.0
+
+def test_bad_tau_and_group_counts_rejected():
+    bb = sop.PoolCNN(1, 10, width=4)
+    for kw in (dict(tau=0.0), dict(tau=1.0), dict(tau=0.01), dict(num_masks_sample=0), dict(num_masks_max=4, num_masks_sample=5),
+               dict(num_masks_sample=65)):
+        with pytest.raises(ValueError):
+            sop.SOP(bb, bb.head.weight, image_size=16, patch=2, **kw)
+    for kw in (dict(tau=0.01), dict(tau=1.0), dict(num_masks_sample=65), dict(num_masks_max=3, num_masks_sample=4)):
+        with pytest.raises(ConfigError):
+            sop.Config.from_params("smoke", **kw)
+
+def test_full_profile_needs_the_real_datasets():
+    with pytest.raises(ResourceUnavailable, match="ImageNet-S"):
+        sop.run(sop.Config.from_params("full"), progress=False)
