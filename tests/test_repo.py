@@ -129,7 +129,10 @@ def test_hygiene_rules_catch_each_problem():
     assert len([q for q in probs if "local path" in q]) == 2 and len([q for q in probs if "1,501 characters" in q]) == 1
     assert {q.split("(")[1].split(")")[0] for q in probs if "narrates" in q} == {"'the issue'", "'helper'", "'session'", "'Closing note'"}
     assert not [q for q in nbfix.hygiene(nb, page=False) if "narrates" in q]       # narration is only checked on published pages
-    assert nbfix.drop_tqdm_warnings(nb) == ["tqdm IProgress warning dropped"] and len(nb.cells[1].outputs) == 3
+    blank = v4.new_code_cell("g()", outputs=[v4.new_output("stream", name="stderr", text="\n"),
+                                             v4.new_output("stream", name="stderr", text="  from .autonotebook import tqdm as notebook_tqdm\n")])
+    assert len([q for q in nbfix.hygiene(v4.new_notebook(cells=[blank])) if "nothing for a reader" in q]) == 2
+    assert nbfix.drop_tqdm_warnings(nb) == ["blank/tqdm-warning stderr dropped"] and len(nb.cells[1].outputs) == 3
     assert nbfix.is_page(ROOT / "nbs" / "index.ipynb") and nbfix.is_page(ROOT / "nbs" / "papers" / "x" / "y.ipynb")
     assert not nbfix.is_page(ROOT / "nbs" / "core" / "01_data.ipynb")
 

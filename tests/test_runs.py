@@ -236,7 +236,7 @@ def test_dashboard_lists_all_19_papers(tmp_path):
     assert md.startswith('# Results dashboard — paper vs. us\n\n> ')
     for p in trustlib.config.PAPERS: assert f'| {p.number} |' in md and p.title in md
     assert '](../papers/fairness/disparate_benefits.ipynb)' in md and '](../papers/interp/' not in md
-    assert '**partially**' in md and 'cpu-0123456789' in md
+    assert 'class="verdict v-partially"' in md and 'cpu-0123456789' in md
     png = [o for c in nb['cells'] for o in c.get('outputs', []) if 'image/png' in o.get('data', {})]
     assert len(png) == 1 and png[0]['data']['image/png'].startswith('iVBOR')
     assert (nbs/'results'/'.notest').exists()
@@ -259,6 +259,7 @@ def test_pre_docs_keeps_symlinked_quarto_yml_and_site_check(tmp_path):
     nb(root/'nbs'/'index.ipynb', 'Home', 'See [the config](core/00_config.ipynb) and [results](results/dashboard.ipynb#the-19-papers).')
     nb(root/'nbs'/'core'/'00_config.ipynb', 'config', 'Back [home](../index.ipynb "home").')
     nb(root/'nbs'/'results'/'dashboard.ipynb', 'Results dashboard', '## The 19 papers\n\n[config](../core/00_config.ipynb)')
+    nb(root/'nbs'/'results'/'papers.ipynb', 'Papers', '[dashboard](dashboard.ipynb)')
     nb(root/'nbs'/'core'/'01_data.ipynb', 'data', 'A [broken link](../papers/nope.ipynb) and [a good one](00_config.ipynb).')
     code = ('import sys, json; from trustlib.cli import build_proc, check_site; '
             'build_proc("."); print(json.dumps(check_site(".")))')
