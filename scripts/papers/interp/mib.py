@@ -127,6 +127,11 @@ dbm_lamb: Optional[float] = None  # L1 weight of the DBM masks
 model_names: Optional[list[str]] = None  # hub models of the paper (full profile only; need downloads)
 n_threads: Optional[int] = None  # torch CPU threads
 
+# %% tags=["injected-parameters"]
+# Parameters
+profile = "cpu"
+
+
 # %%
 #| export
 METHODS = ("random", "eap", "eap_ig_inputs", "eap_ig_activations", "clean_corrupted", "nap", "exact", "ifr", "mask")
@@ -615,7 +620,7 @@ with torch.no_grad():
     # by hand: the model with the input of m1 shifted by Δ_u (a forward hook on the LayerNorm in front of m1)
     _h = _m.blocks[1].ln2.register_forward_pre_hook(lambda mod, a: (a[0] + _Ak[:, :, _u] - _Ac[:, :, _u],))
     _by_hand = logit_diff(_m(_d.clean), _d.labels); _h.remove()
-test_close(_x[_u, _v], logit_diff(_m(_d.clean), _d.labels) - _by_hand, eps=1e-4)
+    test_close(_x[_u, _v], logit_diff(_m(_d.clean), _d.labels) - _by_hand, eps=1e-4)
 test_eq(bool((_x[~_G.valid] == 0).all()), True)
 
 
@@ -842,8 +847,8 @@ def plant_circuit(model:TinyTransformer, steps:int=200, seed:int=0, **train_kw) 
 
 # %%
 _pm, _truth, _plog = plant_circuit(_m, steps=2, seed=0)
-test_eq(float(_pm.blocks[1].mlp.W_out.abs().sum()), 0.0)                   # the odd-layer MLP stays silent
-test_eq(float(_pm.blocks[0].attn.W_O[_m.d_head:].abs().sum()), 0.0)        # so does the second head
+test_eq(float(_pm.blocks[1].mlp.W_out.detach().abs().sum()), 0.0)                   # the odd-layer MLP stays silent
+test_eq(float(_pm.blocks[0].attn.W_O.detach()[_m.d_head:].abs().sum()), 0.0)        # so does the second head
 test_eq(int(_truth.sum()) < _G.n_edges, True)
 _pg = GraphModel(_pm); _pd = make_ioi(8, np.random.default_rng(3), _voc)
 _pe = eap(_pg, _pd)
