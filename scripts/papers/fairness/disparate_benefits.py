@@ -263,10 +263,12 @@ test_eq(np.isnan(ttest_delta([0.3])[2]), True)
 #
 # Thresholds are deterministic (no randomisation between two thresholds), so τ must be > 0: exact parity
 # (τ = 0) is generally unreachable with one threshold per group on finite data, and is rejected with a
-# pointer to fairlearn's `ThresholdOptimizer`, which randomises between two thresholds to reach it. When no
-# pair satisfies the constraint the pair with the smallest violation is chosen, `feasible_` is False and a
-# warning says so; a trivial answer (one class for every fitting row) also warns (`degenerate_`). Ties are
-# broken towards the smaller gap, then the lower thresholds.
+# pointer to fairlearn's `ThresholdOptimizer`, which randomises between two thresholds to reach it. On the
+# default grid a feasible pair always exists (both thresholds at 0 predict all positives, gap 0), so a
+# constraint that only such a trivial answer meets shows up as a warning and `degenerate_` (one class for
+# every fitting row), never as a silent "feasible" result. Should no pair satisfy the constraint, the pair
+# with the smallest violation is chosen, `feasible_` is False and a warning says so. Ties are broken towards
+# the smaller gap, then the lower thresholds.
 #
 # It is a scikit-learn classifier: hyperparameters are only stored by `__init__` (checked in `fit`), it can
 # be cloned, and the fitted state ends in `_`. Like fairlearn's post-processors it takes
