@@ -3,6 +3,7 @@ import math, warnings
 from itertools import combinations
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from scipy.cluster.hierarchy import is_valid_linkage, fcluster
 from scipy.special import softmax
 
@@ -122,7 +123,7 @@ def test_bad_hyperparameters():
     with pytest.raises(ValueError, match="choose one of"): L2H(aggregator="median").fit(L)
     with pytest.raises(ValueError, match="temperature"): L2H(temperature=-1).fit(L)
     with pytest.raises(ValueError, match="temperature"): L2H(temperature=float("nan")).fit(L)
-    with pytest.raises(RuntimeError, match="not fitted"): L2H().cut(2)
+    with pytest.raises(NotFittedError, match="not fitted"): L2H().cut(2)
     with pytest.raises(ValueError, match="columns"): L2H().fit(L).predict(L[:, :2])
 
 

@@ -1,6 +1,7 @@
 """Property and unit tests of trustlib.fairness.multicalibration (proxy MA/MC bounds, MCBoost, MABoost)."""
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from trustlib.fairness import multicalibration as mc
 from trustlib.results import check_headline
@@ -125,7 +126,7 @@ def test_maboost_normal_equations_and_clipping():
     np.testing.assert_allclose(G.T.astype(float) @ (raw - y) / len(y), 0, atol=1e-10)
     clipped = mc.MABoost().fit(f, y, sensitive_features=G).predict(f, sensitive_features=G)
     assert clipped.min() >= 0 and clipped.max() <= 1
-    with pytest.raises(RuntimeError): mc.MABoost().predict(f, sensitive_features=G)
+    with pytest.raises(NotFittedError): mc.MABoost().predict(f, sensitive_features=G)
 
 
 def test_full_profile_raises_resource_unavailable(tmp_path, monkeypatch):

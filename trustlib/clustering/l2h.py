@@ -8,6 +8,8 @@ import contextlib, os, sys, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from ..results import Result, Verdict, judge, run_experiment
 from .metrics import (leaf_metrics, dendrogram_purity, leaf_purity, cut_linkage,
@@ -66,10 +68,13 @@ def check_logits(logits, # array-like of shape (N, K): N points, K >= 2 clusters
                  ) -> np.ndarray:
     "`logits` as a float32/float64 array, after checking its shape and that every value is finite."
     x = np.asarray(logits)
-    if x.ndim != 2: raise ValueError(f"logits must be a 2-D array of shape (N, K), got shape {x.shape}")
+    if x.ndim != 2: raise ValueError(f"logits must be a 2-D array of shape (N, K), got shape {x.shape}; Reshape your data: one row per point, one column per cluster")
     N, K = x.shape
-    if K < 2: raise ValueError(f"L2H needs at least K=2 clusters (columns of logits), got K={K}")
+    if K < 2: raise ValueError(f"L2H needs at least K=2 clusters (columns of logits), got K={K} (n_features = {K})")
     if N < 1: raise ValueError("logits has no rows (N=0)")
+    if x.dtype == object:                 # numbers stored as objects are accepted, anything else is not
+        try: x = x.astype(np.float64)
+        except (TypeError, ValueError): raise ValueError(f"logits must be numeric, got dtype {x.dtype}") from None
     if x.dtype.kind not in 'fiub': raise ValueError(f"logits must be numeric, got dtype {x.dtype}")
     if x.dtype not in (np.float32, np.float64): x = x.astype(np.float64)
     bad = ~np.isfinite(x)
@@ -128,8 +133,8 @@ def merges_to_linkage(merge_nodes, # (K-1, 2) node ids merged at each step; node
     return check_linkage(Z)
 
 # %% ../../nbs/papers/clustering/l2h.ipynb #a9c2175f
-class L2H:
-    "Logits to Hierarchies: a binary tree over the K clusters of a flat model, from its (N, K) logits."
+class L2H(ClusterMixin, BaseEstimator):
+    "Logits to Hierarchies: a binary tree over the K clusters of a flat model, from its (N, K) logits (a scikit-learn clusterer)."
     def __init__(self, aggregator:str="cluster_mean", # group score for phase 1: one of AGGREGATORS
                  temperature:float=1.0, # the logits are divided by this before the softmax
                  chunk_size:int=16384, # rows per chunk in the masked softmax (bounds memory)
@@ -142,6 +147,15 @@ class L2H:
             raise ValueError(f"temperature must be a positive finite number, got {self.temperature!r}")
         if int(self.chunk_size) < 1: raise ValueError("chunk_size must be >= 1")
 
+    def _validate(self, logits, reset:bool):
+        "`check_logits` after scikit-learn's `validate_data` (n_features_in_, feature names); both messages when it fails."
+        try: X = validate_data(self, logits, reset=reset, dtype="numeric", ensure_all_finite=False)
+        except ValueError as e:
+            try: check_logits(logits)
+            except ValueError as ours: raise ValueError(f"{ours} ({e})") from None
+            raise
+        return check_logits(X)
+
     def _scores(self, csum, cmean, npts):
         if self.aggregator == "cluster_mean": return cmean.copy()
         if self.aggregator == "point_sum": return csum.copy()
@@ -152,7 +166,7 @@ class L2H:
             ):
         "Run the K - 1 merges; sets `merges_`, `merge_nodes_`, `linkage_` and the per-step scores."
         self._check_params()
-        L = check_logits(logits)
+        L = self._validate(logits, reset=True)
         if self.temperature != 1: L = L / np.asarray(self.temperature, dtype=L.dtype)
         N, K = L.shape
         pred, conf = masked_argmax_max(L, None, chunk=int(self.chunk_size))
@@ -206,7 +220,7 @@ class L2H:
         return self
 
     def _fitted(self):
-        if not hasattr(self, 'linkage_'): raise RuntimeError("this L2H instance is not fitted yet; call fit(logits) first")
+        check_is_fitted(self, "linkage_")
 
     def cut(self, n_groups:int) -> np.ndarray:
         "Group (0..n_groups-1) of every cluster when the tree is cut into `n_groups` subtrees."
@@ -217,12 +231,16 @@ class L2H:
                 ) -> np.ndarray:
         "Leaf of every point (argmax of the logits), or its group when the tree is cut into `n_groups`."
         self._fitted()
-        L = check_logits(logits)
-        if L.shape[1] != self.n_clusters_: raise ValueError(f"logits have {L.shape[1]} columns, the tree has {self.n_clusters_} leaves")
+        k = np.shape(logits)[1] if np.ndim(logits) == 2 else None
+        if k is not None and k != self.n_clusters_: raise ValueError(f"logits have {k} columns, the tree has {self.n_clusters_} leaves "
+                                                                     f"(X has {k} features, but L2H is expecting {self.n_clusters_} features as input)")
+        L = self._validate(logits, reset=False)
         leaf = L.argmax(1)
         return leaf if n_groups is None else self.cut(n_groups)[leaf]
 
-    def fit_predict(self, logits, y=None): return self.fit(logits).labels_
+    def fit_predict(self, logits, y=None):
+        "Fit, and return the leaf (flat cluster) of every point: `labels_`."
+        return self.fit(logits).labels_
 
     def to_newick(self, names=None) -> str:
         "The tree in Newick format (leaf names default to the cluster indices)."

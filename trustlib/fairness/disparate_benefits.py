@@ -5,7 +5,10 @@
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #8bf3e5ea
 from __future__ import annotations
 from dataclasses import dataclass
+import warnings
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
 from ..results import Result, judge
 from .. import metrics as M
@@ -101,11 +104,28 @@ def ttest_delta(deltas) -> tuple[float, float, float]:
     return float(d.mean()), float(d.std(ddof=1)), float(ttest_1samp(d, 0.0).pvalue)
 
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #cfed4302
-class RelaxedThresholdOptimizer:
-    "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (scikit-learn style)."
+def _scores_1d(X, name:str="X") -> np.ndarray:
+    "Scores P(y=1) as a finite float 1-d array (a single column is accepted); `ValueError` if outside [0, 1]."
+    from sklearn.utils.validation import check_array
+    s = check_array(X, ensure_2d=False, dtype=np.float64, input_name=name)
+    if s.ndim == 2:
+        if s.shape[1] != 1: raise ValueError(f"{name} must be 1-d scores P(y=1) (or one column), got shape {s.shape}")
+        s = s[:, 0]
+    if len(s) and (s.min() < 0 or s.max() > 1):
+        raise ValueError(f"{name} must hold probabilities in [0, 1] (scores P(y=1)); got values in [{s.min():.4g}, {s.max():.4g}]")
+    return s
+
+class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
+    "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
-    def __init__(self, constraint:str="demographic_parity", tolerance:float=0.05, grid_size:int=1001):
+    def __init__(self, constraint:str="demographic_parity", # one of CONSTRAINTS
+                 tolerance:float=0.05, # the largest allowed gap; > 0 (np.inf: no constraint)
+                 grid_size:int=1001, # thresholds per group, evenly spaced on [0, 1]
+                 ):
         self.constraint, self.tolerance, self.grid_size = constraint, tolerance, grid_size
+
+    def __sklearn_tags__(self):
+        t = super().__sklearn_tags__(); t.classifier_tags.multi_class = False; return t
 
     def _rates(self, s, y):
         "For each threshold t in the grid: #pred-positive, #true-positive, #false-positive, #correct (pred = s >= t)."
@@ -117,13 +137,43 @@ class RelaxedThresholdOptimizer:
         correct = tp + (len(sn) - fp)
         return pos, tp, fp, correct, len(s), len(sp), len(sn)
 
-    def fit(self, X, y, *, sensitive_features=None):
-        "Fit the two thresholds on scores `X` (P(y=1), shape (n,)), labels `y` and the binary protected attribute `sensitive_features`."
+    def _check_params(self):
         if self.constraint not in self.CONSTRAINTS: raise ValueError(f"constraint must be one of {list(self.CONSTRAINTS)}, got {self.constraint!r}")
-        if not (np.isfinite(self.tolerance) or self.tolerance == np.inf) or self.tolerance < 0: raise ValueError("tolerance must be >= 0")
-        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = check_sensitive_features(sensitive_features, len(s), method="fit").astype(int)
-        if s.ndim != 1 or len(s) != len(y): raise ValueError("X (scores) and y must be 1-d and of equal length")
-        if set(np.unique(a)) != {0, 1}: raise ValueError("sensitive_features must contain both 0 and 1")
+        tol = self.tolerance
+        if not isinstance(tol, (int, float, np.integer, np.floating)) or np.isnan(tol) or tol < 0: raise ValueError(f"tolerance must be a number > 0 (np.inf: no constraint), got {tol!r}")
+        if tol == 0: raise ValueError("tolerance=0 (exact parity) is not supported: with one deterministic threshold per group exact parity "
+                                      "is generally unreachable on finite data; use a small tolerance such as 0.01, or "
+                                      "fairlearn.postprocessing.ThresholdOptimizer, which randomises between two thresholds to reach it")
+        if not (isinstance(self.grid_size, (int, np.integer)) and self.grid_size >= 2): raise ValueError(f"grid_size must be an integer >= 2, got {self.grid_size!r}")
+
+    def _groups(self, sensitive_features, n, method):
+        "Group index (0/1) of every row; the labels are those seen in fit (`groups_`)."
+        a = check_sensitive_features(sensitive_features, n, method=method, form="one group label per row (exactly two groups)")
+        if method == "fit":
+            self.groups_, idx = np.unique(a, return_inverse=True)
+            if len(self.groups_) != 2: raise ValueError(f"sensitive_features must contain exactly two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            return idx.reshape(-1)
+        idx = np.searchsorted(self.groups_, a).clip(0, 1)
+        unseen = self.groups_[idx] != a
+        if unseen.any(): raise ValueError(f"sensitive_features holds groups not seen in fit: {np.unique(a[unseen]).tolist()[:10]} (fit saw {self.groups_.tolist()})")
+        return idx
+
+    def fit(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+            y, # binary labels (two classes; the larger one is the positive class)
+            *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
+            ):
+        "Fit one threshold per group: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
+        from sklearn.utils.validation import column_or_1d
+        from sklearn.utils.multiclass import type_of_target
+        self._check_params()
+        s = _scores_1d(X); y = column_or_1d(y, warn=True)
+        if len(s) != len(y): raise ValueError(f"X (scores) has {len(s)} rows, y has {len(y)}")
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind != "binary": raise ValueError(f"Only binary classification is supported. The type of the target is {kind}.")
+        if len(np.unique(y)) != 2: raise ValueError(f"y has only one class ({np.unique(y).tolist()}); the thresholds need both classes")
+        a = self._groups(sensitive_features, len(s), "fit")
+        self.classes_, y = np.unique(y, return_inverse=True); y = y.reshape(-1)
+        self.n_features_in_ = 1
         self.grid_ = np.linspace(0, 1, self.grid_size)
         R = {g: self._rates(s[a == g], y[a == g]) for g in (0, 1)}
         def rate(g, kind):
@@ -138,15 +188,32 @@ class RelaxedThresholdOptimizer:
         if self.feasible_: score = np.where(ok, acc - 1e-9 * gap, -np.inf)
         else: score = -gap
         i, j = np.unravel_index(np.argmax(score), score.shape)
-        self.thresholds_ = {0: float(self.grid_[i]), 1: float(self.grid_[j])}
+        key = lambda v: v.item() if isinstance(v, np.generic) else v
+        self.thresholds_ = {key(self.groups_[0]): float(self.grid_[i]), key(self.groups_[1]): float(self.grid_[j])}
         self.val_accuracy_, self.val_gap_ = float(acc[i, j]), float(gap[i, j])
+        npos = R[0][0][i] + R[1][0][j]
+        self.degenerate_ = bool(npos == 0 or npos == len(s))
+        if not self.feasible_:
+            warnings.warn(f"RelaxedThresholdOptimizer: no threshold pair meets {self.constraint} gap <= {self.tolerance:g} on the fitting data; "
+                          f"returning the pair with the smallest gap ({self.val_gap_:.4g}); feasible_ is False", UserWarning)
+        if self.degenerate_:
+            warnings.warn(f"RelaxedThresholdOptimizer: the chosen thresholds predict the single class {key(self.classes_[int(npos > 0)])!r} for every "
+                          "fitting row (a trivial answer); degenerate_ is True", UserWarning)
         return self
 
-    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
-        "0/1 predictions: score >= the threshold of the row's group."
-        s = np.asarray(X, dtype=float); a = check_sensitive_features(sensitive_features, len(s), method="predict").astype(int)
-        t = np.where(a == 1, self.thresholds_[1], self.thresholds_[0])
-        return (s >= t).astype(int)
+    def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+                *, sensitive_features=None, # one group label per row, among the two seen in fit
+                ) -> np.ndarray:
+        "Class predictions: the positive class where the score >= the threshold of the row's group."
+        check_is_fitted(self, "thresholds_")
+        s = _scores_1d(X); a = self._groups(sensitive_features, len(s), "predict")
+        t = np.array(list(self.thresholds_.values()))[a]
+        return self.classes_[(s >= t).astype(int)]
+
+    def score(self, X, y, *, sensitive_features=None, sample_weight=None) -> float:
+        "Accuracy of `predict(X, sensitive_features=...)` against `y`."
+        from sklearn.metrics import accuracy_score
+        return accuracy_score(y, self.predict(X, sensitive_features=sensitive_features), sample_weight=sample_weight)
 
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #1b04ee52
 CONSTRAINT_METRIC = {"demographic_parity": "abs_spd", "true_positive_rate_parity": "abs_eod", "equalized_odds": "aod"}

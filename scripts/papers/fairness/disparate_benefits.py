@@ -41,7 +41,10 @@
 #| export
 from __future__ import annotations
 from dataclasses import dataclass
+import warnings
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything
 from trustlib.results import Result, judge
 from trustlib import metrics as M
@@ -257,17 +260,45 @@ test_eq(np.isnan(ttest_delta([0.3])[2]), True)
 # - `true_positive_rate_parity`: |TPR₁ − TPR₀| ≤ τ;
 # - `equalized_odds`: ½|ΔTPR| + ½|ΔFPR| ≤ τ (AOD ≤ τ; the paper's l1 form with tolerance 2τ).
 #
-# Thresholds are deterministic (no randomisation between two thresholds); when no pair satisfies the
-# constraint (possible for τ = 0 on finite data) the pair with the smallest violation is chosen and
-# `feasible_` is False. Ties are broken towards the smaller gap, then the lower thresholds.
+# Thresholds are deterministic (no randomisation between two thresholds), so τ must be > 0: exact parity
+# (τ = 0) is generally unreachable with one threshold per group on finite data, and is rejected with a
+# pointer to fairlearn's `ThresholdOptimizer`, which randomises between two thresholds to reach it. On the
+# default grid a feasible pair always exists (both thresholds at 0 predict all positives, gap 0), so a
+# constraint that only such a trivial answer meets shows up as a warning and `degenerate_` (one class for
+# every fitting row), never as a silent "feasible" result. Should no pair satisfy the constraint, the pair
+# with the smallest violation is chosen, `feasible_` is False and a warning says so. Ties are broken towards
+# the smaller gap, then the lower thresholds.
+#
+# It is a scikit-learn classifier: hyperparameters are only stored by `__init__` (checked in `fit`), it can
+# be cloned, and the fitted state ends in `_`. Like fairlearn's post-processors it takes
+# `fit(X, y, *, sensitive_features=...)` and `predict(X, *, sensitive_features=...)`, with `X` the scores
+# P(y=1) in [0, 1] (1-d or one column) and group labels of any type (exactly two groups; `thresholds_` is
+# keyed by them).
 
 # %%
 #| export
-class RelaxedThresholdOptimizer:
-    "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (scikit-learn style)."
+def _scores_1d(X, name:str="X") -> np.ndarray:
+    "Scores P(y=1) as a finite float 1-d array (a single column is accepted); `ValueError` if outside [0, 1]."
+    from sklearn.utils.validation import check_array
+    s = check_array(X, ensure_2d=False, dtype=np.float64, input_name=name)
+    if s.ndim == 2:
+        if s.shape[1] != 1: raise ValueError(f"{name} must be 1-d scores P(y=1) (or one column), got shape {s.shape}")
+        s = s[:, 0]
+    if len(s) and (s.min() < 0 or s.max() > 1):
+        raise ValueError(f"{name} must hold probabilities in [0, 1] (scores P(y=1)); got values in [{s.min():.4g}, {s.max():.4g}]")
+    return s
+
+class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
+    "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
-    def __init__(self, constraint:str="demographic_parity", tolerance:float=0.05, grid_size:int=1001):
+    def __init__(self, constraint:str="demographic_parity", # one of CONSTRAINTS
+                 tolerance:float=0.05, # the largest allowed gap; > 0 (np.inf: no constraint)
+                 grid_size:int=1001, # thresholds per group, evenly spaced on [0, 1]
+                 ):
         self.constraint, self.tolerance, self.grid_size = constraint, tolerance, grid_size
+
+    def __sklearn_tags__(self):
+        t = super().__sklearn_tags__(); t.classifier_tags.multi_class = False; return t
 
     def _rates(self, s, y):
         "For each threshold t in the grid: #pred-positive, #true-positive, #false-positive, #correct (pred = s >= t)."
@@ -279,13 +310,43 @@ class RelaxedThresholdOptimizer:
         correct = tp + (len(sn) - fp)
         return pos, tp, fp, correct, len(s), len(sp), len(sn)
 
-    def fit(self, X, y, *, sensitive_features=None):
-        "Fit the two thresholds on scores `X` (P(y=1), shape (n,)), labels `y` and the binary protected attribute `sensitive_features`."
+    def _check_params(self):
         if self.constraint not in self.CONSTRAINTS: raise ValueError(f"constraint must be one of {list(self.CONSTRAINTS)}, got {self.constraint!r}")
-        if not (np.isfinite(self.tolerance) or self.tolerance == np.inf) or self.tolerance < 0: raise ValueError("tolerance must be >= 0")
-        s = np.asarray(X, dtype=float); y = np.asarray(y).astype(int); a = check_sensitive_features(sensitive_features, len(s), method="fit").astype(int)
-        if s.ndim != 1 or len(s) != len(y): raise ValueError("X (scores) and y must be 1-d and of equal length")
-        if set(np.unique(a)) != {0, 1}: raise ValueError("sensitive_features must contain both 0 and 1")
+        tol = self.tolerance
+        if not isinstance(tol, (int, float, np.integer, np.floating)) or np.isnan(tol) or tol < 0: raise ValueError(f"tolerance must be a number > 0 (np.inf: no constraint), got {tol!r}")
+        if tol == 0: raise ValueError("tolerance=0 (exact parity) is not supported: with one deterministic threshold per group exact parity "
+                                      "is generally unreachable on finite data; use a small tolerance such as 0.01, or "
+                                      "fairlearn.postprocessing.ThresholdOptimizer, which randomises between two thresholds to reach it")
+        if not (isinstance(self.grid_size, (int, np.integer)) and self.grid_size >= 2): raise ValueError(f"grid_size must be an integer >= 2, got {self.grid_size!r}")
+
+    def _groups(self, sensitive_features, n, method):
+        "Group index (0/1) of every row; the labels are those seen in fit (`groups_`)."
+        a = check_sensitive_features(sensitive_features, n, method=method, form="one group label per row (exactly two groups)")
+        if method == "fit":
+            self.groups_, idx = np.unique(a, return_inverse=True)
+            if len(self.groups_) != 2: raise ValueError(f"sensitive_features must contain exactly two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            return idx.reshape(-1)
+        idx = np.searchsorted(self.groups_, a).clip(0, 1)
+        unseen = self.groups_[idx] != a
+        if unseen.any(): raise ValueError(f"sensitive_features holds groups not seen in fit: {np.unique(a[unseen]).tolist()[:10]} (fit saw {self.groups_.tolist()})")
+        return idx
+
+    def fit(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+            y, # binary labels (two classes; the larger one is the positive class)
+            *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
+            ):
+        "Fit one threshold per group: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
+        from sklearn.utils.validation import column_or_1d
+        from sklearn.utils.multiclass import type_of_target
+        self._check_params()
+        s = _scores_1d(X); y = column_or_1d(y, warn=True)
+        if len(s) != len(y): raise ValueError(f"X (scores) has {len(s)} rows, y has {len(y)}")
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind != "binary": raise ValueError(f"Only binary classification is supported. The type of the target is {kind}.")
+        if len(np.unique(y)) != 2: raise ValueError(f"y has only one class ({np.unique(y).tolist()}); the thresholds need both classes")
+        a = self._groups(sensitive_features, len(s), "fit")
+        self.classes_, y = np.unique(y, return_inverse=True); y = y.reshape(-1)
+        self.n_features_in_ = 1
         self.grid_ = np.linspace(0, 1, self.grid_size)
         R = {g: self._rates(s[a == g], y[a == g]) for g in (0, 1)}
         def rate(g, kind):
@@ -300,15 +361,32 @@ class RelaxedThresholdOptimizer:
         if self.feasible_: score = np.where(ok, acc - 1e-9 * gap, -np.inf)
         else: score = -gap
         i, j = np.unravel_index(np.argmax(score), score.shape)
-        self.thresholds_ = {0: float(self.grid_[i]), 1: float(self.grid_[j])}
+        key = lambda v: v.item() if isinstance(v, np.generic) else v
+        self.thresholds_ = {key(self.groups_[0]): float(self.grid_[i]), key(self.groups_[1]): float(self.grid_[j])}
         self.val_accuracy_, self.val_gap_ = float(acc[i, j]), float(gap[i, j])
+        npos = R[0][0][i] + R[1][0][j]
+        self.degenerate_ = bool(npos == 0 or npos == len(s))
+        if not self.feasible_:
+            warnings.warn(f"RelaxedThresholdOptimizer: no threshold pair meets {self.constraint} gap <= {self.tolerance:g} on the fitting data; "
+                          f"returning the pair with the smallest gap ({self.val_gap_:.4g}); feasible_ is False", UserWarning)
+        if self.degenerate_:
+            warnings.warn(f"RelaxedThresholdOptimizer: the chosen thresholds predict the single class {key(self.classes_[int(npos > 0)])!r} for every "
+                          "fitting row (a trivial answer); degenerate_ is True", UserWarning)
         return self
 
-    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
-        "0/1 predictions: score >= the threshold of the row's group."
-        s = np.asarray(X, dtype=float); a = check_sensitive_features(sensitive_features, len(s), method="predict").astype(int)
-        t = np.where(a == 1, self.thresholds_[1], self.thresholds_[0])
-        return (s >= t).astype(int)
+    def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+                *, sensitive_features=None, # one group label per row, among the two seen in fit
+                ) -> np.ndarray:
+        "Class predictions: the positive class where the score >= the threshold of the row's group."
+        check_is_fitted(self, "thresholds_")
+        s = _scores_1d(X); a = self._groups(sensitive_features, len(s), "predict")
+        t = np.array(list(self.thresholds_.values()))[a]
+        return self.classes_[(s >= t).astype(int)]
+
+    def score(self, X, y, *, sensitive_features=None, sample_weight=None) -> float:
+        "Accuracy of `predict(X, sensitive_features=...)` against `y`."
+        from sklearn.metrics import accuracy_score
+        return accuracy_score(y, self.predict(X, sensitive_features=sensitive_features), sample_weight=sample_weight)
 
 
 # %% [markdown]
@@ -320,22 +398,23 @@ class RelaxedThresholdOptimizer:
 
 # %%
 from fairlearn.postprocessing import ThresholdOptimizer
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 # %%
 rng = np.random.default_rng(1)
 n = 4000; aa = rng.integers(0, 2, n); yy = (rng.random(n) < np.where(aa == 1, 0.6, 0.35)).astype(int)
 sc = 1 / (1 + np.exp(-(2.5 * (2 * yy - 1) + rng.normal(0, 1.5, n) + 0.3 * aa)))
 for c in RelaxedThresholdOptimizer.CONSTRAINTS:
-    for tau in (0.0, 0.05, 0.2):
+    for tau in (0.01, 0.05, 0.2):
         h = RelaxedThresholdOptimizer(c, tau).fit(sc, yy, sensitive_features=aa)
-        if h.feasible_: assert h.val_gap_ <= tau + 1e-9, (c, tau, h.val_gap_)
+        assert h.feasible_ and not h.degenerate_ and h.val_gap_ <= tau + 1e-9, (c, tau, h.val_gap_)
 free = RelaxedThresholdOptimizer('demographic_parity', np.inf).fit(sc, yy, sensitive_features=aa)
 for gg in (0, 1):   # per-group accuracy-optimal threshold
     m = aa == gg; accs = [((sc[m] >= t) == yy[m]).mean() for t in free.grid_]
     test_close(((sc[m] >= free.thresholds_[gg]) == yy[m]).mean(), max(accs))
 strict = RelaxedThresholdOptimizer('demographic_parity', 0.01).fit(sc, yy, sensitive_features=aa)
-class _Score(BaseEstimator, ClassifierMixin):
+class _Score(ClassifierMixin, BaseEstimator):
     "Identity 'model': column 0 of X is already P(y=1)."
     def fit(self, X, y): self.classes_ = np.array([0, 1]); return self
     def predict_proba(self, X): X = np.asarray(X); return np.stack([1 - X[:, 0], X[:, 0]], 1)
@@ -346,10 +425,21 @@ ystrict = strict.predict(sc, sensitive_features=aa)
 assert abs(M.statistical_parity_difference(ystrict, aa)) < 0.02 and abs(M.statistical_parity_difference(yfl, aa)) < 0.03
 test_close(M.accuracy(yy, ystrict), M.accuracy(yy, yfl), eps=0.02)
 test_fail(lambda: RelaxedThresholdOptimizer('parity').fit(sc, yy, sensitive_features=aa), contains="constraint must be one of")
-test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy), contains="sensitive_features=")          # the attribute is required
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy), contains="sensitive_features")           # the attribute is required
 test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, aa), contains="positional argument")     # and keyword-only
 test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=aa[:-1]), contains="does not match")
 test_fail(lambda: strict.predict(sc, sensitive_features=aa[:10]), contains="does not match")
+# a scikit-learn estimator: validation in fit, NotFittedError before fit, clone-able, labels of any type
+test_fail(lambda: RelaxedThresholdOptimizer(tolerance=0).fit(sc, yy, sensitive_features=aa), contains="fairlearn.postprocessing.ThresholdOptimizer")
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc * 2, yy, sensitive_features=aa), contains="[0, 1]")   # scores are probabilities
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=rng.integers(0, 3, n)), contains="exactly two groups")
+test_fail(lambda: RelaxedThresholdOptimizer().predict(sc, sensitive_features=aa), exc=NotFittedError)
+test_eq(clone(strict).fit(sc, yy, sensitive_features=aa).thresholds_, strict.thresholds_)
+_lab = np.where(aa == 1, "women", "men")                              # string labels: "men" < "women", as 0 < 1
+_s = RelaxedThresholdOptimizer('demographic_parity', 0.01).fit(sc, yy, sensitive_features=_lab)
+test_eq((list(_s.thresholds_), list(_s.thresholds_.values())), (["men", "women"], list(strict.thresholds_.values())))
+test_eq(_s.predict(sc, sensitive_features=_lab), ystrict)
+test_close(strict.score(sc, yy, sensitive_features=aa), M.accuracy(yy, ystrict))
 dict(ours_acc=M.accuracy(yy, ystrict), fairlearn_acc=M.accuracy(yy, yfl), ours_thresholds=strict.thresholds_)
 
 # %%

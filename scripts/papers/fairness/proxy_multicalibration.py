@@ -49,7 +49,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+import warnings
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, judge
 from trustlib.metrics import check_sensitive_features
@@ -392,15 +395,47 @@ bound_table(fq, yq, hq, gq, kind="mc", m=10).round(4)
 # error of the cell, so the MSE on the fitting data never increases (`mse_path_` is non-increasing).
 # The repository calls the booster with α = α_MC², where α_MC = 0.75 × the validation MC of the proxy with
 # the largest bound, so that the stop rule guarantees MC ≤ α_MC on every proxy (Cauchy–Schwarz above).
+#
+# MCBoost and MABoost are scikit-learn estimators (`BaseEstimator`): hyperparameters are only stored by `__init__` and checked in `fit`, the fitted state ends in `_`, and `predict` before `fit` raises `NotFittedError`. As in fairlearn they take `fit(X, y, *, sensitive_features=G)` with `X` the scores in [0, 1] (1-d or one column), `y` labels in [0, 1] and `G` an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row of any type (one group per distinct label, ordered as `np.unique` orders them).
 
 # %%
 #| export
-def _sensitive(sensitive_features, n:int, method:str) -> np.ndarray:
-    "The (proxy) groups as a boolean (n, k) matrix (`group_matrix`), checked by `trustlib.metrics.check_sensitive_features`."
-    return check_sensitive_features(sensitive_features, n, method=method, convert=group_matrix,
-                                    form="G an (n, k) matrix, masks or index arrays")
+def _sensitive(sensitive_features, n:int, method:str, est=None) -> np.ndarray:
+    """The (proxy) groups as a boolean (n, k) matrix: `group_matrix` forms (an (n, k) matrix, masks, index arrays), or one label per row
+    of any hashable type (one group per distinct label, as seen in fit: `est.group_labels_`); checked by `check_sensitive_features`."""
+    sf, a = sensitive_features, None
+    if isinstance(sf, (list, tuple)) and len(sf) and all(np.isscalar(v) for v in sf[:50]): a = np.asarray(sf)
+    elif getattr(sf, "ndim", None) == 1 and getattr(sf, "dtype", None) != bool: a = np.asarray(sf)
+    if a is not None and a.ndim == 1 and a.dtype != bool:      # one group label per row
+        a = check_sensitive_features(a, n, method=method)
+        if method == "fit":
+            est.group_labels_, idx = np.unique(a, return_inverse=True)
+        else:
+            labels = getattr(est, "group_labels_", None)
+            if labels is None: raise ValueError("sensitive_features is one label per row, but fit was given a group matrix / masks; pass the same form")
+            idx = np.searchsorted(labels, a).clip(0, len(labels) - 1)
+            unseen = labels[idx] != a
+            if unseen.any(): raise ValueError(f"sensitive_features holds groups not seen in fit: {np.unique(a[unseen]).tolist()[:10]}")
+        G = np.zeros((n, len(est.group_labels_)), bool); G[np.arange(n), idx.reshape(-1)] = True
+    else:
+        G = check_sensitive_features(sensitive_features, n, method=method, convert=group_matrix,
+                                     form="G an (n, k) matrix, masks or index arrays, or one group label per row")
+        if method == "fit": est.group_labels_ = None
+    if method == "fit": est.n_groups_ = G.shape[1]
+    elif G.shape[1] != est.n_groups_: raise ValueError(f"sensitive_features has {G.shape[1]} groups, fit had {est.n_groups_}")
+    return G
 
-class MCBoost:
+def _unit_interval(v, name:str, n:int|None=None) -> np.ndarray:
+    "A finite float 1-d array in [0, 1] (`ValueError` otherwise)."
+    from sklearn.utils.validation import check_array
+    v = check_array(v, ensure_2d=False, dtype=np.float64, input_name=name)
+    if v.ndim == 2 and v.shape[1] == 1: v = v[:, 0]
+    if v.ndim != 1: raise ValueError(f"{name} must be 1-d (one value per row), got shape {v.shape}")
+    if len(v) and (v.min() < 0 or v.max() > 1): raise ValueError(f"{name} must lie in [0, 1], got values in [{v.min():.4g}, {v.max():.4g}]")
+    if n is not None and len(v) != n: raise ValueError(f"{name} has {len(v)} rows, expected {n}")
+    return v
+
+class MCBoost(BaseEstimator):
     "Multicalibration boosting on level sets of a discretised score: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."
     def __init__(self, alpha:float=0.01, # stop when max_g sum_v P(f=v, g) (E[y|f=v, g] - v)^2 < alpha
                  m:int|None=None, # grid size; None: ceil(1/alpha) as in the official code
@@ -420,12 +455,16 @@ class MCBoost:
         dev = np.where(C > 0, C / n * (ybar - np.arange(L) / self.m_) ** 2, 0.0)
         return dev, ybar
 
-    def fit(self, X, y, *, sensitive_features=None):
-        "Patch the scores `X` (shape (n,)) towards labels `y` until every group of `sensitive_features` is multicalibrated."
-        if not self.alpha > 0: raise ValueError(f"alpha must be > 0, got {self.alpha}")
-        scores = X; y = np.asarray(y, np.float64); n = len(y)
-        if len(scores) != n: raise ValueError(f"{len(scores)} scores for {n} labels")
-        G = _sensitive(sensitive_features, n, "fit")
+    def fit(self, X, # scores in [0, 1], shape (n,) or (n, 1)
+            y, # labels (or label probabilities) in [0, 1], shape (n,)
+            *, sensitive_features=None, # the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
+            ):
+        "Patch the scores `X` towards labels `y` until every group of `sensitive_features` is multicalibrated."
+        if not (isinstance(self.alpha, (int, float, np.number)) and self.alpha > 0): raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
+        if self.m is not None and not (isinstance(self.m, (int, np.integer)) and self.m >= 1): raise ValueError(f"m must be None or an integer >= 1, got {self.m!r}")
+        scores = _unit_interval(X, "X (scores)"); y = _unit_interval(y, "y", len(scores)); n = len(y)
+        G = _sensitive(sensitive_features, n, "fit", self)
+        self.n_features_in_ = 1
         self.m_ = int(self.m) if self.m else int(math.ceil(1 / self.alpha))
         lv = self._levels(scores)
         mse = lambda l: float(np.mean((l / self.m_ - y) ** 2))
@@ -446,10 +485,12 @@ class MCBoost:
         self.n_iter_ = len(self.patches_); self.fitted_scores_ = lv / self.m_
         return self
 
-    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
+    def predict(self, X, # scores in [0, 1]
+                *, sensitive_features=None, # the groups, in the form given to fit
+                ) -> np.ndarray:
         "Discretise the scores `X` and replay the fitted patches on the groups `sensitive_features`."
-        if not hasattr(self, 'patches_'): raise RuntimeError("MCBoost is not fitted; call fit(X, y, sensitive_features=G) first")
-        lv = self._levels(X); G = _sensitive(sensitive_features, len(lv), "predict")
+        check_is_fitted(self, "patches_")
+        lv = self._levels(_unit_interval(X, "X (scores)")); G = _sensitive(sensitive_features, len(lv), "predict", self)
         for j, v, to in self.patches_: lv = np.where(G[:, j] & (lv == v), to, lv)
         return lv / self.m_
 
@@ -458,6 +499,10 @@ class MCBoost:
 # A predictor that is badly mis-calibrated on one group: boosting on that group's indicator removes the
 # violation, the MSE falls, the fitted scores are reproduced by `predict`, and a group given as the index
 # array `[0]` is patched (the official code's `mask.any()` would skip it).
+
+# %%
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 # %%
 rng = np.random.default_rng(1); n_ = 4000
@@ -475,7 +520,13 @@ test_eq(mcb.predict(fb, sensitive_features=Gb), mcb.fitted_scores_)             
 test_eq(mcb.predict(fb, sensitive_features=[np.flatnonzero(g1), np.flatnonzero(~g1)]), mcb.fitted_scores_)
 one = MCBoost(alpha=1e-6, m=10).fit(np.array([0.9, 0.5, 0.5]), np.array([0, 1, 0]), sensitive_features=[np.array([0])])
 test_eq((one.patches_, one.fitted_scores_.tolist()), ([(0, 9, 0)], [0.0, 0.5, 0.5]))
-test_fail(lambda: MCBoost().predict(fb, sensitive_features=Gb), contains="not fitted")
+test_fail(lambda: MCBoost().predict(fb, sensitive_features=Gb), contains="not fitted", exc=NotFittedError)
+test_fail(lambda: MCBoost().fit(fb + 0.5, yb, sensitive_features=Gb), contains="[0, 1]")            # scores are probabilities
+test_fail(lambda: MCBoost().fit(fb, Gb, sensitive_features=yb), contains="1-d")                    # groups where y belongs: an error
+test_fail(lambda: MCBoost(alpha=0).fit(fb, yb, sensitive_features=Gb), contains="alpha must be > 0")  # validated in fit, not __init__
+_lab = np.where(g1, "g1", "rest")                                                                   # one group label per row, any type
+test_eq(MCBoost(alpha=0.02 ** 2, m=20).fit(fb, yb, sensitive_features=_lab).predict(fb, sensitive_features=_lab), mcb.fitted_scores_)
+test_eq(clone(mcb).get_params(), mcb.get_params()); test_eq(clone(mcb).fit(fb, yb, sensitive_features=Gb).patches_, mcb.patches_)
 test_fail(lambda: MCBoost().fit(fb, yb), contains="sensitive_features=")                      # the groups are required
 test_fail(lambda: MCBoost().fit(fb, yb, Gb), contains="positional argument")                 # and keyword-only
 test_fail(lambda: MCBoost().fit(fb, yb, sensitive_features=Gb[:-1]), contains="does not match")
@@ -492,23 +543,29 @@ test_fail(lambda: mcb.predict(fb[:10], sensitive_features=Gb), contains="does no
 
 # %%
 #| export
-class MABoost:
+class MABoost(BaseEstimator):
     "Multiaccuracy by least squares on group indicators: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."
-    def __init__(self, clip:bool=True): self.clip = clip
+    def __init__(self, clip:bool=True, # clip the corrected scores to [0, 1]
+                 ): self.clip = clip
 
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, # scores in [0, 1], shape (n,) or (n, 1)
+            y, # labels (or label probabilities) in [0, 1]
+            *, sensitive_features=None, # the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
+            ):
         "Least-squares correction of the scores `X` on the indicators of the groups `sensitive_features`."
-        f = np.asarray(X, np.float64)
-        if len(y) != len(f): raise ValueError(f"{len(f)} scores for {len(y)} labels")
-        G = _sensitive(sensitive_features, len(f), "fit").astype(np.float64)
-        self.coef_ = np.linalg.pinv(G) @ (np.asarray(y, np.float64) - f)
+        f = _unit_interval(X, "X (scores)"); y = _unit_interval(y, "y", len(f))
+        G = _sensitive(sensitive_features, len(f), "fit", self).astype(np.float64)
+        self.n_features_in_ = 1
+        self.coef_ = np.linalg.pinv(G) @ (y - f)
         return self
 
-    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
+    def predict(self, X, # scores in [0, 1]
+                *, sensitive_features=None, # the groups, in the form given to fit
+                ) -> np.ndarray:
         "The corrected scores f + Ĝλ (clipped to [0, 1] unless `clip=False`)."
-        if not hasattr(self, 'coef_'): raise RuntimeError("MABoost is not fitted; call fit(X, y, sensitive_features=G) first")
-        f = np.asarray(X, np.float64)
-        out = f + _sensitive(sensitive_features, len(f), "predict").astype(np.float64) @ self.coef_
+        check_is_fitted(self, "coef_")
+        f = _unit_interval(X, "X (scores)")
+        out = f + _sensitive(sensitive_features, len(f), "predict", self).astype(np.float64) @ self.coef_
         return np.clip(out, 0, 1) if self.clip else out
 
 
@@ -519,6 +576,9 @@ f_ma_ = MABoost().fit(fb, yb, sensitive_features=Gb).predict(fb, sensitive_featu
 print("MA before", ma_violation(fb, yb, Gb).round(4), "after", ma_violation(f_ma_, yb, Gb).round(4))
 assert ((f_ma_ >= 0) & (f_ma_ <= 1)).all()
 test_fail(lambda: MABoost().fit(fb, yb), contains="sensitive_features=")
+test_fail(lambda: MABoost().predict(fb, sensitive_features=Gb), exc=NotFittedError)
+test_close(MABoost().fit(fb, yb, sensitive_features=_lab).predict(fb, sensitive_features=_lab), f_ma_, eps=1e-12)   # labels = masks
+test_eq(clone(mab).fit(fb, yb, sensitive_features=Gb).coef_, mab.coef_)
 test_fail(lambda: mab.predict(fb, sensitive_features=Gb[:5]), contains="does not match")
 
 # %% [markdown]

@@ -64,6 +64,8 @@ import math, os, time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, ClassNamePrefixFeaturesOutMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
 from trustlib.results import Result, Verdict, judge, run_experiment
 
@@ -607,20 +609,28 @@ assert max(rs.sq_dev) < 2**-4                                                   
 
 # %%
 #| export
-class RandomFeatures:
-    "Random-feature map φ: {±1}ⁿ → ℝᵈ (scikit-learn style `fit`/`transform`)."
+class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    "Random-feature map φ: {±1}ⁿ → ℝᵈ (a scikit-learn transformer: `fit`/`transform`)."
     def __init__(self, n_components:int=256, # d
                  kind:str="relu", # 'relu' (the network's first layer at init) | 'rbf' (RBFSampler) | 'nystroem'
                  gamma:float|None=None, # RBF bandwidth (default 1/n)
-                 bias_scale:float=0.5, random_state:int=0):
-        if kind not in RF_KINDS: raise ValueError(f"unknown random-feature kind {kind!r}; choose one of {list(RF_KINDS)}")
+                 bias_scale:float=0.5, # std of the relu biases
+                 random_state:int|None=0, # seed of the draw (an int, None, or a numpy Generator / RandomState)
+                 ):
         self.n_components, self.kind, self.gamma, self.bias_scale, self.random_state = n_components, kind, gamma, bias_scale, random_state
 
-    def fit(self, X:np.ndarray, y=None):
-        "Draw the features (`nystroem` takes its landmarks from `X`, which should be a sample from D)."
+    def fit(self, X:np.ndarray, # (N, n) inputs; `nystroem` takes its landmarks from them, so X should be a sample from D
+            y=None, # ignored (scikit-learn convention)
+            ):
+        "Draw the features."
+        if self.kind not in RF_KINDS: raise ValueError(f"unknown random-feature kind {self.kind!r}; choose one of {list(RF_KINDS)}")
+        if not (isinstance(self.n_components, (int, np.integer)) and self.n_components >= 1): raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}")
+        X = validate_data(self, X, dtype=(np.float64, np.float32))
         n = X.shape[1]; gamma = self.gamma if self.gamma is not None else 1.0 / n
         if self.kind == "relu":
-            p = init_relu_net(n, self.n_components, np.random.default_rng(self.random_state), self.bias_scale)
+            rs = self.random_state
+            if isinstance(rs, np.random.RandomState): rs = int(rs.randint(np.iinfo(np.int32).max))
+            p = init_relu_net(n, self.n_components, np.random.default_rng(rs), self.bias_scale)
             self.W_, self.b_ = p["W"], p["b"]
         elif self.kind == "rbf":
             from sklearn.kernel_approximation import RBFSampler
@@ -628,9 +638,14 @@ class RandomFeatures:
         else:
             from sklearn.kernel_approximation import Nystroem
             self.map_ = Nystroem(kernel="rbf", gamma=gamma, n_components=min(self.n_components, len(X)), random_state=self.random_state).fit(X)
+        self._n_features_out = self.n_components if self.kind != "nystroem" else self.map_.n_components
         return self
 
-    def transform(self, X:np.ndarray) -> np.ndarray:
+    def transform(self, X:np.ndarray, # (N, n) inputs with the n of fit
+                  ) -> np.ndarray:
+        "φ(X), shape (N, d)."
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=(np.float64, np.float32))
         if self.kind == "relu":
             Z = X @ self.W_.T; Z += self.b_
             return np.maximum(Z, 0.0, out=Z)
@@ -666,6 +681,8 @@ def min_matching_dim(errors:dict[int, float], reference:float, tolerance:float=0
 
 # %%
 from sklearn.linear_model import Ridge
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 # %%
 # cross-check our weighted ridge against scikit-learn's Ridge with sample weights
@@ -682,6 +699,14 @@ assert errs[1024] < 0.01 and errs[8] > errs[1024], errs
 for kind in ("rbf", "nystroem"):
     F = RandomFeatures(128, kind, random_state=0).fit(_D.sample(512, np.random.default_rng(1)))
     test_eq(F.transform(_X).shape, (256, 128))
+# a scikit-learn transformer: validated in fit, clone-able, NotFittedError before fit, deterministic
+test_fail(lambda: RandomFeatures(8, "sigmoid").fit(_X), contains="unknown random-feature kind")
+test_fail(lambda: RandomFeatures(8).transform(_X), contains="not fitted")
+test_fail(lambda: RandomFeatures(8).transform(_X), exc=NotFittedError)
+_F = RandomFeatures(16, random_state=3).fit(_X)
+test_eq(clone(_F).fit(_X).transform(_X), _F.transform(_X))
+test_eq((_F.n_features_in_, _F.get_feature_names_out()[:2].tolist()), (8, ["randomfeatures0", "randomfeatures1"]))
+test_fail(lambda: _F.transform(_X[:, :4]), contains="features")
 test_eq(min_matching_dim({8: .3, 16: .1, 32: .04, 64: .05}, 0.03, 0.02), 32)
 test_eq(min_matching_dim({8: .3}, 0.03, 0.02), None)
 errs
