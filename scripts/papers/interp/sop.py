@@ -110,10 +110,9 @@ curve_steps: Optional[int] = None  # steps of the insertion and deletion curves
 real_data: Optional[bool] = None  # the paper's datasets (ImageNet-S, CosmoGrid, MultiRC; full profile only)
 n_threads: Optional[int] = None  # torch CPU threads
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `5ecb6fb`, 164 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sop --profile cpu` repeats the run shown here.
 
 # %%
 #| export
