@@ -111,10 +111,8 @@ log_every: Optional[int] = None  # steps between feature-divergence records
 backbone: Optional[str] = None  # text tower and images: minilm (offline stand-in) | clip-vit-b16 (the paper's; full profile)
 n_threads: Optional[int] = None  # torch CPU threads
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `5ecb6fb`, 598 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dor --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # The configuration: bounds on every number, the profile table, and the checks that need two fields.

@@ -86,10 +86,8 @@ speed_n: Optional[int] = None  # speed test: number of logit rows N
 n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)
 logits_path: Optional[str] = None  # full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; empty: $TRUSTLIB_DATA/l2h/logits.npz
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `ac01ede`, 81 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run l2h --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration

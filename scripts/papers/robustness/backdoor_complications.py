@@ -116,10 +116,8 @@ n_down_test: Optional[int] = None  # test rows of each downstream task (evaluate
 eps: Optional[float] = None  # ε added to every class share before the KL divergence
 n_threads: Optional[int] = None  # torch CPU threads (None: leave as is)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e85cb9f`, 787 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
 
 # %%
 #| export
