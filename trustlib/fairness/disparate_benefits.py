@@ -224,7 +224,12 @@ def _unfair(y, a, yhat, constraint):
     return M.average_odds_difference(y, yhat, a)
 
 def hpp_table(val, test, member_val_probs, member_test_probs, tolerance:float=0.05) -> list[dict]:
-    "The paper's post-processing comparison for one seed: rows (setting, constraint) with test accuracy and unfairness."
+    "The paper's post-processing comparison for one seed: rows (setting, constraint) with test accuracy, unfairness and the share of trivial (one-class) HPP fits."
+    import warnings
+    def hpp(s, y, a, c, tau):   # a trivial one-class answer is recorded in the table (`degenerate`), not warned about per fit
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="RelaxedThresholdOptimizer: the chosen thresholds predict the single class")
+            return RelaxedThresholdOptimizer(c, tau).fit(s, y, sensitive_features=a)
     (yv, av), (yt, at) = val, test
     Pv, Pt = np.asarray(member_val_probs), np.asarray(member_test_probs)
     ens_v, ens_t = Pv.mean(0)[:, 1], Pt.mean(0)[:, 1]
@@ -236,14 +241,16 @@ def hpp_table(val, test, member_val_probs, member_test_probs, tolerance:float=0.
         yhat = (ens_t >= 0.5).astype(int)
         rows.append(dict(setting="ensemble", constraint=c, acc=M.accuracy(yt, yhat), unfairness=_unfair(yt, at, yhat, c)))
         for label, tau in ((f"ensemble + HPP @ member tolerance", max(mem_val_unfair, 0.0)), (f"ensemble + HPP @ {tolerance:g}", tolerance)):
-            h = RelaxedThresholdOptimizer(c, tau).fit(ens_v, yv, sensitive_features=av); yh = h.predict(ens_t, sensitive_features=at)
-            rows.append(dict(setting=label, constraint=c, acc=M.accuracy(yt, yh), unfairness=_unfair(yt, at, yh, c), tolerance=tau))
+            h = hpp(ens_v, yv, av, c, tau); yh = h.predict(ens_t, sensitive_features=at)
+            rows.append(dict(setting=label, constraint=c, acc=M.accuracy(yt, yh), unfairness=_unfair(yt, at, yh, c), tolerance=tau,
+                             degenerate=float(h.degenerate_)))
         res = []
         for m in range(len(Pv)):
-            h = RelaxedThresholdOptimizer(c, tolerance).fit(Pv[m][:, 1], yv, sensitive_features=av); yh = h.predict(Pt[m][:, 1], sensitive_features=at)
-            res.append((M.accuracy(yt, yh), _unfair(yt, at, yh, c)))
+            h = hpp(Pv[m][:, 1], yv, av, c, tolerance); yh = h.predict(Pt[m][:, 1], sensitive_features=at)
+            res.append((M.accuracy(yt, yh), _unfair(yt, at, yh, c), float(h.degenerate_)))
         rows.append(dict(setting=f"member + HPP @ {tolerance:g}", constraint=c, acc=np.mean([r[0] for r in res]),
-                         unfairness=np.mean([r[1] for r in res]), unfairness_member_std=float(np.std([r[1] for r in res])), tolerance=tolerance))
+                         unfairness=np.mean([r[1] for r in res]), unfairness_member_std=float(np.std([r[1] for r in res])), tolerance=tolerance,
+                         degenerate=float(np.mean([r[2] for r in res]))))
     return rows
 
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #4dd31c23
