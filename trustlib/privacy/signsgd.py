@@ -408,7 +408,7 @@ def _claim_estimation(B) -> tuple[dict, Verdict]:
         f"vs logistic accounted by its pure-DP bound: Gaussian lower in {m['estimation_gauss_beats_pure_logistic_frac']:.0%}",
         reproduced=frac == 1, partially=frac > 0,
         rule_text="reproduced if the Gaussian MSE is lower at every (ε, τ); partially if at some",
-        reason="both noises calibrated to the same (ε, δ, T) with their exact per-release RDP; de-biased mean of signs, M workers")
+        reason="both noises calibrated to the same (ε, δ, T) with their RDP for the d-vector (d = the model's parameter count; for logistic noise the sup over how the sensitivity spreads); de-biased mean of signs, M workers")
 
 def _claim_learning(cfg:Config, C) -> tuple[dict, Verdict]:
     "Claim 3: mean paired accuracy difference Gaussian − logistic > 0 with a one-sided sign test p < 0.05 (partially: > 0)."
