@@ -272,7 +272,8 @@ def epsilon_fixed_subsample(sigma:float, # noise multiplier (noise std / l2 sens
     import logging
     from trustlib.config import require
     dpa = require('dp_accounting', 'RDP accounting'); rdp = require('dp_accounting.rdp.rdp_privacy_accountant', 'RDP accounting')
-    acc = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    from trustlib.privacy.accounting import DEFAULT_ORDERS         # the orders of `epsilon_poisson_rdp`: a like-for-like comparison
+    acc = rdp.RdpAccountant(orders=list(DEFAULT_ORDERS), neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     ev = dpa.SampledWithoutReplacementDpEvent(int(n), int(sample_size), dpa.GaussianDpEvent(float(sigma)))
     lg = logging.getLogger('absl'); level = lg.level; lg.setLevel(logging.ERROR)
     try:
