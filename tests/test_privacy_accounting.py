@@ -114,9 +114,10 @@ def test_fact4_logistic_pure_dp(t):
 def test_reference_values_sigma2_T100():
     orders = A.DEFAULT_ORDERS
     assert A.rdp_to_dp(100 * A.gaussian_rdp(orders, 0.5), orders, D5)[0] == pytest.approx(35.13, rel=0.01)
-    assert A.sign_epsilon(2.0, 100, D5) == pytest.approx(26.19, rel=0.01)
-    assert A.sign_epsilon(2.0, 100, D5, offsets="symmetric") == pytest.approx(24.62, rel=0.01)
-    assert A.sign_epsilon(A.logistic_scale_for_variance(2.0), 100, D5, noise="logistic") == pytest.approx(30.02, rel=0.01)
+    # one coordinate carrying the sensitivity (dim=1)
+    assert A.sign_epsilon(2.0, 100, D5, dim=1) == pytest.approx(26.19, rel=0.01)
+    assert A.sign_epsilon(2.0, 100, D5, offsets="symmetric", dim=1) == pytest.approx(24.62, rel=0.01)
+    assert A.sign_epsilon(A.logistic_scale_for_variance(2.0), 100, D5, noise="logistic", dim=1) == pytest.approx(30.02, rel=0.01)
 
 
 @pytest.mark.parametrize("nm,T,gauss,sign,sym,logit", [
@@ -126,14 +127,15 @@ def test_reference_values_sigma2_T100():
 def test_composed_epsilon_table(nm, T, gauss, sign, sym, logit):
     orders = A.DEFAULT_ORDERS
     assert A.rdp_to_dp(T * A.gaussian_rdp(orders, 1 / nm), orders, D5)[0] == pytest.approx(gauss, rel=0.01)
-    assert A.sign_epsilon(nm, T, D5) == pytest.approx(sign, rel=0.01)
-    assert A.sign_epsilon(nm, T, D5, offsets="symmetric") == pytest.approx(sym, rel=0.01)
-    assert A.sign_epsilon(A.logistic_scale_for_variance(nm), T, D5, noise="logistic") == pytest.approx(logit, rel=0.01)
+    assert A.sign_epsilon(nm, T, D5, dim=1) == pytest.approx(sign, rel=0.01)
+    assert A.sign_epsilon(nm, T, D5, offsets="symmetric", dim=1) == pytest.approx(sym, rel=0.01)
+    assert A.sign_epsilon(A.logistic_scale_for_variance(nm), T, D5, noise="logistic", dim=1) == pytest.approx(logit, rel=0.01)
+    assert A.sign_epsilon(nm, T, D5) == pytest.approx(sign, rel=0.01)          # Gaussian: a vector is no worse than one coordinate
 
 
 def test_fact5_pld_below_rdp():
     pg, rg = A.pld_gaussian_epsilon(1.0, 100, D5), A.rdp_gaussian_epsilon(1.0, 100, D5)
-    ps, rs = A.sign_epsilon(1.0, 100, D5, offsets="symmetric", method="pld"), A.sign_epsilon(1.0, 100, D5, offsets="symmetric")
+    ps, rs = A.sign_epsilon(1.0, 100, D5, offsets="symmetric", method="pld", dim=1), A.sign_epsilon(1.0, 100, D5, offsets="symmetric", dim=1)
     assert pg <= rg and ps <= rs
     assert (pg, rg, ps, rs) == pytest.approx((91.8, 96.1, 59.6, 62.4), abs=0.1)
 
@@ -237,8 +239,64 @@ def test_other_invalid_arguments():
     with pytest.raises(ConfigError, match="choose one of"): A.sign_epsilon(2.0, 10, D5, noise="laplace")
     with pytest.raises(ConfigError, match="offsets"): A.sign_epsilon(2.0, 10, D5, offsets="half")
     with pytest.raises(ConfigError, match="needs offsets='symmetric'"): A.sign_epsilon(2.0, 10, D5, method="pld")
+    with pytest.raises(ConfigError, match="dim=1"): A.sign_epsilon(2.0, 10, D5, offsets="symmetric", method="pld")
+    with pytest.raises(ConfigError, match="'dim'"): A.sign_epsilon(2.0, 10, D5, noise="logistic", dim=0)
     with pytest.raises(ConfigError, match="sampling_prob"): A.pld_gaussian_epsilon(2.0, 10, D5, sampling_prob=0.0)
     with pytest.raises(ConfigError, match="needs sampling_prob = 1"): A.gaussian_epsilon(2.0, 10, D5, 0.5, method="exact")
     with pytest.raises(ConfigError, match="exceeds the offset range"): A.sign_rdp(1.0, bound=0.4)
     with pytest.raises(ConfigError, match="orders"): A.sign_rdp(1.0, orders=[0.5, 2.0])
     with pytest.raises(ConfigError, match="which"): A.prv_gaussian_epsilon(2.0, 10, D5, which="median")
+
+
+# --- vectors: the ℓ2 sensitivity spread over coordinates -----------------------------------------------------------------
+def _binomial_pair_epsilon(p, q, n, delta):
+    """Exact ε(δ) of n i.i.d. coordinate releases Ber(p) vs Ber(q) (the count of +1s is sufficient), both directions."""
+    from scipy.stats import binom
+    from scipy.optimize import brentq
+    k = np.arange(n + 1); lP, lQ = binom.logpmf(k, n, p), binom.logpmf(k, n, q)
+    def d(e):
+        with np.errstate(over="ignore"):
+            return max(np.sum(np.exp(lQ) * np.clip(-np.expm1(e + lP - lQ), 0, None)), np.sum(np.exp(lP) * np.clip(-np.expm1(e + lQ - lP), 0, None)))
+    return brentq(lambda e: d(e) - delta, 0, 500, xtol=1e-6)
+
+
+@pytest.mark.parametrize("s,T,d,audit", [(0.551, 10, 16, 15.38), (0.551, 10, 650, 15.73), (0.276, 10, 650, 40.12)])
+def test_logistic_vector_bound_dominates_explicit_pairs(s, T, d, audit):
+    """Explicit d-coordinate neighbours (shift 1/(s√d) per coordinate, common offset a): the exact ε of each stays below
+    the claimed bound for that dim and for any dim; the audit's exact values too. The old one-coordinate bound
+    (14.37, 31.63) fails this."""
+    from scipy.special import expit
+    t = 1 / (s * math.sqrt(d))
+    exact = max(_binomial_pair_epsilon(expit(a), expit(a + t), T * d, D5) for a in (-t / 2, 0.0, -0.5, -1.0))
+    bound_d, bound_any = A.sign_epsilon(s, T, D5, noise="logistic", dim=d), A.sign_epsilon(s, T, D5, noise="logistic")
+    assert exact <= bound_d <= bound_any + 1e-9
+    assert audit <= bound_d
+    assert A.sign_epsilon(s, T, D5, noise="logistic", dim=1) < exact      # one coordinate is not the worst case
+
+
+def test_gauss_vector_instances_below_one_coordinate_bound():
+    for d in (1, 16, 650):
+        t = 0.5 / math.sqrt(d)
+        assert max(_binomial_pair_epsilon(ndtr(a), ndtr(a + t), 10 * d, D5) for a in (-t / 2, 0.0, -1.0)) <= A.sign_epsilon(2.0, 10, D5)
+
+
+def test_vector_rdp_limits_and_monotone_ratios():
+    orders = np.array(A.DEFAULT_ORDERS)
+    # logistic: h_α(t)/(α t²/2) decreases in t (α = 2: 0.25, 0.2494, 0.2402, 0.2169)
+    r = [A.sign_rdp(t, [2.0], "logistic")[0] / A.gaussian_rdp([2.0], t)[0] for t in (0.01, 0.25, 1, 2)]
+    assert r == pytest.approx([0.25, 0.2494, 0.2402, 0.2169], abs=2e-4)
+    # spreading: k·h(μ/√k) increases in k and tends to the Gaussian mechanism with σ = 2s
+    v = [A.sign_vector_rdp(1.0, orders, "logistic", dim=k) for k in (1, 4, 64, 4096)]
+    assert all(np.all(b >= a - 1e-12) for a, b in zip(v, v[1:]))
+    assert A.sign_vector_rdp(1.0, orders, "logistic") == pytest.approx(A.gaussian_rdp(orders, 0.5), rel=1e-9)
+    assert A.sign_vector_rdp(1.0, orders, "gauss") == pytest.approx(A.sign_rdp(1.0, orders), rel=1e-12)
+    # random splits never exceed the bound
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        w = np.abs(rng.normal(size=8)); w /= np.linalg.norm(w)
+        assert sum(A.sign_rdp(x, [4.0], "logistic")[0] for x in w) <= A.sign_vector_rdp(1.0, [4.0], "logistic", dim=8)[0] + 1e-12
+
+
+def test_logistic_pure_epsilon_is_per_vector():
+    assert A.logistic_pure_epsilon(0.5, 10, 650) == pytest.approx(math.sqrt(650) * 10 / 0.5)
+    assert A.logistic_pure_epsilon(0.5, 10) == pytest.approx(20.0)

@@ -19,18 +19,19 @@ def test_paper_sigma_table_reproduces(name):
     the nominal 1, 2, 4, 8, and dp-accounting agrees."""
     q, T, n, sigmas, nominal, expected = PAPER_ACCOUNTANT[name]
     for s, e, x in zip(sigmas, nominal, expected):
-        prv = epsilon_poisson_gaussian(s, q, T, 1 / n, "prv")
+        prv = epsilon_poisson_gaussian(s, q, T, 1 / n, "prv_estimate")
+        assert epsilon_poisson_gaussian(s, q, T, 1 / n, "prv") >= prv          # the upper bound
         assert abs(prv - x) <= 0.2 and prv <= e + 0.2, (name, s, prv, x, e)
         assert abs(prv - x) < 0.011                                   # in fact: the dossier's numbers to two decimals
         assert abs(epsilon_poisson_gaussian(s, q, T, 1 / n, "pld") - prv) < 0.05
 
 
-@pytest.mark.parametrize("accountant", ["pld", "prv"])
-def test_sigma_search_matches_paper_within_one_step(accountant):
+@pytest.mark.parametrize("accountant", ["pld", "prv", "prv_estimate"])
+def test_sigma_search_matches_paper_within_two_steps(accountant):
     q, T, n, sigmas, targets = PAPER_ACCOUNTANT["GINC"][:5]
     for s, e in zip(sigmas, targets):
         found = sigma_for_epsilon(e, q, T, 1 / n, accountant)
-        assert abs(found - s) <= 0.0100001, (e, found, s)
+        assert abs(found - s) <= 0.0200001, (e, found, s)
         assert epsilon_poisson_gaussian(found, q, T, 1 / n, accountant) <= e                          # meets the target
         assert found == 0.3 or epsilon_poisson_gaussian(round(found - 0.01, 2), q, T, 1 / n, accountant) > e   # and is the smallest
 
@@ -256,3 +257,50 @@ def test_text_helpers_with_a_fake_lm():
     assert [d[0] for d in demos] == ["alpha", "delta"] and all(len(d[1]) <= 5 for d in demos)
     acc, cal = text_icl_accuracy(lm, demos, ["aaaa", "dddd"], np.array([0, 1]), ["alpha", "delta"])
     assert 0 <= acc <= 1 and 0 <= cal <= 1
+
+
+# --- fixes: the sampler that runs is the one accounted; calibration against the upper bound; zeros -----------------------
+
+def test_prv_calibration_uses_the_upper_bound():
+    """sigma_for_epsilon('prv') meets the target under prv-accountant's upper bound (not only its estimate)."""
+    from trustlib.privacy.accounting import prv_gaussian_epsilon
+    q, T, n = PAPER_ACCOUNTANT["GINC"][:3]
+    for e in (1.0, 8.0):
+        s = sigma_for_epsilon(e, q, T, 1 / n, "prv")
+        assert prv_gaussian_epsilon(s, T, 1 / n, q, eps_error=0.01, delta_error=1e-10, which="upper") <= e
+
+
+def test_fixed_subsample_accounted_by_its_own_bound():
+    from trustlib.privacy.dp_icl import epsilon_fixed_subsample, epsilon_poisson_rdp
+    for name in ("GINC", "TREC"):
+        q, T, n, sigmas = PAPER_ACCOUNTANT[name][:4]
+        r = [epsilon_fixed_subsample(s, n, int(round(q * n)), T, 1 / n) / epsilon_poisson_rdp(s, q, T, 1 / n) for s in sigmas]
+        assert min(r) > 1.1 and max(r) < 2.1, (name, r)        # the audit: 1.15-1.94x (GINC), 1.40-1.82x (TREC)
+    q, T, n = PAPER_ACCOUNTANT["GINC"][:3]
+    s = sigma_for_epsilon(1.0, q, T, 1 / n, subsample="fixed")
+    assert epsilon_fixed_subsample(s, n, 20, T, 1 / n) <= 1.0 < epsilon_fixed_subsample(round(s - 0.01, 2), n, 20, T, 1 / n)
+    assert s > sigma_for_epsilon(1.0, q, T, 1 / n, "pld")
+    assert Config.from_params("smoke").subsample == "poisson"
+
+
+def test_poisson_groups_change_one_group_per_added_example():
+    """Adding one example changes only the group it joins (sensitivity sqrt(2)); np.array_split of a permutation fails this."""
+    for seed in range(300):
+        g0 = draw_groups(np.random.default_rng(seed), 400, 5, 4, "poisson", q=0.05)     # neighbours share the sampling rate
+        g1 = draw_groups(np.random.default_rng(seed), 401, 5, 4, "poisson", q=0.05)
+        diff = [j for j in range(5) if not np.array_equal(g0[j], g1[j])]
+        assert len(diff) <= 1 and all(set(g1[j]) ^ set(g0[j]) == {400} for j in diff)
+    # every example lands in each group with probability q/M, independently of the others
+    sizes = np.array([[len(g) for g in draw_groups(np.random.default_rng(s), 1600, 5, 4, "poisson")] for s in range(2000)])
+    assert abs(sizes.mean() - 4) < 0.1 and abs(sizes.var() - 1600 * (20 / 1600 / 5) * (1 - 20 / 1600 / 5)) < 0.4
+
+
+def test_pta_distributions_with_exact_zeros():
+    from trustlib.privacy.dp_icl import pta_distributions, dp_next_token
+    p_priv, p_pub = [[.5, .5, 0, 0], [.25, .25, .5, 0]], [.4, .4, .2, 0]
+    for base in (p_pub, None):
+        d = pta_distributions(p_priv, p_pub, 2.0, base)
+        assert np.all(np.isfinite(d)) and np.allclose(d.sum(-1), 1) and np.all(d[:, 3] == 0)
+    # with no noise the token is the argmax of the mean amplified distribution (token 2), not token 0 from a NaN argmax
+    d = pta_distributions(p_priv, p_pub, 2.0, p_pub).mean(0)
+    assert dp_next_token(np.array(p_priv), np.array(p_pub), "P1", k=3, alpha=2.0, sigma=0.0, z=np.zeros(4)) == int(np.argmax(d[:3])) == 2

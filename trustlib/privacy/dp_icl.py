@@ -12,12 +12,12 @@ from ..results import Result, Verdict, judge
 
 # %% auto #0
 __all__ = ['METHODS', 'PAPER_ACCOUNTANT', 'PAPER', 'VERDICT_RULES', 'TEXT_INSTRUCTION', 'Config', 'epsilon_poisson_gaussian',
-           'sigma_for_epsilon', 'vocab_space_limit', 'tang_distributions', 'pta_distributions', 'noisy_aggregate',
-           'check_method', 'dp_next_token', 'draw_groups', 'dp_generate', 'GincWorld', 'make_ginc_world', 'OracleLM',
-           'generate_oracle_batch', 'contextual_calibration', 'icl_predict', 'llr_true_vs_rest', 'method_grid',
-           'privacy_sigmas', 'accountant_table', 'claim_accountant', 'claim_p1_beats_b1', 'claim_r0_bound',
-           'claim_distinguishable', 'claim_small_k', 'claim_topp', 'claims', 'run', 'text_generation_prompt',
-           'text_icl_accuracy', 'text_dp_demos']
+           'epsilon_fixed_subsample', 'epsilon_poisson_rdp', 'sigma_for_epsilon', 'vocab_space_limit',
+           'tang_distributions', 'pta_distributions', 'noisy_aggregate', 'check_method', 'dp_next_token', 'draw_groups',
+           'dp_generate', 'GincWorld', 'make_ginc_world', 'OracleLM', 'generate_oracle_batch', 'contextual_calibration',
+           'icl_predict', 'llr_true_vs_rest', 'method_grid', 'privacy_sigmas', 'accountant_table', 'claim_accountant',
+           'claim_p1_beats_b1', 'claim_r0_bound', 'claim_distinguishable', 'claim_small_k', 'claim_topp', 'claims',
+           'run', 'text_generation_prompt', 'text_icl_accuracy', 'text_dp_demos']
 
 # %% ../../nbs/papers/privacy/pta.ipynb #adad145e
 METHODS = {  # method code -> (how the M distributions are formed, whether V_pub is also cut by top-p)
@@ -62,9 +62,9 @@ class Config(BaseConfig):
     k_values: tuple[int, ...] = param((10,), "top-k sizes of V_pub searched (at most vocab_size)", ge=1, max=15_000)
     alphas: tuple[float, ...] = param((2.0, 5.0), "PTA exponents alpha searched (PTA methods only)", gt=0, max=100)
     top_ps: tuple[float, ...] = param((0.8,), "top-p thresholds searched (BA2, PA2 only)", gt=0, le=1)
-    subsample: str = param("fixed", "private subsample per token: 'fixed' (MN without replacement, as Tang's code) or 'poisson' (as the accountant assumes)",
+    subsample: str = param("poisson", "private subsample per token: 'poisson' (as the papers' accountant assumes) or 'fixed' (MN without replacement, as Tang's code; accounted by the fixed-size RDP bound)",
                            choices=("fixed", "poisson"))
-    accountant: str = param("pld", "accountant of the sigma-for-epsilon search: 'prv' (prv-accountant) or 'pld' (dp-accounting)", choices=("prv", "pld"))
+    accountant: str = param("pld", "Poisson accountant of the sigma-for-epsilon search: 'prv' (prv-accountant upper bound) or 'pld' (dp-accounting)", choices=("prv", "pld"))
     accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}")
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
     n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
@@ -106,13 +106,40 @@ def epsilon_poisson_gaussian(sigma:float, # noise multiplier (noise std / l2 sen
                              q:float, # Poisson sampling rate
                              steps:int, # number of self-compositions
                              delta:float, # target delta
-                             accountant:str="prv", # 'prv' (prv-accountant estimate, the papers' choice) or 'pld' (dp-accounting)
+                             accountant:str="prv", # 'prv' (prv-accountant upper bound), 'prv_estimate' (its estimate, the papers' number) or 'pld' (dp-accounting)
                              ) -> float:
     "epsilon of a Poisson-subsampled Gaussian mechanism composed `steps` times, at `delta` (cached)."
     from trustlib.privacy.accounting import gaussian_epsilon
-    if accountant not in ("prv", "pld"): raise ConfigError(f"parameter 'accountant': {accountant!r} is not allowed; choose one of ['prv', 'pld']")
-    kw = dict(eps_error=0.01, delta_error=1e-10) if accountant == "prv" else dict(discretization=1e-3)
-    return gaussian_epsilon(float(sigma), int(steps), float(delta), sampling_prob=float(q), method=accountant, **kw)
+    if accountant not in ("prv", "prv_estimate", "pld"): raise ConfigError(f"parameter 'accountant': {accountant!r} is not allowed; choose one of ['prv', 'prv_estimate', 'pld']")
+    kw = (dict(eps_error=0.01, delta_error=1e-10, which="upper" if accountant == "prv" else "estimate") if accountant != "pld"
+          else dict(discretization=1e-3))
+    return gaussian_epsilon(float(sigma), int(steps), float(delta), sampling_prob=float(q), method="pld" if accountant == "pld" else "prv", **kw)
+
+@functools.lru_cache(maxsize=512)
+def epsilon_fixed_subsample(sigma:float, # noise multiplier (noise std / l2 sensitivity)
+                            n:int, # |D|, the private examples
+                            sample_size:int, # MN, drawn without replacement per token
+                            steps:int, # number of self-compositions
+                            delta:float, # target delta
+                            ) -> float:
+    "epsilon of a Gaussian mechanism on a fixed-size subsample drawn without replacement, `steps` times: dp-accounting's RDP bound, replace-one neighbours."
+    import logging
+    from trustlib.config import require
+    dpa = require('dp_accounting', 'RDP accounting'); rdp = require('dp_accounting.rdp.rdp_privacy_accountant', 'RDP accounting')
+    from trustlib.privacy.accounting import DEFAULT_ORDERS         # the orders of `epsilon_poisson_rdp`: a like-for-like comparison
+    acc = rdp.RdpAccountant(orders=list(DEFAULT_ORDERS), neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    ev = dpa.SampledWithoutReplacementDpEvent(int(n), int(sample_size), dpa.GaussianDpEvent(float(sigma)))
+    lg = logging.getLogger('absl'); level = lg.level; lg.setLevel(logging.ERROR)
+    try:
+        acc.compose(dpa.SelfComposedDpEvent(ev, int(steps)))
+        return float(acc.get_epsilon(float(delta)))
+    finally: lg.setLevel(level)
+
+@functools.lru_cache(maxsize=512)
+def epsilon_poisson_rdp(sigma:float, q:float, steps:int, delta:float) -> float:
+    "epsilon of the Poisson-subsampled Gaussian mechanism by dp-accounting's RDP accountant (add/remove), like-for-like with `epsilon_fixed_subsample`."
+    from trustlib.privacy.accounting import rdp_gaussian_epsilon
+    return rdp_gaussian_epsilon(float(sigma), int(steps), float(delta), float(q))
 
 @functools.lru_cache(maxsize=256)
 def sigma_for_epsilon(target_eps:float, # target epsilon
@@ -121,9 +148,14 @@ def sigma_for_epsilon(target_eps:float, # target epsilon
                       delta:float, # target delta
                       accountant:str="prv", # see `epsilon_poisson_gaussian`
                       lo:float=0.3, hi:float=3.0, grid:float=0.01, # the paper's search range and step
+                      subsample:str="poisson", # 'poisson' (the accountant above) or 'fixed' (without replacement, `epsilon_fixed_subsample`; n = round(MN/q) is inferred from 1/delta)
                       ) -> float:
     "The paper's sigma search: the smallest sigma on the grid lo, lo + grid, ..., hi with epsilon <= target_eps."
     from trustlib.privacy.accounting import calibrate_noise
+    if subsample == "fixed":
+        n = int(round(1 / delta)); m = int(round(q * n))
+        return calibrate_noise(lambda s: epsilon_fixed_subsample(s, n, m, steps, delta), float(target_eps), lo=lo, hi=hi, step=grid)
+    if subsample != "poisson": raise ConfigError(f"parameter 'subsample': {subsample!r} is not allowed; choose one of ['fixed', 'poisson']")
     search = lambda acc, a, b: calibrate_noise(lambda s: epsilon_poisson_gaussian(s, q, steps, delta, acc), float(target_eps), lo=a, hi=b, step=grid)
     if accountant == "prv":
         # shortcut with the same answer: locate the grid point with the fast PLD accountant, then search prv-accountant in
@@ -177,9 +209,14 @@ def pta_distributions(p_priv, # (..., M, V) private next-token distributions
                       ) -> np.ndarray:
     "PTA, Eq. 13: p_base * (p_priv / p_pub)^alpha, normalised over the full vocabulary (before noise)."
     a = _check_alpha(alpha)[..., None, None]
-    lpriv, lpub = np.log(np.asarray(p_priv, dtype=np.float64)), np.log(np.asarray(p_pub, dtype=np.float64))[..., None, :]
-    z = a * (lpriv - lpub)
-    if p_base is not None: z = z + np.log(np.asarray(p_base, dtype=np.float64))[..., None, :]
+    # exact zeros: a token the private prompt rules out gets weight 0 (0^alpha); a zero public probability is floored at the
+    # smallest normal float so that the ratio stays finite (no inf - inf = NaN), and a zero base probability gives weight 0
+    pp, pu = np.asarray(p_priv, dtype=np.float64), np.asarray(p_pub, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        lpriv, lpub = np.log(pp), np.log(np.maximum(pu, np.finfo(np.float64).tiny))[..., None, :]
+        z = a * (lpriv - lpub)
+        if p_base is not None: z = z + np.log(np.asarray(p_base, dtype=np.float64))[..., None, :]
+    if np.any(~np.isfinite(z.max(-1))): raise ValueError("a private distribution has no mass where the base distribution is positive")
     # round away float noise (1e-16): where p_priv = p_pub exactly in theory (e.g. PA3 when the private prompts carry no
     # information) the distribution is then exactly uniform and argmax ties go to the lowest token id, whatever the summation order
     z = np.round(z - z.max(-1, keepdims=True), 12)
@@ -234,14 +271,18 @@ def dp_next_token(p_priv, # (M, V) private next-token distributions p(.|S_priv^(
     return tok
 
 # %% ../../nbs/papers/privacy/pta.ipynb #ccc81e30
-def draw_groups(rng:np.random.Generator, n_private:int, M:int, N:int, mode:str="fixed") -> list[np.ndarray]:
-    "Indices of the M private groups for one token: MN without replacement ('fixed', Tang's code) or Poisson(q = MN/n) split into M."
+def draw_groups(rng:np.random.Generator, n_private:int, M:int, N:int, mode:str="fixed",
+                q:float|None=None, # 'poisson': the sampling rate (None: MN/n_private)
+                ) -> list[np.ndarray]:
+    "Indices of the M private groups for one token: MN without replacement ('fixed', Tang's code), or 'poisson': each example sampled with q = MN/n and assigned to a uniform random group, independently."
     if mode == "fixed":
         if M * N > n_private: raise ValueError(f"M*N = {M * N} exceeds the {n_private} private examples")
         return list(rng.permutation(n_private)[:M * N].reshape(M, N))
     if mode == "poisson":
-        take = np.flatnonzero(rng.random(n_private) < M * N / n_private)
-        return np.array_split(rng.permutation(take), M)
+        # one (inclusion, group) draw per example, in index order: adding or removing an example changes its own group only
+        u = rng.random((n_private, 2))
+        take = u[:, 0] < (M * N / n_private if q is None else float(q)); grp = np.minimum((u[:, 1] * M).astype(int), M - 1)
+        return [np.flatnonzero(take & (grp == i)) for i in range(M)]
     raise ValueError(f"subsample mode {mode!r} is not allowed; choose one of ['fixed', 'poisson']")
 
 def dp_generate(lm_next, # callable(prefix: list[int], groups: list[list]) -> (len(groups), V) next-token probabilities
@@ -446,21 +487,23 @@ def method_grid(cfg) -> list[dict]:
 
 def privacy_sigmas(cfg) -> dict[float, float]:
     "sigma for every epsilon of the config (the paper's grid search), plus inf -> 0."
-    out = {float(e): sigma_for_epsilon(float(e), cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant) for e in cfg.epsilons}
+    out = {float(e): sigma_for_epsilon(float(e), cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant, subsample=cfg.subsample) for e in cfg.epsilons}
     out[math.inf] = 0.0
     return out
 
 def accountant_table(rows=tuple(PAPER_ACCOUNTANT), progress:bool=False):
-    "The paper's sigma table recomputed with prv-accountant and dp-accounting."
+    "The paper's sigma table recomputed with prv-accountant (estimate and upper bound) and dp-accounting, for Poisson sampling and for the fixed-size sample Tang's code draws."
     import pandas as pd
     from tqdm.auto import tqdm
     out = []
     todo = [(r, i) for r in rows for i in range(len(PAPER_ACCOUNTANT[r][3]))]
     for r, i in tqdm(todo, desc="accountant", disable=not progress, leave=False):
         q, T, n, sig, nominal, expected = PAPER_ACCOUNTANT[r]
-        prv, pld = epsilon_poisson_gaussian(sig[i], q, T, 1 / n, "prv"), epsilon_poisson_gaussian(sig[i], q, T, 1 / n, "pld")
+        prv, pld = epsilon_poisson_gaussian(sig[i], q, T, 1 / n, "prv_estimate"), epsilon_poisson_gaussian(sig[i], q, T, 1 / n, "pld")
+        rp, fx = epsilon_poisson_rdp(sig[i], q, T, 1 / n), epsilon_fixed_subsample(sig[i], n, int(round(q * n)), T, 1 / n)
         out.append(dict(dataset=r, q=q, compositions=T, delta=1 / n, sigma=sig[i], nominal_eps=nominal[i], expected_eps=expected[i],
-                        eps_prv=prv, eps_pld=pld))
+                        eps_prv=prv, eps_prv_upper=epsilon_poisson_gaussian(sig[i], q, T, 1 / n, "prv"), eps_pld=pld,
+                        eps_rdp_poisson=rp, eps_rdp_fixed=fx, fixed_over_poisson_rdp=fx / rp))
     return pd.DataFrame(out)
 
 # %% ../../nbs/papers/privacy/pta.ipynb #364351bb
@@ -593,7 +636,11 @@ def claim_accountant(acct, sigmas) -> Verdict|None:
     xerr = float(np.abs(acct.eps_prv - acct.eps_pld).max())
     return judge("The paper's σ values give ε ≈ 1, 2, 4, 8 under the Poisson-subsampled Gaussian PRV accountant", PAPER['sigma'],
                  f"{len(acct)} σ values ({', '.join(sorted(set(acct.dataset)))}): max |ε_prv − ε_expected| = {err:.3f}; largest excess over the nominal ε "
-                 f"{over:+.2f}; prv vs dp-accounting max diff {xerr:.3f}; our grid search for this run's setting: "
+                 f"{over:+.2f}; prv vs dp-accounting max diff {xerr:.3f}"
+                 + (f"; prv upper bound up to {float(acct.eps_prv_upper.max() - acct.nominal_eps[acct.eps_prv_upper.idxmax()]):+.2f} over the nominal ε"
+                    f"; Tang's fixed-size sampler under its own RDP bound: {float(acct.fixed_over_poisson_rdp.min()):.2f}–{float(acct.fixed_over_poisson_rdp.max()):.2f}× Poisson's RDP ε"
+                    if 'fixed_over_poisson_rdp' in acct else "")
+                 + "; our grid search for this run's setting: "
                  + ", ".join(f"ε={e:g} → σ={s:.2f}" for e, s in sigmas.items() if e != math.inf),
                  reproduced=bool(err <= tol and over <= tol),
                  rule_text=f"reproduced if every recomputed ε is within ±{tol} of its reference value and at most {tol} above the nominal ε")
@@ -751,7 +798,8 @@ def _run(cfg, progress):
     from tqdm.auto import tqdm
     sigmas = privacy_sigmas(cfg)
     acct = accountant_table(cfg.accountant_rows, progress) if cfg.accountant_rows else pd.DataFrame(
-        columns=['dataset', 'q', 'compositions', 'delta', 'sigma', 'nominal_eps', 'expected_eps', 'eps_prv', 'eps_pld'])
+        columns=['dataset', 'q', 'compositions', 'delta', 'sigma', 'nominal_eps', 'expected_eps', 'eps_prv', 'eps_prv_upper', 'eps_pld',
+                 'eps_rdp_poisson', 'eps_rdp_fixed', 'fixed_over_poisson_rdp'])
     grid = method_grid(cfg)
     n_units = (cfg.n_seeds + cfg.n_val_seeds) * cfg.n_concepts
     with tqdm(total=n_units, desc=f"worlds x concepts ({len(grid)} configs x {len(sigmas)} eps)", disable=not progress) as bar:
@@ -760,8 +808,11 @@ def _run(cfg, progress):
     tables, chosen, fixed = _tables(cfg, df, sigmas, grid)
     tables['accountant'] = acct
     tables['sigmas'] = pd.DataFrame(dict(eps=[_eps_name(e) for e in sigmas], sigma=list(sigmas.values()),
-                                         eps_prv_check=[epsilon_poisson_gaussian(s, cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant)
-                                                        if s > 0 else math.inf for s in sigmas.values()]))
+                                         eps_check=[(epsilon_poisson_gaussian(s, cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant)
+                                                     if cfg.subsample == "poisson" else
+                                                     epsilon_fixed_subsample(s, cfg.n_private, cfg.n_subsets * cfg.subset_size, cfg.compositions, cfg.delta))
+                                                    if s > 0 else math.inf for s in sigmas.values()],
+                                         subsample=cfg.subsample))
     V = claims(cfg, acct, chosen, fixed, tables['per_world'], sigmas)
     metrics = dict(q=cfg.sampling_rate, compositions=cfg.compositions, delta=cfg.delta,
                    **{f"sigma/{_eps_key(e)}": s for e, s in sigmas.items()},

@@ -57,7 +57,7 @@ class Config(BaseConfig):
     n_threads: int = param(1, "torch CPU threads during training (1 is fastest on a shared, loaded CPU)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(noise_multipliers=(1.0, 2.0, 4.0), steps_grid=(10, 100, 1000), eps_targets=(2.0, 4.0, 8.0), rounds=100,
-                    heterogeneity=(0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), n_draws=4000, n_seeds=3),
+                    heterogeneity=(0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), n_draws=4000, n_seeds=20),
         "full": dict(noise_multipliers=(0.5, 1.0, 2.0, 4.0, 8.0), steps_grid=(10, 100, 1000, 10000), eps_targets=(1.0, 2.0, 4.0, 8.0),
                      rounds=500, heterogeneity=(0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), n_draws=10000, n_seeds=5,
                      dataset="cifar10", model="cnn", lr=0.1, split="dirichlet"),
@@ -94,7 +94,9 @@ def debias_factor(scale:float, noise:str="gauss") -> float:
     return scale * math.sqrt(math.pi / 2) if noise == "gauss" else 2 * scale
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #05df8293
-def accounting_tables(cfg:Config, progress:bool=True) -> dict:
+def accounting_tables(cfg:Config, progress:bool=True,
+                      dim:int|None=None, # coordinates of the released vector (the model's parameter count); None: any number
+                      ) -> dict:
     "Part A: ratio curves, ε against T, independently computed reference values and one-release trade-off curves (pandas DataFrames)."
     import pandas as pd
     from tqdm.auto import tqdm
@@ -109,11 +111,12 @@ def accounting_tables(cfg:Config, progress:bool=True) -> dict:
                  dpsgd_rdp=acct.rdp_to_dp(T * acct.gaussian_rdp(orders, 1 / nm), orders, cfg.delta)[0],
                  dpsgd_exact=acct.gaussian_epsilon_exact(nm, T, cfg.delta),
                  sign_gauss=acct.sign_epsilon(nm, T, cfg.delta),
-                 sign_sym_rdp=acct.sign_epsilon(nm, T, cfg.delta, offsets="symmetric"),
-                 sign_sym_pld=acct.sign_epsilon(nm, T, cfg.delta, offsets="symmetric", method="pld", discretization=1e-3),
-                 sign_logistic_eqvar=acct.sign_epsilon(s_eq, T, cfg.delta, noise="logistic"),
-                 logistic_pure_bound=T / s_eq)
-        s_match = acct.calibrate_noise(lambda s: acct.sign_epsilon(s, T, cfg.delta, noise="logistic"), r["sign_gauss"], lo=0.01, hi=1e4, rtol=1e-3)
+                 sign_sym_rdp=acct.sign_epsilon(nm, T, cfg.delta, offsets="symmetric", dim=dim),
+                 sign_sym_pld_scalar=acct.sign_epsilon(nm, T, cfg.delta, offsets="symmetric", method="pld", discretization=1e-3, dim=1),
+                 sign_logistic_eqvar=acct.sign_epsilon(s_eq, T, cfg.delta, noise="logistic", dim=dim),
+                 sign_logistic_eqvar_scalar=acct.sign_epsilon(s_eq, T, cfg.delta, noise="logistic", dim=1),
+                 logistic_pure_bound=acct.logistic_pure_epsilon(s_eq, T, dim) if dim else math.inf)
+        s_match = acct.calibrate_noise(lambda s: acct.sign_epsilon(s, T, cfg.delta, noise="logistic", dim=dim), r["sign_gauss"], lo=0.01, hi=1e4, rtol=1e-3)
         r.update(logistic_scale_matched=s_match, logistic_scale_matched_over_sigma=s_match / nm,
                  logistic_var_matched_over_gauss_var=(math.pi ** 2 / 3) * s_match ** 2 / nm ** 2)
         rows.append(r)
@@ -122,8 +125,8 @@ def accounting_tables(cfg:Config, progress:bool=True) -> dict:
     d5 = 1e-5
     ref = [("dpsgd_rdp_sigma2_t100", "DP-SGD (Gaussian RDP), σ/Δ=2, T=100", 35.13, acct.rdp_to_dp(100 * acct.gaussian_rdp(orders, 0.5), orders, d5)[0]),
            ("sign_gauss_sigma2_t100", "sign + Gaussian, unconstrained offset, σ/Δ=2, T=100", 26.19, acct.sign_epsilon(2.0, 100, d5)),
-           ("sign_symmetric_sigma2_t100", "sign + Gaussian, symmetric bounded pair, σ/Δ=2, T=100", 24.62, acct.sign_epsilon(2.0, 100, d5, offsets="symmetric")),
-           ("sign_logistic_eqvar_sigma2_t100", "sign + logistic, equal variance, σ/Δ=2, T=100", 30.02, acct.sign_epsilon(acct.logistic_scale_for_variance(2.0), 100, d5, noise="logistic")),
+           ("sign_symmetric_sigma2_t100", "sign + Gaussian, symmetric bounded pair, one coordinate, σ/Δ=2, T=100", 24.62, acct.sign_epsilon(2.0, 100, d5, offsets="symmetric", dim=1)),
+           ("sign_logistic_eqvar_sigma2_t100", "sign + logistic, equal variance, one coordinate, σ/Δ=2, T=100", 30.02, acct.sign_epsilon(acct.logistic_scale_for_variance(2.0), 100, d5, noise="logistic", dim=1)),
            ("fact1_delta_eps0_5_mu1", "fact 1: sup_a δ(ε=0.5), μ=1", 0.238422, acct.sign_hockey_stick(0.5, 1.0)),
            ("fact1_delta_eps1_mu1", "fact 1: sup_a δ(ε=1), μ=1", 0.126937, acct.sign_hockey_stick(1.0, 1.0)),
            ("fact1_delta_eps2_mu1", "fact 1: sup_a δ(ε=2), μ=1", 0.020924, acct.sign_hockey_stick(2.0, 1.0)),
@@ -144,13 +147,15 @@ def accounting_tables(cfg:Config, progress:bool=True) -> dict:
                 tradeoff_envelope_gap=float(np.max(np.abs(env - acct.gaussian_tradeoff(al, mu)))))
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #49da66d6
-def calibrate_scales(eps:float, steps:int, delta:float) -> dict:
-    "Noise multipliers meeting (ε, δ) after `steps` releases: sign + Gaussian, sign + logistic (RDP and pure-DP bound), DP-SGD (exact)."
+def calibrate_scales(eps:float, steps:int, delta:float,
+                     dim:int=1, # coordinates of the released vector (the model's parameter count)
+                     ) -> dict:
+    "Noise multipliers meeting (ε, δ) after `steps` releases of a `dim`-vector: sign + Gaussian, sign + logistic (RDP and pure-DP bound), DP-SGD (exact)."
     cal = lambda f: acct.calibrate_noise(f, eps, lo=0.01, hi=1e5, rtol=1e-4)
-    return dict(eps=eps, steps=steps,
-                sigma_sign=cal(lambda s: acct.sign_epsilon(s, steps, delta)),
-                s_logistic=cal(lambda s: acct.sign_epsilon(s, steps, delta, noise="logistic")),
-                s_logistic_pure=steps / eps,
+    return dict(eps=eps, steps=steps, dim=dim,
+                sigma_sign=cal(lambda s: acct.sign_epsilon(s, steps, delta, dim=dim)),
+                s_logistic=cal(lambda s: acct.sign_epsilon(s, steps, delta, noise="logistic", dim=dim)),
+                s_logistic_pure=math.sqrt(dim) * steps / eps,
                 sigma_dpsgd=cal(lambda s: acct.gaussian_epsilon_exact(s, steps, delta)))
 
 def sign_estimator_mse(g, # [draws, M] worker gradients (units of Δ)
@@ -325,8 +330,9 @@ def run(cfg:Config, progress:bool=True) -> Result:
     import pandas as pd, torch
     from tqdm.auto import tqdm
     data = load_federated_data(cfg, cfg.seed)               # fails first, before any work, when data is missing
-    A = accounting_tables(cfg, progress)
-    scales = [calibrate_scales(e, cfg.rounds, cfg.delta) for e in cfg.eps_targets]
+    dim = sum(p.numel() for p in _make_model(cfg, data["Xtr"].shape[1], int(data["ytr"].max()) + 1, 0).parameters())
+    A = accounting_tables(cfg, progress, dim)
+    scales = [calibrate_scales(e, cfg.rounds, cfg.delta, dim) for e in cfg.eps_targets]
     S = pd.DataFrame(scales)
     B = estimation_table(cfg, scales, cfg.seed)
     # C. learning
@@ -402,7 +408,7 @@ def _claim_estimation(B) -> tuple[dict, Verdict]:
         f"vs logistic accounted by its pure-DP bound: Gaussian lower in {m['estimation_gauss_beats_pure_logistic_frac']:.0%}",
         reproduced=frac == 1, partially=frac > 0,
         rule_text="reproduced if the Gaussian MSE is lower at every (ε, τ); partially if at some",
-        reason="both noises calibrated to the same (ε, δ, T) with their exact per-release RDP; de-biased mean of signs, M workers")
+        reason="both noises calibrated to the same (ε, δ, T) with their RDP for the d-vector (d = the model's parameter count; for logistic noise the sup over how the sensitivity spreads); de-biased mean of signs, M workers")
 
 def _claim_learning(cfg:Config, C) -> tuple[dict, Verdict]:
     "Claim 3: mean paired accuracy difference Gaussian − logistic > 0 with a one-sided sign test p < 0.05 (partially: > 0)."
@@ -494,7 +500,7 @@ def make_figures(A:dict, B, C, curves) -> dict:
     ax.axhline(2 / math.pi, ls="--", c="grey", lw=1); ax.text(1.3, 2 / math.pi + 0.01, "2/π", color="grey")
     ax.set(xscale="log", xlabel="Rényi order α", ylabel="h_α(t) / (α t²/2)", title="sign + Gaussian RDP relative to the Gaussian mechanism")
     ax.legend(title="t = Δ/σ"); fig.tight_layout(); figs["rdp_ratio"] = fig
-    E = A["eps_vs_steps"].melt(id_vars=["noise_multiplier", "steps"], value_vars=["dpsgd_rdp", "dpsgd_exact", "sign_gauss", "sign_sym_rdp", "sign_sym_pld", "sign_logistic_eqvar"],
+    E = A["eps_vs_steps"].melt(id_vars=["noise_multiplier", "steps"], value_vars=["dpsgd_rdp", "dpsgd_exact", "sign_gauss", "sign_sym_rdp", "sign_sym_pld_scalar", "sign_logistic_eqvar"],
                                var_name="mechanism", value_name="epsilon")
     g = sns.relplot(data=E, x="steps", y="epsilon", hue="mechanism", col="noise_multiplier", kind="line", marker="o", height=3.2, aspect=1.0,
                     facet_kws=dict(sharey=False))
