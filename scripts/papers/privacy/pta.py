@@ -1500,7 +1500,7 @@ result.verdict_table()
 
 # %% [markdown]
 # How to read the table: every row is computed by the rule in its `rule` column from the numbers above,
-# for the profile that produced this page (the injected parameters near the top say which; the committed
+# for the profile that produced this page (the note under the parameters cell says which; the committed
 # page is a `cpu` run — `smoke` runs are far too small to judge the claims).
 #
 # - The accountant row is the one exact reproduction: it compares numbers, not effects. The paper's σ table
@@ -1510,13 +1510,12 @@ result.verdict_table()
 #   size of the P1 − B1 gap, and whether DP demonstrations reach or pass R0, depend on how peaked the
 #   next-token distributions are relative to the noise (std √2σ/M ≈ 0.2 on each probability at ε = 1), which
 #   differs between our oracle and the paper's GPT-2. In the committed `cpu` run the gap is far larger than
-#   the paper's, and P1 (and PA2) match or pass real 4-shot demonstrations: amplified synthetic demonstrations
-#   are chosen to be distinguishing, while four random real ones are merely typical. That is why the "R0 is
+#   the paper's, and the best amplified settings come close to or pass real 4-shot demonstrations: amplified
+#   synthetic demonstrations are chosen to be distinguishing, while four random real ones are merely typical. That is why the "R0 is
 #   an upper bound" row is only partly reproduced.
-# - The whole grid separates the two ingredients. In the committed run, PTA with α = 1 (only the
-#   normalisation order changes) is mostly worse than Tang at the same k (identical at k = |V|, as it must
-#   be); the gain comes from amplification (α ≥ 1.5), and α = 5 — the paper's choice for GINC — is the best
-#   PTA setting at every k at ε = 1.
+# - The whole grid separates the two ingredients: PTA with α = 1 (only the normalisation order changes)
+#   sits beside Tang at the same k (identical at k = |V|, as it must be), so the grid table shows how much of
+#   the gain comes from amplification (α ≥ 1.5) at each k and ε.
 # - Hyperparameters were selected on validation worlds, never on the test worlds; the paper chose them per
 #   model from its results (Table 7a), which favours every method, and PTA (three knobs) more than Tang (one).
 # - PA3 (no base probability) is far below P1 with noise, as in the paper, where PA3 is also below P1 on GINC.
