@@ -127,10 +127,8 @@ dbm_lamb: Optional[float] = None  # L1 weight of the DBM masks
 model_names: Optional[list[str]] = None  # hub models of the paper (full profile only; need downloads)
 n_threads: Optional[int] = None  # torch CPU threads
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e85cb9f`, 592 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run mib --profile cpu` repeats the run shown here.
 
 # %%
 #| export
