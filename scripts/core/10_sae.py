@@ -224,6 +224,10 @@ def topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     v, i = z.topk(min(k, z.shape[1]), dim=1, sorted=False)
     return torch.zeros_like(z).scatter_(1, i, v)
 
+def sparse_decode(v:torch.Tensor, i:torch.Tensor, W_dec:torch.Tensor) -> torch.Tensor:
+    "Σ_j v[n, j] · W_dec[i[n, j]] per row n: the decoder applied to a code given by its `k` values `v` and indices `i` ([n, k] each), without the dense [n, F] code."
+    return F.embedding_bag(i, W_dec, per_sample_weights=v, mode='sum')
+
 def batch_topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     "`z` with all but the `k * batch` largest entries of the flattened batch set to 0."
     flat = z.flatten()
@@ -270,12 +274,35 @@ class TopKSAE(SAE):
         if n_dead == 0: return x.new_zeros(())
         e = (x - x_hat).detach()
         za = torch.where(dead, z_pre, torch.zeros_like(z_pre))
-        fa = topk_mask(za, min(self.aux_k, n_dead))
-        e_hat = fa @ self.W_dec
+        va, ia = za.topk(min(self.aux_k, n_dead), dim=1, sorted=False)
+        e_hat = sparse_decode(va, ia, self.W_dec)
         return (e - e_hat).pow(2).sum() / (e - e.mean(0)).pow(2).sum().clamp_min(1e-12)
     def recon_loss(self, x, f, x_hat): return self.mse(x, x_hat)
+    def _sparse_path(self) -> bool:
+        "Per-sample top-k with the plain reconstruction loss: train through the k kept values (no dense code)."
+        return type(self).select is TopKSAE.select and type(self).recon_loss is TopKSAE.recon_loss
+    def _loss_sparse(self, x, step:int):
+        z = F.relu(self.pre(x))
+        v, i = z.topk(min(self.k, self.d_sae), dim=1, sorted=False)
+        x_hat = sparse_decode(v, i, self.W_dec) + self.b_dec
+        mse = self.mse(x, x_hat)
+        aux = self.auxk(x, x_hat, z)
+        if self.training:
+            with torch.no_grad():
+                act = v > 0
+                fired = torch.zeros(self.d_sae, dtype=torch.bool, device=x.device); fired[i[act]] = True
+                self.since_fired += x.shape[0]; self.since_fired[fired] = 0
+                if step >= self.threshold_start:
+                    pos = torch.where(act, v, torch.full_like(v, float('inf'))).min(1).values
+                    pos = pos[torch.isfinite(pos)]
+                    if len(pos):
+                        m = float(pos.mean())
+                        self.threshold.fill_(m if self.threshold < 0 else self.threshold_beta * float(self.threshold) + (1 - self.threshold_beta) * m)
+        loss = mse + self.aux_coeff * aux
+        return loss, dict(loss=_v(loss), mse=_v(mse), auxk=_v(aux), l0=_v((v > 0).float().sum(1).mean()))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
+        if self._sparse_path(): return self._loss_sparse(x, step)
         z = F.relu(self.pre(x)); f = self.select(z)
         x_hat = self.decode(f)
         mse = self.mse(x, x_hat)
@@ -319,6 +346,26 @@ tk.since_fired[:100] = tk.dead_after                                     # mark 
 l2, parts2 = tk.loss(X); assert parts2['auxk'] > 0
 test_close(parts2['loss'], parts2['mse'] + parts2['auxk'] / 32, eps=1e-5)
 test_fail(lambda: TopKSAE(16, 8, k=9), contains="k must be in 1..d_sae")
+
+# %% [markdown]
+# TopK trains through its $k$ kept values: the decoder is applied as a sum of $k$ decoder rows per sample
+# (`sparse_decode`, an `embedding_bag`) instead of a product with the dense $[B, F]$ code, which saves the dense
+# decoder product and its two dense gradient products. Loss, gradients and the dead-latent tracker equal the
+# dense computation (here with AuxK active):
+#
+
+# %%
+tk2 = TopKSAE(16, 128, k=8, seed=0); tk2.since_fired[:100] = tk2.dead_after; dead0 = tk2.dead_mask.clone()
+ls, _ = tk2.loss(X); ls.backward()
+g_sparse = [p.grad.clone() for p in (tk2.W_enc, tk2.W_dec, tk2.b_enc, tk2.b_dec)]; tk2.zero_grad()
+z_ = F.relu(tk2.pre(X)); xh_ = tk2.decode(topk_mask(z_, 8)); e_ = (X - xh_).detach()
+fa_ = topk_mask(torch.where(dead0, z_, torch.zeros_like(z_)), tk2.aux_k)
+ld = tk2.mse(X, xh_) + ((e_ - fa_ @ tk2.W_dec) ** 2).sum() / ((e_ - e_.mean(0)) ** 2).sum() / 32; ld.backward()
+test_close(float(ls.detach()), float(ld.detach()), eps=1e-5)
+for gs_, p in zip(g_sparse, (tk2.W_enc, tk2.W_dec, tk2.b_enc, tk2.b_dec)): test_close(gs_.numpy(), p.grad.numpy(), eps=1e-5)
+test_eq(int((tk2.since_fired == 0).sum()), int((topk_mask(z_, 8) != 0).any(0).sum()))     # fired latents reset (each call adds the batch to the rest)
+v_, i_ = z_.topk(8, dim=1); test_close(sparse_decode(v_, i_, tk2.W_dec).detach().numpy(), (topk_mask(z_, 8) @ tk2.W_dec).detach().numpy(), eps=1e-5)
+
 
 # %% [markdown]
 # AuxK by hand: two dead latents, `aux_k = 1`, one sample; the residual's variance is taken over the batch.

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask',
-           'batch_topk_mask', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step', 'JumpReLUSAE', 'GatedSAE',
-           'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae', 'TrainLog', 'train_sae']
+           'sparse_decode', 'batch_topk_mask', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step', 'JumpReLUSAE',
+           'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae', 'TrainLog', 'train_sae']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -131,6 +131,10 @@ def topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     v, i = z.topk(min(k, z.shape[1]), dim=1, sorted=False)
     return torch.zeros_like(z).scatter_(1, i, v)
 
+def sparse_decode(v:torch.Tensor, i:torch.Tensor, W_dec:torch.Tensor) -> torch.Tensor:
+    "Σ_j v[n, j] · W_dec[i[n, j]] per row n: the decoder applied to a code given by its `k` values `v` and indices `i` ([n, k] each), without the dense [n, F] code."
+    return F.embedding_bag(i, W_dec, per_sample_weights=v, mode='sum')
+
 def batch_topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     "`z` with all but the `k * batch` largest entries of the flattened batch set to 0."
     flat = z.flatten()
@@ -177,12 +181,35 @@ class TopKSAE(SAE):
         if n_dead == 0: return x.new_zeros(())
         e = (x - x_hat).detach()
         za = torch.where(dead, z_pre, torch.zeros_like(z_pre))
-        fa = topk_mask(za, min(self.aux_k, n_dead))
-        e_hat = fa @ self.W_dec
+        va, ia = za.topk(min(self.aux_k, n_dead), dim=1, sorted=False)
+        e_hat = sparse_decode(va, ia, self.W_dec)
         return (e - e_hat).pow(2).sum() / (e - e.mean(0)).pow(2).sum().clamp_min(1e-12)
     def recon_loss(self, x, f, x_hat): return self.mse(x, x_hat)
+    def _sparse_path(self) -> bool:
+        "Per-sample top-k with the plain reconstruction loss: train through the k kept values (no dense code)."
+        return type(self).select is TopKSAE.select and type(self).recon_loss is TopKSAE.recon_loss
+    def _loss_sparse(self, x, step:int):
+        z = F.relu(self.pre(x))
+        v, i = z.topk(min(self.k, self.d_sae), dim=1, sorted=False)
+        x_hat = sparse_decode(v, i, self.W_dec) + self.b_dec
+        mse = self.mse(x, x_hat)
+        aux = self.auxk(x, x_hat, z)
+        if self.training:
+            with torch.no_grad():
+                act = v > 0
+                fired = torch.zeros(self.d_sae, dtype=torch.bool, device=x.device); fired[i[act]] = True
+                self.since_fired += x.shape[0]; self.since_fired[fired] = 0
+                if step >= self.threshold_start:
+                    pos = torch.where(act, v, torch.full_like(v, float('inf'))).min(1).values
+                    pos = pos[torch.isfinite(pos)]
+                    if len(pos):
+                        m = float(pos.mean())
+                        self.threshold.fill_(m if self.threshold < 0 else self.threshold_beta * float(self.threshold) + (1 - self.threshold_beta) * m)
+        loss = mse + self.aux_coeff * aux
+        return loss, dict(loss=_v(loss), mse=_v(mse), auxk=_v(aux), l0=_v((v > 0).float().sum(1).mean()))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
+        if self._sparse_path(): return self._loss_sparse(x, step)
         z = F.relu(self.pre(x)); f = self.select(z)
         x_hat = self.decode(f)
         mse = self.mse(x, x_hat)
