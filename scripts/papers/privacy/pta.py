@@ -103,9 +103,8 @@ text_dataset: Optional[str] = None  # text path: sae-probes dataset (4-class new
 text_n_test: Optional[int] = None  # text path: ICL test queries
 text_max_tokens: Optional[int] = None  # text path: T_max tokens per synthetic demonstration (Tang: 100)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `382e375`, 310 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
