@@ -11,8 +11,9 @@
 # beside ours and a verdict per claim — *reproduced*, *partially*, *not reproduced*, *inconclusive* (the
 # data cannot tell at this scale), *illustrated* (a phenomenon shown, no threshold to test) or *not testable
 # offline* — with the reason and, for a graded claim, the explicit rule that decided it. One claim per paper
-# is its headline claim. The verdicts are data: the [results dashboard](results/dashboard.ipynb) collects
-# them for all 19 papers, headline claims first.
+# is its headline claim. The verdicts are data: the [papers index](results/papers.ipynb) lists the 19 papers
+# by area with their verdicts as coloured badges, and the [results dashboard](results/dashboard.ipynb) collects
+# every claim, headline claims first.
 #
 # ## The two commands
 #
