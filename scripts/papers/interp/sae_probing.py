@@ -101,10 +101,8 @@ random_sae: Optional[bool] = None  # also probe a random-init SAE (control)
 cache: Optional[bool] = None  # cache MiniLM representations under the data folder
 n_threads: Optional[int] = None  # torch/BLAS threads (None: leave as is)
 
-# %% tags=["injected-parameters"]
-# Parameters
-profile = "cpu"
-
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `ea25537`, 542 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
