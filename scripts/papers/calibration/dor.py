@@ -207,7 +207,7 @@ def wordnet_nouns(min_zipf:float=3.5, # wordfreq Zipf frequency a noun needs (3.
         import spacy_lookups_data
         from wordfreq import zipf_frequency
     except ImportError as e:
-        raise ResourceUnavailable('the outlier vocabulary needs `spacy-lookups-data` and `wordfreq`: pip install "trustlib[text]"') from e
+        raise ResourceUnavailable('the outlier vocabulary needs `spacy-lookups-data` and `wordfreq`: pip install "trustlib-icml25[text]"') from e
     path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_index.json.gz"
     with gzip.open(path, "rt", encoding="utf-8") as f: nouns = json.load(f)["noun"]
     keep = [(w, zipf_frequency(w, "en")) for w in nouns if w.isalpha() and w.islower() and len(w) >= min_len]
