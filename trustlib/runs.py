@@ -14,14 +14,15 @@ from .config import PROFILES, ConfigError
 from .results import write_json
 
 # %% auto #0
-__all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'MAX_SPEC_BYTES', 'MAX_SPEC_NODES',
-           'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'find_root', 'package_checkout', 'packaged_notebooks',
-           'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short',
-           'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
-           'decode_params', 'run_id', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock',
-           'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain', 'scrub_notebook',
-           'inject_parameters', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs', 'load_spec',
-           'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
+__all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'MAX_SPEC_BYTES',
+           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'find_root', 'package_checkout',
+           'packaged_notebooks', 'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters',
+           'param_type', 'short', 'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params',
+           'encode_params', 'decode_params', 'run_id', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
+           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
+           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run',
+           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
+           'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -644,6 +645,15 @@ _BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.
 
 def _keep_bars() -> bool: return os.environ.get('TRUSTLIB_PROGRESS', '') not in ('', '0')
 
+TQDM_RESIDUE = "from .autonotebook import tqdm as notebook_tqdm"   # the 2nd line of tqdm's `IProgress not found` warning
+
+def drop_empty_tags(nb:dict) -> int:
+    "Remove papermill's empty `tags: []` cell metadata, in place (no information, and `jupytext --sync` would write it out); how many."
+    n = 0
+    for c in nb.get('cells', []):
+        if (c.get('metadata') or {}).get('tags') == []: del c['metadata']['tags']; n += 1
+    return n
+
 def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
     "Remove from stderr stream outputs the lines that show absolute paths of this machine and tqdm progress bars; return how many."
     paths, n = _machine_paths(*extra_paths), 0
@@ -657,7 +667,7 @@ def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
                 txt = o.get('text', ''); txt = ''.join(txt) if isinstance(txt, list) else txt
                 lines = re.split(r'(?<=[\r\n])', txt)   # tqdm redraws with \r: each redraw is a line here
                 kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))
-                        and l.strip() != 'from .autonotebook import tqdm as notebook_tqdm']   # the 2nd line of tqdm's IProgress warning
+                        and l.strip() != TQDM_RESIDUE]
                 n += len(lines) - len(kept)
                 if not ''.join(kept).strip(): continue   # blank (e.g. a disabled bar's newline): nothing for a reader
                 o['text'] = ''.join(kept)

@@ -961,6 +961,15 @@ _BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.
 
 def _keep_bars() -> bool: return os.environ.get('TRUSTLIB_PROGRESS', '') not in ('', '0')
 
+TQDM_RESIDUE = "from .autonotebook import tqdm as notebook_tqdm"   # the 2nd line of tqdm's `IProgress not found` warning
+
+def drop_empty_tags(nb:dict) -> int:
+    "Remove papermill's empty `tags: []` cell metadata, in place (no information, and `jupytext --sync` would write it out); how many."
+    n = 0
+    for c in nb.get('cells', []):
+        if (c.get('metadata') or {}).get('tags') == []: del c['metadata']['tags']; n += 1
+    return n
+
 def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
     "Remove from stderr stream outputs the lines that show absolute paths of this machine and tqdm progress bars; return how many."
     paths, n = _machine_paths(*extra_paths), 0
@@ -974,7 +983,7 @@ def scrub_notebook(nb:dict, extra_paths=(), bars:bool|None=None) -> int:
                 txt = o.get('text', ''); txt = ''.join(txt) if isinstance(txt, list) else txt
                 lines = re.split(r'(?<=[\r\n])', txt)   # tqdm redraws with \r: each redraw is a line here
                 kept = [l for l in lines if not any(p in l for p in paths) and not (bars and _BAR.search(l))
-                        and l.strip() != 'from .autonotebook import tqdm as notebook_tqdm']   # the 2nd line of tqdm's IProgress warning
+                        and l.strip() != TQDM_RESIDUE]
                 n += len(lines) - len(kept)
                 if not ''.join(kept).strip(): continue   # blank (e.g. a disabled bar's newline): nothing for a reader
                 o['text'] = ''.join(kept)
@@ -993,6 +1002,16 @@ def inject_parameters(nb:dict, params:dict) -> dict:
     nb.setdefault('metadata', {}).setdefault('papermill', {})['parameters'] = encode_params(params)
     return nb
 
+
+# %%
+_nb = dict(cells=[dict(cell_type='code', metadata={'tags': []}, source=''), dict(cell_type='code', metadata={'tags': ['parameters']}, source=''),
+                  dict(cell_type='markdown', metadata={}, source='')])
+test_eq(drop_empty_tags(_nb), 1)
+test_eq([c['metadata'] for c in _nb['cells']], [{}, {'tags': ['parameters']}, {}])
+_nb = dict(cells=[dict(cell_type='code', metadata={}, source='', outputs=[dict(output_type='stream', name='stderr', text='  ' + TQDM_RESIDUE + '\n'),
+                                                                       dict(output_type='stream', name='stderr', text='\n')])])
+scrub_notebook(_nb)
+test_eq(_nb['cells'][0]['outputs'], [])   # the warning's residue and a blank stream are nothing for a reader
 
 # %%
 _nb = inject_parameters(json.loads(TOY.read_text()), dict(profile='smoke', seed=2))

@@ -205,7 +205,7 @@ def label_injected(nb:dict, m:dict) -> dict:
 
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
     "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
-    from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook
+    from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook, drop_empty_tags
     from trustlib.results import atomic_write_text
     run_dir = Path(run_dir); m = load_run(run_dir)
     if m.get('status') != 'complete': raise ConfigError(f"only a complete run can be published; {run_dir} is {m.get('status')!r}")
@@ -225,8 +225,7 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
     scrub_notebook(nb, (run_dir,))
     label_injected(nb, m)
-    for c in nb.get('cells', []):   # papermill's `tags: []` on every cell: no information (and jupytext would write it out)
-        if (c.get('metadata') or {}).get('tags') == []: del c['metadata']['tags']
+    drop_empty_tags(nb)
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),
              allowed_cell_metadata_keys=s.get('allowed_cell_metadata_keys', '').split(),
              clean_ids=s.get('clean_ids', 'True').lower() in ('true', '1', 'yes'))
