@@ -116,7 +116,17 @@ def _scores_1d(X, name:str="X") -> np.ndarray:
     return s
 
 class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
-    "Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
+    """Per-group thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator).
+
+    Parameters
+    ----------
+    constraint : str, default "demographic_parity"
+        one of CONSTRAINTS
+    tolerance : float, default 0.05
+        the largest allowed gap; > 0 (np.inf: no constraint)
+    grid_size : int, default 1001
+        thresholds per group, evenly spaced on [0, 1]
+    """
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
     def __init__(self, constraint:str="demographic_parity", # one of CONSTRAINTS
                  tolerance:float=0.05, # the largest allowed gap; > 0 (np.inf: no constraint)
@@ -162,7 +172,17 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
             y, # binary labels (two classes; the larger one is the positive class)
             *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
             ):
-        "Fit one threshold per group: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
+        """Fit one threshold per group: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance.
+
+        Parameters
+        ----------
+        X
+            scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+        y
+            binary labels (two classes; the larger one is the positive class)
+        sensitive_features : default None
+            the protected attribute: one label per row, exactly two distinct values (any hashable type)
+        """
         from sklearn.utils.validation import column_or_1d
         from sklearn.utils.multiclass import type_of_target
         self._check_params()
@@ -204,7 +224,15 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
     def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
                 *, sensitive_features=None, # one group label per row, among the two seen in fit
                 ) -> np.ndarray:
-        "Class predictions: the positive class where the score >= the threshold of the row's group."
+        """Class predictions: the positive class where the score >= the threshold of the row's group.
+
+        Parameters
+        ----------
+        X
+            scores P(y=1) in [0, 1], shape (n,) or (n, 1)
+        sensitive_features : default None
+            one group label per row, among the two seen in fit
+        """
         check_is_fitted(self, "thresholds_")
         s = _scores_1d(X); a = self._groups(sensitive_features, len(s), "predict")
         t = np.array(list(self.thresholds_.values()))[a]

@@ -82,7 +82,15 @@ def _as_keys(keys) -> np.ndarray:
 def hash64(keys, # integer key ids (array-like)
            seed:int=0, # hash seed: one seed = one random hash function
           ) -> np.ndarray:
-    "Seeded 64-bit hash of integer key ids (uint64 array)."
+    """Seeded 64-bit hash of integer key ids (uint64 array).
+
+    Parameters
+    ----------
+    keys
+        integer key ids (array-like)
+    seed : int, default 0
+        hash seed: one seed = one random hash function
+    """
     with np.errstate(over='ignore'):
         s = _mix64(np.array([int(seed) % 2**64], dtype=np.uint64))[0]
         return _mix64(_as_keys(keys) ^ s)
@@ -104,7 +112,15 @@ def _check_k(k) -> int:
 
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #5be94165
 class BottomK:
-    "Bottom-k (KMV) sketch: the k keys of smallest rank, with their ranks (ascending)."
+    """Bottom-k (KMV) sketch: the k keys of smallest rank, with their ranks (ascending).
+
+    Parameters
+    ----------
+    k : int
+        sketch size (>= 2)
+    seed : int, default 0
+        hash seed; only sketches with the same (k, seed) merge
+    """
     def __init__(self, k:int, # sketch size (>= 2)
                  seed:int=0): # hash seed; only sketches with the same (k, seed) merge
         self.k, self.seed = _check_k(k), int(seed)
@@ -234,7 +250,16 @@ def _best_time(fn, repeats:int=3) -> float:
 def throughput(k:int=128, # sketch size (k-partition/HLL++: k = 2^p registers)
                n_items:int=100_000, # keys per update
                repeats:int=3):
-    "Update throughput (items/s) of our sketches and datasketch's at equal k, and their ratios (a DataFrame)."
+    """Update throughput (items/s) of our sketches and datasketch's at equal k, and their ratios (a DataFrame).
+
+    Parameters
+    ----------
+    k : int, default 128
+        sketch size (k-partition/HLL++: k = 2^p registers)
+    n_items : int, default 100_000
+        keys per update
+    repeats : int, default 3
+    """
     import pandas as pd
     ds = _require_datasketch()
     ids = np.arange(n_items, dtype=np.int64); as_bytes = [str(i).encode() for i in range(n_items)]; as_int = list(range(n_items))
@@ -255,7 +280,15 @@ def throughput(k:int=128, # sketch size (k-partition/HLL++: k = 2^p registers)
 
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #f3150488
 class Universe:
-    "A ground set of keys with their ranks, sorted once (the rank domain)."
+    """A ground set of keys with their ranks, sorted once (the rank domain).
+
+    Parameters
+    ----------
+    n : int
+        number of keys (ids 0..n-1 unless `keys` is given)
+    seed : int, default 0
+    keys : default None
+    """
     def __init__(self, n:int, # number of keys (ids 0..n-1 unless `keys` is given)
                  seed:int=0, keys=None):
         self.keys = np.arange(n, dtype=np.int64) if keys is None else np.asarray(keys)
@@ -327,7 +360,19 @@ def algorithm1(oracles:dict, # name -> function(masks) -> answers
                r_list, # numbers of queries to report at (smaller batches are prefixes of the largest)
                rng, chunk:int=512):
     """AC24 Algorithm 1: r random halves of the ground set; score[x] = mean answer over the queries containing x.
-    Returns ({r: {oracle: scores}}, {oracle: all answers}, query sizes)."""
+    Returns ({r: {oracle: scores}}, {oracle: all answers}, query sizes).
+
+    Parameters
+    ----------
+    oracles : dict
+        name -> function(masks) -> answers
+    n : int
+        ground-set size
+    r_list
+        numbers of queries to report at (smaller batches are prefixes of the largest)
+    rng
+    chunk : int, default 512
+    """
     r_list = sorted(int(r) for r in r_list)
     S = {name: np.zeros(n) for name in oracles}; N = np.zeros(n)
     out, resp, sizes, done = {}, {name: [] for name in oracles}, [], 0
@@ -345,7 +390,16 @@ def algorithm1(oracles:dict, # name -> function(masks) -> answers
 def prefix_suffix_ratios(scores, # one score per key (higher: pushes estimates up)
                          estimate_set, # function(key positions) -> cardinality estimate
                          fractions) -> list[dict]:
-    "est/true of the prefix (highest scores) and the suffix (lowest scores) of the score order, per fraction."
+    """est/true of the prefix (highest scores) and the suffix (lowest scores) of the score order, per fraction.
+
+    Parameters
+    ----------
+    scores
+        one score per key (higher: pushes estimates up)
+    estimate_set
+        function(key positions) -> cardinality estimate
+    fractions
+    """
     o = np.argsort(-scores, kind='stable'); n = len(o); rows = []
     for f in fractions:
         m = max(1, int(round(f * n)))
@@ -355,12 +409,30 @@ def prefix_suffix_ratios(scores, # one score per key (higher: pushes estimates u
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #e2bca5f0
 def per_key_zcdp(participation, # number of queries each key took part in
                  sigma:float) -> np.ndarray:
-    "[Reconstruction] zCDP spent by each key under the basic robust estimator: two Gaussian steps of sensitivity 1 per query."
+    """[Reconstruction] zCDP spent by each key under the basic robust estimator: two Gaussian steps of sensitivity 1 per query.
+
+    Parameters
+    ----------
+    participation
+        number of queries each key took part in
+    sigma : float
+    """
     return np.asarray(participation, float) / sigma**2
 
 class BasicRobustResponder:
     """[Reconstruction] basic robust estimator on a bottom-k sketch: noisy threshold selection on a fixed
-    geometric grid so that c_τ(Q) ≈ k/2, then (c_τ(Q) + Z)/τ with Z ~ N(0, σ²)."""
+    geometric grid so that c_τ(Q) ≈ k/2, then (c_τ(Q) + Z)/τ with Z ~ N(0, σ²).
+
+    Parameters
+    ----------
+    uni : Universe
+    k : int
+    sigma : float
+        noise sd of both Gaussian steps
+    rng
+    per_octave : int, default 4
+    target : float|None, default None
+    """
     name = 'basic'
     def __init__(self, uni:Universe, k:int, sigma:float, # noise sd of both Gaussian steps
                  rng, per_octave:int=4, target:float|None=None):
@@ -385,7 +457,20 @@ class BasicRobustResponder:
 
 class TrackingResponder(BasicRobustResponder):
     """[Reconstruction] tracking estimator: participation counted on membership (x ∈ Q); keys that reach the budget
-    are deactivated and counted exactly; the active part goes through the basic robust estimator."""
+    are deactivated and counted exactly; the active part goes through the basic robust estimator.
+
+    Parameters
+    ----------
+    uni : Universe
+    k : int
+    sigma : float
+    rng
+    budget : int
+        participations before deactivation
+    capacity : int|None, default None
+        most deactivated keys it can store (None: unlimited)
+    **kw
+    """
     name = 'tracking'
     def __init__(self, uni:Universe, k:int, sigma:float, rng, budget:int, # participations before deactivation
                  capacity:int|None=None, # most deactivated keys it can store (None: unlimited)
@@ -437,7 +522,16 @@ class PrivateMedianResponder:
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #43176c94
 def inclusion_weights(n:int, pattern:str, # 'uniform' or 'pareto'
                       rng, alpha:float|None=None) -> np.ndarray:
-    "Per-key relative inclusion weights with mean 1: all ones, or Pareto(alpha) (classical, x_m = 1) normalised."
+    """Per-key relative inclusion weights with mean 1: all ones, or Pareto(alpha) (classical, x_m = 1) normalised.
+
+    Parameters
+    ----------
+    n : int
+    pattern : str
+        'uniform' or 'pareto'
+    rng
+    alpha : float|None, default None
+    """
     if pattern == 'uniform': return np.ones(n)
     if pattern == 'pareto':
         if alpha is None or alpha <= 1: raise ValueError("pattern 'pareto' needs alpha > 1 (finite mean)")
@@ -450,7 +544,26 @@ def adaptive_attack(responder, # object with .answer(masks) and .exhausted
                     A:float|None=None, # soft threshold (default n/4)
                     max_queries:int=10_000, batch:int=32, growth:float=0.05, z_thr:float=4.5,
                     fail_factor:float=2.0, eta:float=0.5, q_min:float=1e-4) -> dict:
-    "Run the adaptive mask-growing attack until the responder fails or `max_queries` queries were asked."
+    """Run the adaptive mask-growing attack until the responder fails or `max_queries` queries were asked.
+
+    Parameters
+    ----------
+    responder
+        object with .answer(masks) and .exhausted
+    n : int
+    rng
+    weights : default None
+        per-key inclusion weights (mean 1)
+    A : float|None, default None
+        soft threshold (default n/4)
+    max_queries : int, default 10_000
+    batch : int, default 32
+    growth : float, default 0.05
+    z_thr : float, default 4.5
+    fail_factor : float, default 2.0
+    eta : float, default 0.5
+    q_min : float, default 1e-4
+    """
     w = np.ones(n) if weights is None else np.asarray(weights, float)
     A = n / 4 if A is None else float(A)
     q = A / n
