@@ -477,10 +477,14 @@ def torch_generator(seed:int):
     g = torch.Generator(); g.manual_seed(int(seed)); return g
 
 def _key_words(k) -> list[int]:
-    "Entropy words for one `derive_seed` key: an int as itself; any other key by a 128-bit hash of its whole text, tagged so it cannot equal an int key."
+    """Entropy words for one `derive_seed` key. An int enters as itself; a string of up to 8 bytes as those bytes
+    read as a little-endian integer (the original encoding, kept so that seeds of short keys do not change); a
+    longer string as a 128-bit hash of the whole string, tagged above 2**64 so that it equals no short key."""
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool): return [int(k)]
-    h = hashlib.blake2b(str(k).encode(), digest_size=16).digest()
-    return [2**64 + int.from_bytes(h[i:i+8], 'little') for i in (0, 8)]
+    b = str(k).encode()
+    if len(b) <= 8: return [int.from_bytes(b, 'little')]
+    h = hashlib.blake2b(b, digest_size=16).digest()
+    return [2**64 + int.from_bytes(h[:8], 'little'), int.from_bytes(h[8:], 'little')]
 
 def derive_seed(seed:int, *keys) -> int:
     "A reproducible child seed of `seed` for the sub-task named by `keys` (ints or strings; a string counts as a whole, so keys that share a prefix differ)."
