@@ -846,7 +846,7 @@ def _key_words(k) -> list[int]:
     """Entropy words for one `derive_seed` key. An int enters as itself; a string of up to 8 bytes as those bytes
     read as a little-endian integer (the original encoding, kept so that seeds of short keys do not change); a
     longer string as a 128-bit hash of the whole string, tagged above 2**64 so that it equals no short key."""
-    if isinstance(k, (int, np.integer)) and not isinstance(k, bool): return [int(k)]
+    if isinstance(k, (int, np.integer)): return [int(k)]
     b = str(k).encode()
     if len(b) <= 8: return [int.from_bytes(b, 'little')]
     h = hashlib.blake2b(b, digest_size=16).digest()
