@@ -4,7 +4,7 @@
 
 # %% ../nbs/core/00_config.ipynb #1e71c61c
 from __future__ import annotations
-import contextlib, contextvars, dataclasses, math, os, random, re, reprlib, sys, types, typing, warnings
+import contextlib, contextvars, dataclasses, hashlib, math, os, random, re, reprlib, sys, types, typing, warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 import numpy as np
@@ -515,10 +515,19 @@ def torch_generator(seed:int):
     import torch
     g = torch.Generator(); g.manual_seed(int(seed)); return g
 
+def _key_words(k) -> list[int]:
+    """Entropy words for one `derive_seed` key. An int enters as itself; a string of up to 8 bytes as those bytes
+    read as a little-endian integer (the original encoding, kept so that seeds of short keys do not change); a
+    longer string as a 128-bit hash of the whole string, tagged above 2**64 so that it equals no short key."""
+    if isinstance(k, (int, np.integer)): return [int(k)]
+    b = str(k).encode()
+    if len(b) <= 8: return [int.from_bytes(b, 'little')]
+    h = hashlib.blake2b(b, digest_size=16).digest()
+    return [2**64 + int.from_bytes(h[:8], 'little'), int.from_bytes(h[8:], 'little')]
+
 def derive_seed(seed:int, *keys) -> int:
-    "A reproducible child seed of `seed` for the sub-task named by `keys` (ints or strings)."
-    ints = [k if isinstance(k, (int, np.integer)) else int.from_bytes(str(k).encode()[:8].ljust(8, b'\0'), 'little') for k in keys]
-    return int(np.random.SeedSequence([int(seed), *map(int, ints)]).generate_state(1)[0])
+    "A reproducible child seed of `seed` for the sub-task named by `keys` (ints or strings; a string counts as a whole, so keys that share a prefix differ)."
+    return int(np.random.SeedSequence([int(seed), *(w for k in keys for w in _key_words(k))]).generate_state(1)[0])
 
 @contextlib.contextmanager
 def torch_threads(n:int|None):
