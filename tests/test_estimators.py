@@ -158,9 +158,11 @@ def test_rf_random_state():
 
 def test_rto_inputs():
     s, y, a = _scores(1000)
-    with pytest.raises(ValueError, match="fairlearn.postprocessing.ThresholdOptimizer"):
-        RelaxedThresholdOptimizer(tolerance=0).fit(s, y, sensitive_features=a)
-    for bad in (-0.1, float("nan"), "0.1"):
+    with pytest.raises(ValueError, match="randomized=True"):        # exact parity needs the randomised solution
+        RelaxedThresholdOptimizer(tolerance=0, randomized=False).fit(s, y, sensitive_features=a)
+    h = RelaxedThresholdOptimizer(tolerance=0).fit(s, y, sensitive_features=a)
+    assert h.feasible_ and h.val_gap_ <= 1e-7 and h.binds_
+    for bad in (-0.1, float("nan"), "0.1", True):
         with pytest.raises(ValueError, match="tolerance"): RelaxedThresholdOptimizer(tolerance=bad).fit(s, y, sensitive_features=a)
     with pytest.raises(ValueError, match=r"\[0, 1\]"): RelaxedThresholdOptimizer().fit(s * 3 - 1, y, sensitive_features=a)
     with pytest.raises(ValueError, match="NaN"): RelaxedThresholdOptimizer().fit(np.where(a == 1, np.nan, s), y, sensitive_features=a)
@@ -168,6 +170,8 @@ def test_rto_inputs():
     with pytest.raises(ValueError, match="exactly two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.zeros(len(s)))
     with pytest.raises(ValueError, match="Only binary"): RelaxedThresholdOptimizer().fit(s, np.arange(len(s)) % 3, sensitive_features=a)
     with pytest.raises(TypeError, match="sensitive_features"): RelaxedThresholdOptimizer().fit(s, y)
+    with pytest.raises(ValueError, match="randomized"): RelaxedThresholdOptimizer(randomized="yes").fit(s, y, sensitive_features=a)
+    with pytest.raises(ValueError, match="random_state"): RelaxedThresholdOptimizer(random_state=0.5).fit(s, y, sensitive_features=a)
     # string (and other hashable) group labels; predict maps them as in fit and refuses unseen ones
     lab = np.where(a == 1, "B", "A")
     h = RelaxedThresholdOptimizer(tolerance=0.02).fit(s, y, sensitive_features=lab)
@@ -188,18 +192,23 @@ def test_rto_degenerate_warns():
     s, y, a = _scores(1000)
     # on the coarse grid {0, 0.5, 1} only the trivial pairs meet a tiny tolerance
     with pytest.warns(UserWarning, match="degenerate_ is True"):
-        h = RelaxedThresholdOptimizer(tolerance=1e-9, grid_size=3).fit(s, y, sensitive_features=a)
+        h = RelaxedThresholdOptimizer(tolerance=1e-9, grid_size=3, randomized=False).fit(s, y, sensitive_features=a)
     assert h.degenerate_ and len(np.unique(h.predict(s, sensitive_features=a))) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # a normal fit does not warn
-        assert not RelaxedThresholdOptimizer(tolerance=0.01).fit(s, y, sensitive_features=a).degenerate_
+        assert not RelaxedThresholdOptimizer(tolerance=0.01, randomized=False).fit(s, y, sensitive_features=a).degenerate_
+        assert not RelaxedThresholdOptimizer(tolerance=0.0).fit(s, y, sensitive_features=a).degenerate_
     # scores that carry no information within groups of very different base rates: parity only at a trivial answer
     rng = np.random.default_rng(0); n = 400
     a2 = np.repeat([0, 1], n // 2); y2 = np.r_[np.zeros(n // 2 - 10), np.ones(10), np.ones(n // 2)].astype(int)
     s2 = np.where(a2 == 1, 0.9, 0.1)
     with pytest.warns(UserWarning, match="degenerate_ is True"):
-        h = RelaxedThresholdOptimizer(tolerance=0.01).fit(s2, y2, sensitive_features=a2)
+        h = RelaxedThresholdOptimizer(tolerance=0.01, randomized=False).fit(s2, y2, sensitive_features=a2)
     assert h.feasible_ and h.degenerate_ and len(np.unique(h.predict(s2, sensitive_features=a2))) == 1
+    # the randomised solution meets the same constraint by randomising within the groups instead
+    h = RelaxedThresholdOptimizer(tolerance=0.01).fit(s2, y2, sensitive_features=a2)
+    p = h.pmf_predict(s2, sensitive_features=a2)[:, 1]
+    assert h.feasible_ and abs(p[a2 == 1].mean() - p[a2 == 0].mean()) <= 0.01 + 1e-7
 
 
 def test_swapped_arguments_raise():
@@ -244,18 +253,45 @@ class _Identity(ClassifierMixin, BaseEstimator):
 @pytest.mark.parametrize("constraint", ["demographic_parity", "true_positive_rate_parity"])
 @pytest.mark.parametrize("tol", [0.01, 0.05, 0.1])
 def test_against_fairlearn(constraint, tol):
-    """Deterministic thresholds cannot beat fairlearn's randomised optimum at the same tolerance (up to the
-    grids), and come close to it. fairlearn's accuracy is the expectation under its randomisation."""
+    """At the same tolerance the LP (randomized=True) matches fairlearn's randomised optimum (fairlearn searches a
+    grid of 1,000 rates, so it can only be a little worse); the deterministic grid cannot beat it and comes close.
+    Accuracies are expectations under the randomisation."""
     from fairlearn.postprocessing import ThresholdOptimizer
     s, y, a = _scores(3000, seed=0)
-    ours = RelaxedThresholdOptimizer(constraint, tol).fit(s, y, sensitive_features=a)
-    acc_ours = float((ours.predict(s, sensitive_features=a) == y).mean())
     fl = ThresholdOptimizer(estimator=_Identity().fit(s[:, None], y), constraints=constraint, prefit=True,
                             predict_method="predict_proba", tol=tol).fit(s[:, None], y, sensitive_features=a)
     p = fl._pmf_predict(s[:, None], sensitive_features=a)[:, 1]
     acc_fl = float(np.mean(np.where(y == 1, p, 1 - p)))
+    lp = RelaxedThresholdOptimizer(constraint, tol).fit(s, y, sensitive_features=a)
+    q = lp.pmf_predict(s, sensitive_features=a)[:, 1]
+    assert lp.feasible_ and lp.val_gap_ <= tol + 1e-7
+    assert abs(float(np.mean(np.where(y == 1, q, 1 - q))) - lp.val_accuracy_) < 1e-9
+    assert acc_fl <= lp.val_accuracy_ + 1e-6 and lp.val_accuracy_ - acc_fl < 2e-3, (lp.val_accuracy_, acc_fl)
+    ours = RelaxedThresholdOptimizer(constraint, tol, randomized=False).fit(s, y, sensitive_features=a)
+    acc_ours = float((ours.predict(s, sensitive_features=a) == y).mean())
     assert ours.feasible_ and ours.val_gap_ <= tol + 1e-12
-    assert acc_ours <= acc_fl + 0.002, (acc_ours, acc_fl)          # no better than the randomised optimum (grid slack)
-    assert acc_ours >= acc_fl - 0.01, (acc_ours, acc_fl)           # and close to it
-    if constraint == "demographic_parity":                         # fairlearn meets the same relaxed constraint
+    assert acc_ours <= lp.val_accuracy_ + 1e-9, (acc_ours, lp.val_accuracy_)   # no better than the exact optimum
+    assert acc_ours >= acc_fl - 0.01, (acc_ours, acc_fl)                     # and close to it
+    if constraint == "demographic_parity":                                   # both meet the same relaxed constraint
         assert abs(p[a == 1].mean() - p[a == 0].mean()) <= tol + 1e-3
+        assert abs(q[a == 1].mean() - q[a == 0].mean()) <= tol + 1e-7
+
+
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equalized_odds"])
+def test_lp_against_fairlearn_strict(constraint):
+    "Exact parity (τ = 0), including equalized odds, where fairlearn has no relaxed version: the same optimum."
+    from fairlearn.postprocessing import ThresholdOptimizer
+    s, y, a = _scores(3000, seed=1)
+    fl = ThresholdOptimizer(estimator=_Identity().fit(s[:, None], y), constraints=constraint, prefit=True,
+                            predict_method="predict_proba").fit(s[:, None], y, sensitive_features=a)
+    p = fl._pmf_predict(s[:, None], sensitive_features=a)[:, 1]
+    acc_fl = float(np.mean(np.where(y == 1, p, 1 - p)))
+    lp = RelaxedThresholdOptimizer(constraint, 0.0).fit(s, y, sensitive_features=a)
+    assert acc_fl <= lp.val_accuracy_ + 1e-6 and lp.val_accuracy_ - acc_fl < 2e-3, (lp.val_accuracy_, acc_fl)
+    q = lp.pmf_predict(s, sensitive_features=a)[:, 1]
+    for m in ([np.ones_like(y, bool)] if constraint == "demographic_parity" else [y == 1, y == 0]):
+        assert abs(q[m & (a == 1)].mean() - q[m & (a == 0)].mean()) < 1e-6
+    # realised predictions: drawn from random_state, reproducible, and near the expectation
+    d1, d2 = lp.predict(s, sensitive_features=a), lp.predict(s, sensitive_features=a)
+    np.testing.assert_array_equal(d1, d2)
+    assert abs(float((d1 == y).mean()) - lp.val_accuracy_) < 0.02
