@@ -222,7 +222,7 @@ def test_method_grid_and_profiles():
     assert len(g) == 3 + 3 * 2 + 3 * 4 + 3 * 4 * 2 + 3 * 4 and {d['method'] for d in g} == set(METHODS)
     assert all(d['top_p'] == 1.0 for d in g if d['method'] in ('B1', 'P1', 'PA3'))
     c = Config.from_params("cpu")
-    assert (c.sampling_rate, c.compositions, c.delta, c.n_seeds) == (0.0125, 40, 1 / 1600, 10)
+    assert (c.sampling_rate, c.compositions, c.delta, c.n_seeds) == (0.0125, 40, 1 / 1600, 20)
     assert Config.from_params("full").n_seeds >= 10
 
 

@@ -8,16 +8,16 @@ import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from ..results import Result, Verdict, judge
+from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci
 
 # %% auto #0
 __all__ = ['METHODS', 'PAPER_ACCOUNTANT', 'PAPER', 'VERDICT_RULES', 'TEXT_INSTRUCTION', 'Config', 'epsilon_poisson_gaussian',
            'epsilon_fixed_subsample', 'epsilon_poisson_rdp', 'sigma_for_epsilon', 'vocab_space_limit',
            'tang_distributions', 'pta_distributions', 'noisy_aggregate', 'check_method', 'dp_next_token', 'draw_groups',
            'dp_generate', 'GincWorld', 'make_ginc_world', 'OracleLM', 'generate_oracle_batch', 'contextual_calibration',
-           'icl_predict', 'llr_true_vs_rest', 'method_grid', 'privacy_sigmas', 'accountant_table', 'claim_accountant',
-           'claim_p1_beats_b1', 'claim_r0_bound', 'claim_distinguishable', 'claim_small_k', 'claim_topp', 'claims',
-           'run', 'text_generation_prompt', 'text_icl_accuracy', 'text_dp_demos']
+           'icl_predict', 'llr_true_vs_rest', 'method_grid', 'privacy_sigmas', 'accountant_table', 'side', 'settle',
+           'claim_accountant', 'claim_p1_beats_b1', 'claim_r0_bound', 'claim_distinguishable', 'claim_small_k',
+           'claim_topp', 'claims', 'run', 'text_generation_prompt', 'text_icl_accuracy', 'text_dp_demos']
 
 # %% ../../nbs/papers/privacy/pta.ipynb #adad145e
 METHODS = {  # method code -> (how the M distributions are formed, whether V_pub is also cut by top-p)
@@ -73,7 +73,7 @@ class Config(BaseConfig):
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=10, n_val_seeds=4, n_concepts=10, n_entities=10, n_slots=10, vocab_size=150, n_queries=100,
+        "cpu": dict(n_seeds=20, n_val_seeds=4, n_concepts=10, n_entities=10, n_slots=10, vocab_size=150, n_queries=100,
                     epsilons=(1.0, 2.0, 4.0, 8.0), methods=tuple(METHODS), k_values=(10, 25, 150), alphas=(1.0, 1.5, 2.0, 5.0),
                     top_ps=(0.7, 0.9), accountant="prv", accountant_rows=tuple(PAPER_ACCOUNTANT)),
         "full": dict(n_seeds=20, n_val_seeds=10, n_concepts=10, n_entities=10, n_slots=10, vocab_size=150, n_queries=200,
@@ -680,8 +680,7 @@ PAPER = {
 }
 VERDICT_RULES = dict(
     accountant_tol=0.2,         # |our epsilon - the reference epsilon| for every sigma of the recomputed rows (and excess over nominal)
-    win_share=0.7,              # P1 > B1 in at least this share of test worlds (with a positive mean gap) -> reproduced
-    k_small_better_share=0.75,  # B1 with the smallest k >= B1 with the largest k at this share of the finite epsilons
+    k_small_better_share=0.75,  # B1 with the smallest k significantly above B1 with the largest k at this share of the finite epsilons (and below at none)
 )
 
 def method_grid(cfg) -> list[dict]:
@@ -832,11 +831,40 @@ def _eps_name(e) -> str: return "ε=∞" if e == math.inf else f"ε={e:g}"
 def _eps_key(e) -> str: return "eps_inf" if e == math.inf else "eps" + f"{e:g}".replace(".", "_").replace("-", "m").replace("+", "")
 
 # %% ../../nbs/papers/privacy/pta.ipynb #a8074fcd
-def _paired(chosen, a, b, e):
-    "Per-test-world accuracy of method a minus method b at epsilon e (selected hyperparameters)."
-    x = chosen[(chosen.method == a) & (chosen.eps == e)].set_index('world').acc
-    y = chosen[(chosen.method == b) & (chosen.eps == e)].set_index('world').acc
+def _paired(chosen, a, b, e, col:str='acc'):
+    "Per-test-world `col` of method a minus method b at epsilon e (selected hyperparameters)."
+    x = chosen[(chosen.method == a) & (chosen.eps == e)].set_index('world')[col]
+    y = chosen[(chosen.method == b) & (chosen.eps == e)].set_index('world')[col]
     return (x - y.loc[x.index]).to_numpy() if len(x) and len(y) else np.array([])
+
+def side(e:Estimate, threshold:float=0.0) -> str:
+    "'+' if the whole interval of `e` lies above `threshold`, '-' if wholly below, '0' if it is the single point `threshold` (no variation: neither), '?' if it touches or straddles it (or has none)."
+    if math.isnan(e.value) or not e.has_interval: return "?"
+    if e.lo == e.hi == threshold: return "0"
+    return "+" if e.lo > threshold else "-" if e.hi < threshold else "?"
+
+def settle(sides, verdict_of) -> str:
+    "The verdict `verdict_of(sides)` gives whichever way the undecided '?' fall (to '+' or to '-'), else 'inconclusive'. `verdict_of` must be monotone: turning a '-' into '+' never weakens it."
+    best, worst = verdict_of(["+" if s == "?" else s for s in sides]), verdict_of(["-" if s == "?" else s for s in sides])
+    return best if best == worst else "inconclusive"
+
+def _joint(diffs:list, level:float=0.95) -> list[Estimate]:
+    "Bonferroni-adjusted Student-t intervals of the means of several samples of paired differences (jointly at `level`)."
+    lvl = 1 - (1 - level) / max(len(diffs), 1)
+    return [mean_ci(d, lvl) if len(d) else Estimate(math.nan, math.nan, math.nan, 0, lvl) for d in diffs]
+
+def _ci(e:Estimate, digits:int=3) -> str:
+    "An estimate with its interval and the interval's level (Bonferroni levels shown to 0.1 %)."
+    if not e.has_interval: return f"{e.value:.{digits}g} (n = {e.n}, no interval)"
+    lv = f"{e.level:.1%}".replace(".0%", "%")
+    return f"{e.value:.{digits}g} ({lv} CI {e.lo:.{digits}g} to {e.hi:.{digits}g}, n = {e.n})"
+
+def _verdict_kw(v:str) -> dict:
+    return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
+
+def _undecided_note(names, sides) -> str:
+    u = [n for n, s in zip(names, sides) if s == "?"]
+    return f"within noise (interval contains 0): {', '.join(u)}" if u else ""
 
 def claim_accountant(acct, sigmas) -> Verdict|None:
     "The paper's σ values give its ε under the PRV accountant (None without recomputed rows)."
@@ -853,66 +881,94 @@ def claim_accountant(acct, sigmas) -> Verdict|None:
                  + "; our grid search for this run's setting: "
                  + ", ".join(f"ε={e:g} → σ={s:.2f}" for e, s in sigmas.items() if e != math.inf),
                  reproduced=bool(err <= tol and over <= tol),
-                 rule_text=f"reproduced if every recomputed ε is within ±{tol} of its reference value and at most {tol} above the nominal ε")
+                 rule_text=f"reproduced if every recomputed ε is within ±{tol} of its reference value and at most {tol} above the nominal ε",
+                 reason="deterministic numerical accounting (no sampling error; prv-accountant's own ε-error is 0.01)")
 
 def claim_p1_beats_b1(chosen, e:float, headline:bool=False) -> Verdict|None:
-    "PTA (P1) is more accurate than Tang (B1) at ε = e, paired by test world (None if either was not run at e)."
-    d = _paired(chosen, 'P1', 'B1', e)
+    "PTA (P1) is more accurate than Tang (B1) at ε = e: 95 % interval of the per-world gap above 0 (None if either was not run at e)."
+    d = _paired(chosen, 'P1', 'B1', e) * 100
     if not len(d): return None
-    share = VERDICT_RULES['win_share']
     p1 = _mean_se(chosen[(chosen.method == 'P1') & (chosen.eps == e)].acc * 100); b1 = _mean_se(chosen[(chosen.method == 'B1') & (chosen.eps == e)].acc * 100)
-    win, gap = float((d > 0).mean()), float(d.mean() * 100)
+    est = mean_ci(d)
     return judge(f"PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = {e:g}", PAPER['acc_eps1' if e == 1.0 else 'acc_eps8'],
-                 f"oracle GINC-like: P1 {p1[0]:.1f} ± {p1[1]:.1f} vs B1 {b1[0]:.1f} ± {b1[1]:.1f} (gap {gap:+.1f} points; "
-                 f"P1 ahead in {win:.0%} of {len(d)} test worlds)",
-                 reproduced=bool(gap > 0 and win >= share), partially=bool(gap > 0),
-                 rule_text=f"reproduced if the mean gap P1 − B1 > 0 and P1 is ahead in ≥ {share:.0%} of the test worlds; partially if the mean gap > 0",
+                 f"oracle GINC-like: P1 {p1[0]:.1f} ± {p1[1]:.1f} vs B1 {b1[0]:.1f} ± {b1[1]:.1f} (mean ± s.e.); gap P1 − B1 {_ci(est)} points; "
+                 f"P1 ahead in {float((d > 0).mean()):.0%} of {len(d)} test worlds",
+                 rule=Rule('>', 0.0, what="mean gap P1 − B1 (points)"), value=est,
                  reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC", headline=headline)
 
 def claim_r0_bound(chosen, fixed, sigmas) -> Verdict|None:
-    "Every DP method at every finite ε lies between zero-shot and real 4-shot ICL (None without a finite ε)."
-    zs = _mean_se(fixed[fixed.method == 'zero-shot'].acc * 100)[0]; r0 = _mean_se(fixed[fixed.method == 'R0'].acc * 100)[0]
-    dp = chosen[chosen.eps.isin([e for e in sigmas if e != math.inf])].groupby(['method', 'eps']).acc.mean() * 100
+    "R0 lies above every DP method at every finite ε, and every DP method above zero-shot, per world and jointly (None without a finite ε)."
+    fin = [e for e in sigmas if e != math.inf]
+    dp = chosen[chosen.eps.isin(fin) & chosen.method.isin(list(METHODS))]
     if not len(dp): return None
-    below, above = bool((dp < r0).all()), bool((dp > zs).all())
+    base = {m: fixed[fixed.method == m].set_index('world').acc for m in ('R0', 'zero-shot')}
+    keys = list(dp.groupby(['method', 'eps']).groups)
+    diffs, names = [], []
+    for m, e in keys:
+        x = dp[(dp.method == m) & (dp.eps == e)].set_index('world').acc
+        diffs += [(base['R0'].loc[x.index] - x).to_numpy() * 100, (x - base['zero-shot'].loc[x.index]).to_numpy() * 100]
+        names += [f"R0 − {m} at {_eps_name(e)}", f"{m} − zero-shot at {_eps_name(e)}"]
+    est = _joint(diffs); sides = [side(x) for x in est]
+    v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "not_reproduced")
+    against = [n for n, s in zip(names, sides) if s == "-"]
+    zs, r0 = float(base['zero-shot'].mean() * 100), float(base['R0'].mean() * 100)
+    r0_gap = [x for x, n in zip(est, names) if n.startswith("R0")]; zs_gap = [x for x, n in zip(est, names) if not n.startswith("R0")]
+    lo_r0 = min(r0_gap, key=lambda x: x.value)
     return judge("Real 4-shot ICL (R0) is an upper bound for DP-ICL, and DP demonstrations beat zero-shot", PAPER['r0'],
-                 f"R0 {r0:.1f}, zero-shot {zs:.1f}; DP methods at finite ε range {dp.min():.1f}–{dp.max():.1f}",
-                 reproduced=below and above, partially=below or above,
-                 rule_text="reproduced if every selected DP method at every finite ε is below R0 and above zero-shot; partially if one of the two holds")
+                 f"R0 {r0:.1f}, zero-shot {zs:.1f}; DP methods at finite ε range {dp.groupby(['method', 'eps']).acc.mean().min() * 100:.1f}–"
+                 f"{dp.groupby(['method', 'eps']).acc.mean().max() * 100:.1f}; smallest R0 − DP gap {_ci(lo_r0)} points; "
+                 f"smallest DP − zero-shot gap {_ci(min(zs_gap, key=lambda x: x.value))} points"
+                 + (f"; against the claim: {', '.join(against)}" if against else ""),
+                 **_verdict_kw(v),
+                 rule_text="per selected DP method and finite ε, the per-world gaps R0 − DP and DP − zero-shot (Bonferroni, 95 % jointly); reproduced if every "
+                           "interval lies above 0; not reproduced if any lies below 0 (a DP method above R0 or below zero-shot); inconclusive otherwise",
+                 reason="; ".join(s for s in ("R0: 4 real demonstrations drawn at random, averaged over draws", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
 
 def claim_distinguishable(cfg, chosen, e:float) -> Verdict|None:
-    "P1's demonstrations exceed the log-likelihood-ratio threshold more often than B1's at ε = e (None if either is missing)."
+    "P1's demonstrations exceed the log-likelihood-ratio threshold more often than B1's at ε = e: 95 % interval of the per-world gap above 0 (None if either is missing)."
+    d = _paired(chosen, 'P1', 'B1', e, 'llr_share') * 100
+    if not len(d): return None
     x = chosen[(chosen.method.isin(['P1', 'B1'])) & (chosen.eps == e)].groupby('method').llr_share.mean() * 100
-    if len(x) != 2: return None
     return judge(f"PTA's synthetic demonstrations are more distinguishable than Tang's (ε = {e:g})", PAPER['dist'],
-                 f"share with log-likelihood ratio true vs best other concept > {cfg.llr_threshold:g}: P1 {x['P1']:.1f}% vs B1 {x['B1']:.1f}%",
-                 reproduced=bool(x['P1'] > x['B1']), rule_text="reproduced if P1's share > B1's share",
+                 f"share with log-likelihood ratio true vs best other concept > {cfg.llr_threshold:g}: P1 {x['P1']:.1f}% vs B1 {x['B1']:.1f}%; "
+                 f"gap {_ci(mean_ci(d))} points",
+                 rule=Rule('>', 0.0, what="mean gap in share P1 − B1 (points)"), value=mean_ci(d),
                  reason="exact likelihoods of our world; threshold 0 instead of the paper's Lemma-1 constant")
 
 def claim_small_k(pw, sigmas) -> Verdict|None:
-    "B1 with the smallest k is at least as accurate as with the largest k (None with one k or no finite ε)."
+    "B1 with the smallest k is more accurate than with the largest k, per finite ε and world (None with one k or no finite ε)."
     test = pw[(pw.split == 'test') & (pw.method == 'B1')]
     ks, fin = sorted(test.k.unique()), [e for e in sigmas if e != math.inf]
     if len(ks) < 2 or not fin: return None
     by = test.groupby(['eps', 'k']).acc.mean().unstack('k') * 100
-    by = by.loc[[e for e in fin if e in by.index]]
-    share, need = float((by[ks[0]] >= by[ks[-1]]).mean()), VERDICT_RULES['k_small_better_share']
+    eps = [e for e in fin if e in by.index]
+    if not eps: return None
+    W = test.pivot_table(index=['eps', 'world'], columns='k', values='acc') * 100
+    est = _joint([(W.loc[e][ks[0]] - W.loc[e][ks[-1]]).dropna().to_numpy() for e in eps]); sides = [side(x) for x in est]
+    need = VERDICT_RULES['k_small_better_share']
+    v = settle(sides, lambda s: "reproduced" if s.count("+") >= need * len(s) and "-" not in s else "partially" if "+" in s else "not_reproduced")
+    names = [_eps_name(e) for e in eps]
     return judge("Limiting the vocabulary (small k) helps DP generation", PAPER['k'],
-                 "B1 accuracy by k at finite ε: " + "; ".join(f"{_eps_name(e)}: " + ", ".join(f"k={k}: {by.loc[e, k]:.1f}" for k in ks) for e in by.index),
-                 reproduced=share >= need, partially=share > 0,
-                 rule_text=f"reproduced if B1 with k = {ks[0]} is at least as accurate as with k = {ks[-1]} at ≥ {need:.0%} of the finite ε; partially if at some",
-                 reason="test worlds, all k reported")
+                 "B1 accuracy by k at finite ε: " + "; ".join(f"{_eps_name(e)}: " + ", ".join(f"k={k}: {by.loc[e, k]:.1f}" for k in ks) for e in eps)
+                 + f"; gap k={ks[0]} − k={ks[-1]}: " + "; ".join(f"{n}: {_ci(x)}" for n, x in zip(names, est)),
+                 **_verdict_kw(v),
+                 rule_text=f"per finite ε, the per-world gap B1(k = {ks[0]}) − B1(k = {ks[-1]}) (Bonferroni, 95 % jointly); reproduced if it lies above 0 at "
+                           f"≥ {need:.0%} of the ε and below 0 at none; partially if above 0 at some; not reproduced if at none; inconclusive if undecided ε could change the verdict",
+                 reason="; ".join(s for s in ("test worlds, all k reported", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
 
 def claim_topp(chosen, sigmas) -> Verdict|None:
-    "At ε = 1, P1 is at least as accurate as PA2, PA3 and BA2 (None if P1, all of them, or ε = 1 are missing)."
+    "At ε = 1, P1 is more accurate than PA2, PA3 and BA2, per world and jointly (None if P1, all of them, or ε = 1 are missing)."
     others = [m for m in ('PA2', 'PA3', 'BA2') if m in set(chosen.method)]
     if 'P1' not in set(chosen.method) or not others or 1.0 not in sigmas: return None
     a = chosen[chosen.eps == 1.0].groupby('method').acc.mean() * 100
-    below = [m for m in others if a[m] <= a['P1']]
-    return judge("At ε = 1, P1 is at least as accurate as the top-p variants and PA3", PAPER['topp'],
-                 ", ".join(f"{m} {a[m]:.1f}" for m in ['P1'] + others),
-                 reproduced=len(below) == len(others), partially=bool(below),
-                 rule_text="reproduced if P1 ≥ each of PA2, PA3, BA2 (those run); partially if P1 ≥ some")
+    est = _joint([_paired(chosen, 'P1', m, 1.0) * 100 for m in others]); sides = [side(x) for x in est]
+    v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
+    return judge("At ε = 1, P1 is more accurate than the top-p variants and PA3", PAPER['topp'],
+                 ", ".join(f"{m} {a[m]:.1f}" for m in ['P1'] + others) + "; gaps " + "; ".join(f"P1 − {m}: {_ci(x)}" for m, x in zip(others, est)),
+                 **_verdict_kw(v),
+                 rule_text="per-world gaps P1 − PA2, P1 − PA3, P1 − BA2 (those run; Bonferroni, 95 % jointly); reproduced if every interval lies above 0; "
+                           "partially if some do; not reproduced if none does; inconclusive if undecided gaps could change the verdict",
+                 reason=_undecided_note([f"P1 − {m}" for m in others], sides) if v == "inconclusive" else "selected hyperparameters per method")
 
 def claims(cfg, acct, chosen, fixed, pw, sigmas) -> list[Verdict]:
     "Every claim the run can grade, in the paper's order, and the text-dataset claim (not testable offline)."
