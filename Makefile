@@ -52,10 +52,9 @@ clean: install
 # outputs and cell ids), then the notebooks are cleaned, the pairs normalised, trustlib/ and README regenerated.
 # trustlib/ is exported by tools/export.py: nbdev_export plus an export processor that copies the docments into
 # numpy-style docstrings (for help() and IDEs); use it (or `make export`) instead of a bare nbdev_export.
-NOTEBOOKS = $(shell find nbs -name '*.ipynb' -not -path '*/.*' -not -path '*/_*' | sort)
 sync: install
 	$(BIN)/python tools/nbfix.py --only=structure
-	$(BIN)/jupytext --sync --quiet $(NOTEBOOKS)
+	EDITED="$$($(BIN)/python tools/pairs.py --edited)"; if [ -n "$$EDITED" ]; then $(BIN)/jupytext --sync --quiet $$EDITED; fi
 	$(BIN)/nbdev_clean
 	$(BIN)/python tools/pairs.py --write
 	$(BIN)/python tools/export.py

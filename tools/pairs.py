@@ -2,6 +2,9 @@
 
 python tools/pairs.py --write   rewrite scripts/ from the notebooks (the .ipynb is the source of truth)
 python tools/pairs.py --check   exit 1 and list the pairs that are out of sync (used by the tests)
+python tools/pairs.py --edited  print the notebooks whose .ipynb or scripts/ pair differs from git's HEAD (what
+                                `make sync` hands to `jupytext --sync`, so that untouched notebooks are never
+                                rewritten from their pair because of a checkout's file times)
 """
 import sys
 from pathlib import Path
@@ -24,7 +27,18 @@ def render(nb: Path) -> str:
     n.metadata.setdefault("jupytext", {}).update(notebook_metadata_filter="-all", cell_metadata_filter="tags,-all")
     return jupytext.writes(n, fmt=FMT)
 
+def edited() -> list[Path]:
+    "Notebooks whose .ipynb or pair is modified or untracked in git (every notebook outside a git checkout)."
+    import subprocess
+    r = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all", "--", "nbs", "scripts"],
+                       capture_output=True, text=True)
+    if r.returncode: return notebooks()
+    paths = {(ROOT / line[3:].split(" -> ")[-1].strip('"')).resolve() for line in r.stdout.splitlines() if len(line) > 3}
+    return [nb for nb in notebooks() if nb.resolve() in paths or script_for(nb).resolve() in paths]
+
 def main(argv):
+    if "--edited" in argv:
+        print("\n".join(str(nb.relative_to(ROOT)) for nb in edited())); return 0
     write = "--write" in argv
     only = [Path(a).resolve() for a in argv if not a.startswith("--")]
     stale = []

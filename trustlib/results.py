@@ -12,8 +12,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['VERDICTS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable', 'write_json', 'Verdict',
-           'Estimate', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge', 'check_headline', 'Result', 'deterministic_metrics',
-           'record', 'verdict_counts', 'run_experiment']
+           'Estimate', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci',
+           'verdict_flags', 'Result', 'deterministic_metrics', 'record', 'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -117,7 +117,8 @@ class Estimate:
     def has_interval(self) -> bool: return math.isfinite(self.lo) and math.isfinite(self.hi)
     def __str__(self):
         if not self.has_interval: return f"{self.value:.3g} (n = {self.n}, no interval)"
-        return f"{self.value:.3g} ({self.level:.0%} CI {self.lo:.3g} to {self.hi:.3g}, n = {self.n})"
+        lv = f"{self.level:.1%}".replace(".0%", "%")   # 95%, but 97.5% or 98.3% for Bonferroni-adjusted levels
+        return f"{self.value:.3g} ({lv} CI {self.lo:.3g} to {self.hi:.3g}, n = {self.n})"
 
 def _sample(x) -> np.ndarray:
     x = np.asarray(x, dtype=float).ravel()
@@ -282,6 +283,27 @@ def check_headline(verdicts) -> Verdict|dict:
         claims = [v['claim'] if isinstance(v, dict) else v.claim for v in hl]
         raise ValueError(f"exactly one verdict must have headline=True; found {len(hl)} of {len(vs)}" + (f": {claims}" if claims else ""))
     return hl[0]
+
+# %% ../nbs/core/04_results.ipynb #6eff049b
+def side(e:Estimate, threshold:float=0.0) -> str:
+    "'+' if the whole interval of `e` lies above `threshold`, '-' if wholly below, '0' if it is the single point `threshold` (no variation: neither), '?' if it touches or straddles it (or has none)."
+    if math.isnan(e.value) or not e.has_interval: return "?"
+    if e.lo == e.hi == threshold: return "0"
+    return "+" if e.lo > threshold else "-" if e.hi < threshold else "?"
+
+def settle(sides, verdict_of:Callable) -> str:
+    "The verdict `verdict_of(sides)` gives whichever way the undecided '?' fall (to '+' or to '-'), else 'inconclusive'. `verdict_of` must be monotone: turning a '-' into '+' never weakens it."
+    best, worst = verdict_of(["+" if s == "?" else s for s in sides]), verdict_of(["-" if s == "?" else s for s in sides])
+    return best if best == worst else "inconclusive"
+
+def joint_ci(samples:list, level:float=0.95) -> list[Estimate]:
+    "Bonferroni-adjusted Student-t intervals of the means of several samples (e.g. paired differences), jointly at `level`; an empty sample gives a NaN estimate."
+    lvl = 1 - (1 - level) / max(len(samples), 1)
+    return [mean_ci(d, lvl) if len(d) else Estimate(math.nan, math.nan, math.nan, 0, lvl) for d in samples]
+
+def verdict_flags(v:str) -> dict:
+    "`judge`'s reproduced=/partially=/inconclusive= keywords for the verdict word `v` (anything else: not reproduced)."
+    return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
 
 # %% ../nbs/core/04_results.ipynb #50fee1fa
 @dataclass

@@ -161,7 +161,8 @@ class Estimate:
     def has_interval(self) -> bool: return math.isfinite(self.lo) and math.isfinite(self.hi)
     def __str__(self):
         if not self.has_interval: return f"{self.value:.3g} (n = {self.n}, no interval)"
-        return f"{self.value:.3g} ({self.level:.0%} CI {self.lo:.3g} to {self.hi:.3g}, n = {self.n})"
+        lv = f"{self.level:.1%}".replace(".0%", "%")   # 95%, but 97.5% or 98.3% for Bonferroni-adjusted levels
+        return f"{self.value:.3g} ({lv} CI {self.lo:.3g} to {self.hi:.3g}, n = {self.n})"
 
 def _sample(x) -> np.ndarray:
     x = np.asarray(x, dtype=float).ravel()
@@ -468,6 +469,62 @@ test_fail(lambda: judge("c", "p", "o", rule=rho, value=0.6, reproduced=True), co
 test_fail(lambda: judge("c", "p", "o", rule=rho), contains="needs the measured value=")
 test_fail(lambda: judge("c", "p", "o", value=0.6), contains="needs rule=Rule")
 test_fail(lambda: judge("c", "p", "o", rule=rho, value=0.6, rule_text="x"), contains="writes its own text")
+
+
+# %% [markdown]
+# ### Claims that read several intervals
+#
+# Some claims read several comparisons at once (a gap at every ε, a method against each alternative). Three
+# helpers keep such rules honest. `joint_ci` gives Bonferroni-adjusted intervals, so that the comparisons hold
+# jointly at the stated level. `side` says where one interval lies with respect to a threshold: wholly above
+# (`+`), wholly below (`-`), or touching or straddling it (`?`, undecided). `settle` gives a verdict only when it
+# does not depend on how the undecided comparisons would fall; otherwise the verdict is `inconclusive`.
+# `verdict_flags` turns a verdict word into `judge`'s `reproduced=`/`partially=`/`inconclusive=` form.
+
+# %%
+#| export
+def side(e:Estimate, threshold:float=0.0) -> str:
+    "'+' if the whole interval of `e` lies above `threshold`, '-' if wholly below, '0' if it is the single point `threshold` (no variation: neither), '?' if it touches or straddles it (or has none)."
+    if math.isnan(e.value) or not e.has_interval: return "?"
+    if e.lo == e.hi == threshold: return "0"
+    return "+" if e.lo > threshold else "-" if e.hi < threshold else "?"
+
+def settle(sides, verdict_of:Callable) -> str:
+    "The verdict `verdict_of(sides)` gives whichever way the undecided '?' fall (to '+' or to '-'), else 'inconclusive'. `verdict_of` must be monotone: turning a '-' into '+' never weakens it."
+    best, worst = verdict_of(["+" if s == "?" else s for s in sides]), verdict_of(["-" if s == "?" else s for s in sides])
+    return best if best == worst else "inconclusive"
+
+def joint_ci(samples:list, level:float=0.95) -> list[Estimate]:
+    "Bonferroni-adjusted Student-t intervals of the means of several samples (e.g. paired differences), jointly at `level`; an empty sample gives a NaN estimate."
+    lvl = 1 - (1 - level) / max(len(samples), 1)
+    return [mean_ci(d, lvl) if len(d) else Estimate(math.nan, math.nan, math.nan, 0, lvl) for d in samples]
+
+def verdict_flags(v:str) -> dict:
+    "`judge`'s reproduced=/partially=/inconclusive= keywords for the verdict word `v` (anything else: not reproduced)."
+    return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
+
+
+# %%
+from scipy import stats as _st
+
+# %%
+_e = lambda m, lo, hi: Estimate(m, lo, hi, 10)
+test_eq([side(_e(1, .5, 1.5)), side(_e(-1, -1.5, -.5)), side(_e(.2, -.1, .5)), side(_e(.5, 0., 1.)), side(Estimate(1, math.nan, math.nan, 1)), side(_e(0, 0, 0))],
+        ["+", "-", "?", "?", "?", "0"])          # an interval that touches the threshold is undecided
+test_eq(side(_e(.5, .45, .55), .4), "+")
+_all = lambda ss: "reproduced" if all(x == "+" for x in ss) else "partially" if "+" in ss else "not_reproduced"
+test_eq([settle(ss, _all) for ss in (["+", "+"], ["+", "-"], ["-", "-"], ["+", "?"], ["-", "?"], ["?", "?"])],
+        ["reproduced", "partially", "not_reproduced", "inconclusive", "inconclusive", "inconclusive"])
+test_eq(settle(["+", "?", "-"], _all), "partially")   # the undecided comparison cannot change this verdict
+j = joint_ci([np.array([0., 1., 2., 3.]), np.ones(3), []])
+test_eq([x.level for x in j], [1 - 0.05/3] * 3)
+test_close(j[0].hi, 1.5 + _st.t.ppf(1 - 0.05/6, 3) * np.std([0, 1, 2, 3], ddof=1) / 2, eps=1e-9)   # Student-t at the adjusted level
+assert math.isnan(j[2].value) and j[2].n == 0
+test_eq(str(mean_ci([1., 2., 3.], 0.975)), "2 (97.5% CI -1.58 to 5.58, n = 3)")
+test_eq(str(mean_ci([1., 2., 3.])).split(" CI")[0], "2 (95%")
+test_eq(verdict_flags("partially"), dict(reproduced=False, partially=True, inconclusive=False))
+test_eq(judge("c", "p", "o", rule_text="r", **verdict_flags("inconclusive")).verdict, "inconclusive")
+test_eq(judge("c", "p", "o", rule_text="r", **verdict_flags("not_reproduced")).verdict, "not_reproduced")
 # the headline
 vs = [judge("a", "p", "o", rule=rho, value=0.6, headline=True), judge("b", "p", "o", verdict="illustrated", reason="r")]
 test_eq(check_headline(vs).claim, "a")

@@ -8,16 +8,16 @@ import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci
+from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci, side, settle, joint_ci, verdict_flags
 
 # %% auto #0
 __all__ = ['METHODS', 'PAPER_ACCOUNTANT', 'PAPER', 'VERDICT_RULES', 'TEXT_INSTRUCTION', 'Config', 'epsilon_poisson_gaussian',
            'epsilon_fixed_subsample', 'epsilon_poisson_rdp', 'sigma_for_epsilon', 'vocab_space_limit',
            'tang_distributions', 'pta_distributions', 'noisy_aggregate', 'check_method', 'dp_next_token', 'draw_groups',
            'dp_generate', 'GincWorld', 'make_ginc_world', 'OracleLM', 'generate_oracle_batch', 'contextual_calibration',
-           'icl_predict', 'llr_true_vs_rest', 'method_grid', 'privacy_sigmas', 'accountant_table', 'side', 'settle',
-           'claim_accountant', 'claim_p1_beats_b1', 'claim_r0_bound', 'claim_distinguishable', 'claim_small_k',
-           'claim_topp', 'claims', 'run', 'text_generation_prompt', 'text_icl_accuracy', 'text_dp_demos']
+           'icl_predict', 'llr_true_vs_rest', 'method_grid', 'privacy_sigmas', 'accountant_table', 'claim_accountant',
+           'claim_p1_beats_b1', 'claim_r0_bound', 'claim_distinguishable', 'claim_small_k', 'claim_topp', 'claims',
+           'run', 'text_generation_prompt', 'text_icl_accuracy', 'text_dp_demos']
 
 # %% ../../nbs/papers/privacy/pta.ipynb #adad145e
 METHODS = {  # method code -> (how the M distributions are formed, whether V_pub is also cut by top-p)
@@ -837,31 +837,6 @@ def _paired(chosen, a, b, e, col:str='acc'):
     y = chosen[(chosen.method == b) & (chosen.eps == e)].set_index('world')[col]
     return (x - y.loc[x.index]).to_numpy() if len(x) and len(y) else np.array([])
 
-def side(e:Estimate, threshold:float=0.0) -> str:
-    "'+' if the whole interval of `e` lies above `threshold`, '-' if wholly below, '0' if it is the single point `threshold` (no variation: neither), '?' if it touches or straddles it (or has none)."
-    if math.isnan(e.value) or not e.has_interval: return "?"
-    if e.lo == e.hi == threshold: return "0"
-    return "+" if e.lo > threshold else "-" if e.hi < threshold else "?"
-
-def settle(sides, verdict_of) -> str:
-    "The verdict `verdict_of(sides)` gives whichever way the undecided '?' fall (to '+' or to '-'), else 'inconclusive'. `verdict_of` must be monotone: turning a '-' into '+' never weakens it."
-    best, worst = verdict_of(["+" if s == "?" else s for s in sides]), verdict_of(["-" if s == "?" else s for s in sides])
-    return best if best == worst else "inconclusive"
-
-def _joint(diffs:list, level:float=0.95) -> list[Estimate]:
-    "Bonferroni-adjusted Student-t intervals of the means of several samples of paired differences (jointly at `level`)."
-    lvl = 1 - (1 - level) / max(len(diffs), 1)
-    return [mean_ci(d, lvl) if len(d) else Estimate(math.nan, math.nan, math.nan, 0, lvl) for d in diffs]
-
-def _ci(e:Estimate, digits:int=3) -> str:
-    "An estimate with its interval and the interval's level (Bonferroni levels shown to 0.1 %)."
-    if not e.has_interval: return f"{e.value:.{digits}g} (n = {e.n}, no interval)"
-    lv = f"{e.level:.1%}".replace(".0%", "%")
-    return f"{e.value:.{digits}g} ({lv} CI {e.lo:.{digits}g} to {e.hi:.{digits}g}, n = {e.n})"
-
-def _verdict_kw(v:str) -> dict:
-    return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
-
 def _undecided_note(names, sides) -> str:
     u = [n for n, s in zip(names, sides) if s == "?"]
     return f"within noise (interval contains 0): {', '.join(u)}" if u else ""
@@ -891,7 +866,7 @@ def claim_p1_beats_b1(chosen, e:float, headline:bool=False) -> Verdict|None:
     p1 = _mean_se(chosen[(chosen.method == 'P1') & (chosen.eps == e)].acc * 100); b1 = _mean_se(chosen[(chosen.method == 'B1') & (chosen.eps == e)].acc * 100)
     est = mean_ci(d)
     return judge(f"PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = {e:g}", PAPER['acc_eps1' if e == 1.0 else 'acc_eps8'],
-                 f"oracle GINC-like: P1 {p1[0]:.1f} ± {p1[1]:.1f} vs B1 {b1[0]:.1f} ± {b1[1]:.1f} (mean ± s.e.); gap P1 − B1 {_ci(est)} points; "
+                 f"oracle GINC-like: P1 {p1[0]:.1f} ± {p1[1]:.1f} vs B1 {b1[0]:.1f} ± {b1[1]:.1f} (mean ± s.e.); gap P1 − B1 {str(est)} points; "
                  f"P1 ahead in {float((d > 0).mean()):.0%} of {len(d)} test worlds",
                  rule=Rule('>', 0.0, what="mean gap P1 − B1 (points)"), value=est,
                  reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC", headline=headline)
@@ -908,7 +883,7 @@ def claim_r0_bound(chosen, fixed, sigmas) -> Verdict|None:
         x = dp[(dp.method == m) & (dp.eps == e)].set_index('world').acc
         diffs += [(base['R0'].loc[x.index] - x).to_numpy() * 100, (x - base['zero-shot'].loc[x.index]).to_numpy() * 100]
         names += [f"R0 − {m} at {_eps_name(e)}", f"{m} − zero-shot at {_eps_name(e)}"]
-    est = _joint(diffs); sides = [side(x) for x in est]
+    est = joint_ci(diffs); sides = [side(x) for x in est]
     v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "not_reproduced")
     against = [n for n, s in zip(names, sides) if s == "-"]
     zs, r0 = float(base['zero-shot'].mean() * 100), float(base['R0'].mean() * 100)
@@ -916,10 +891,10 @@ def claim_r0_bound(chosen, fixed, sigmas) -> Verdict|None:
     lo_r0 = min(r0_gap, key=lambda x: x.value)
     return judge("Real 4-shot ICL (R0) is an upper bound for DP-ICL, and DP demonstrations beat zero-shot", PAPER['r0'],
                  f"R0 {r0:.1f}, zero-shot {zs:.1f}; DP methods at finite ε range {dp.groupby(['method', 'eps']).acc.mean().min() * 100:.1f}–"
-                 f"{dp.groupby(['method', 'eps']).acc.mean().max() * 100:.1f}; smallest R0 − DP gap {_ci(lo_r0)} points; "
-                 f"smallest DP − zero-shot gap {_ci(min(zs_gap, key=lambda x: x.value))} points"
+                 f"{dp.groupby(['method', 'eps']).acc.mean().max() * 100:.1f}; smallest R0 − DP gap {str(lo_r0)} points; "
+                 f"smallest DP − zero-shot gap {str(min(zs_gap, key=lambda x: x.value))} points"
                  + (f"; against the claim: {', '.join(against)}" if against else ""),
-                 **_verdict_kw(v),
+                 **verdict_flags(v),
                  rule_text="per selected DP method and finite ε, the per-world gaps R0 − DP and DP − zero-shot (Bonferroni, 95 % jointly); reproduced if every "
                            "interval lies above 0; not reproduced if any lies below 0 (a DP method above R0 or below zero-shot); inconclusive otherwise",
                  reason="; ".join(s for s in ("R0: 4 real demonstrations drawn at random, averaged over draws", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
@@ -931,7 +906,7 @@ def claim_distinguishable(cfg, chosen, e:float) -> Verdict|None:
     x = chosen[(chosen.method.isin(['P1', 'B1'])) & (chosen.eps == e)].groupby('method').llr_share.mean() * 100
     return judge(f"PTA's synthetic demonstrations are more distinguishable than Tang's (ε = {e:g})", PAPER['dist'],
                  f"share with log-likelihood ratio true vs best other concept > {cfg.llr_threshold:g}: P1 {x['P1']:.1f}% vs B1 {x['B1']:.1f}%; "
-                 f"gap {_ci(mean_ci(d))} points",
+                 f"gap {str(mean_ci(d))} points",
                  rule=Rule('>', 0.0, what="mean gap in share P1 − B1 (points)"), value=mean_ci(d),
                  reason="exact likelihoods of our world; threshold 0 instead of the paper's Lemma-1 constant")
 
@@ -944,14 +919,14 @@ def claim_small_k(pw, sigmas) -> Verdict|None:
     eps = [e for e in fin if e in by.index]
     if not eps: return None
     W = test.pivot_table(index=['eps', 'world'], columns='k', values='acc') * 100
-    est = _joint([(W.loc[e][ks[0]] - W.loc[e][ks[-1]]).dropna().to_numpy() for e in eps]); sides = [side(x) for x in est]
+    est = joint_ci([(W.loc[e][ks[0]] - W.loc[e][ks[-1]]).dropna().to_numpy() for e in eps]); sides = [side(x) for x in est]
     need = VERDICT_RULES['k_small_better_share']
     v = settle(sides, lambda s: "reproduced" if s.count("+") >= need * len(s) and "-" not in s else "partially" if "+" in s else "not_reproduced")
     names = [_eps_name(e) for e in eps]
     return judge("Limiting the vocabulary (small k) helps DP generation", PAPER['k'],
                  "B1 accuracy by k at finite ε: " + "; ".join(f"{_eps_name(e)}: " + ", ".join(f"k={k}: {by.loc[e, k]:.1f}" for k in ks) for e in eps)
-                 + f"; gap k={ks[0]} − k={ks[-1]}: " + "; ".join(f"{n}: {_ci(x)}" for n, x in zip(names, est)),
-                 **_verdict_kw(v),
+                 + f"; gap k={ks[0]} − k={ks[-1]}: " + "; ".join(f"{n}: {str(x)}" for n, x in zip(names, est)),
+                 **verdict_flags(v),
                  rule_text=f"per finite ε, the per-world gap B1(k = {ks[0]}) − B1(k = {ks[-1]}) (Bonferroni, 95 % jointly); reproduced if it lies above 0 at "
                            f"≥ {need:.0%} of the ε and below 0 at none; partially if above 0 at some; not reproduced if at none; inconclusive if undecided ε could change the verdict",
                  reason="; ".join(s for s in ("test worlds, all k reported", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
@@ -961,11 +936,11 @@ def claim_topp(chosen, sigmas) -> Verdict|None:
     others = [m for m in ('PA2', 'PA3', 'BA2') if m in set(chosen.method)]
     if 'P1' not in set(chosen.method) or not others or 1.0 not in sigmas: return None
     a = chosen[chosen.eps == 1.0].groupby('method').acc.mean() * 100
-    est = _joint([_paired(chosen, 'P1', m, 1.0) * 100 for m in others]); sides = [side(x) for x in est]
+    est = joint_ci([_paired(chosen, 'P1', m, 1.0) * 100 for m in others]); sides = [side(x) for x in est]
     v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
     return judge("At ε = 1, P1 is more accurate than the top-p variants and PA3", PAPER['topp'],
-                 ", ".join(f"{m} {a[m]:.1f}" for m in ['P1'] + others) + "; gaps " + "; ".join(f"P1 − {m}: {_ci(x)}" for m, x in zip(others, est)),
-                 **_verdict_kw(v),
+                 ", ".join(f"{m} {a[m]:.1f}" for m in ['P1'] + others) + "; gaps " + "; ".join(f"P1 − {m}: {str(x)}" for m, x in zip(others, est)),
+                 **verdict_flags(v),
                  rule_text="per-world gaps P1 − PA2, P1 − PA3, P1 − BA2 (those run; Bonferroni, 95 % jointly); reproduced if every interval lies above 0; "
                            "partially if some do; not reproduced if none does; inconclusive if undecided gaps could change the verdict",
                  reason=_undecided_note([f"P1 − {m}" for m in others], sides) if v == "inconclusive" else "selected hyperparameters per method")

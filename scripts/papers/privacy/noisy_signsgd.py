@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from trustlib.results import Result, Verdict, Rule, Estimate, judge, mean_ci, run_experiment
+from trustlib.results import Result, Verdict, Rule, Estimate, judge, mean_ci, run_experiment, side, settle, verdict_flags
 from trustlib.privacy import accounting as acct
 
 # %%
@@ -726,32 +726,12 @@ def learning_summary(C) -> "pd.DataFrame":
 
 VERDICT_LEVEL = 0.95   # joint coverage of the intervals one rule reads (Bonferroni over its comparisons)
 
-def side(e:Estimate, threshold:float=0.0) -> str:
-    "'+' if the whole interval of `e` lies above `threshold`, '-' if wholly below, '0' if it is the single point `threshold` (no variation: neither), '?' if it touches or straddles it (or has none)."
-    if math.isnan(e.value) or not e.has_interval: return "?"
-    if e.lo == e.hi == threshold: return "0"
-    return "+" if e.lo > threshold else "-" if e.hi < threshold else "?"
-
-def settle(sides, verdict_of) -> str:
-    "The verdict `verdict_of(sides)` gives whichever way the undecided '?' fall (to '+' or to '-'), else 'inconclusive'. `verdict_of` must be monotone: turning a '-' into '+' never weakens it."
-    best, worst = verdict_of(["+" if s == "?" else s for s in sides]), verdict_of(["-" if s == "?" else s for s in sides])
-    return best if best == worst else "inconclusive"
-
 def _est_from_moments(mean:float, sd:float, n:int, level:float) -> Estimate:
     "Student-t interval of a mean from its sample mean, sd and size (no interval for n < 2 or a NaN sd)."
     from scipy.stats import t as student_t
     if n < 2 or not math.isfinite(sd): return Estimate(mean, math.nan, math.nan, n, level)
     half = float(student_t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, n, level)
-
-def _ci(e:Estimate, digits:int=3) -> str:
-    "An estimate with its interval and the interval's level (Bonferroni levels shown to 0.1 %)."
-    if not e.has_interval: return f"{e.value:.{digits}g} (n = {e.n}, no interval)"
-    lv = f"{e.level:.1%}".replace(".0%", "%")
-    return f"{e.value:.{digits}g} ({lv} CI {e.lo:.{digits}g} to {e.hi:.{digits}g}, n = {e.n})"
-
-def _verdict_kw(v:str) -> dict:
-    return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
 
 def _claim_amplification(E, tradeoff_gap:float) -> tuple[dict, Verdict]:
     "Claim 1 (headline): the sign's ε is below DP-SGD's exact ε at every (σ/Δ, T) (partially: only below its RDP ε)."
@@ -789,7 +769,7 @@ def _claim_estimation(B) -> tuple[dict, Verdict]:
         f"MSE(Gauss)/MSE(logistic) in [{m['estimation_ratio_min']:.3f}, {m['estimation_ratio_max']:.3f}] over {len(B)} (ε, τ) points; "
         f"Gaussian significantly lower at (ε, τ) = {at('+')}; logistic significantly lower at {at('-')}; undecided at {at('?')}; "
         f"vs logistic accounted by its pure-DP bound: Gaussian lower in {m['estimation_gauss_beats_pure_logistic_frac']:.0%}",
-        **_verdict_kw(v),
+        **verdict_flags(v),
         rule_text="at each (ε, τ) the interval over draws of MSE(Gauss) − MSE(logistic) (Bonferroni, 95 % jointly); reproduced if below 0 at "
                   "every point; partially if at some; not reproduced if at none; inconclusive if undecided points could change the verdict",
         reason="both noises calibrated to the same (ε, δ, T) with their RDP for the d-vector (d = the model's parameter count; for logistic noise the sup over how "
@@ -810,7 +790,7 @@ def _claim_learning(cfg:Config, C) -> tuple[dict, Verdict]:
         m.update(learn_gauss_minus_logistic_mean=float(d.mean()), learn_gauss_minus_logistic_lo=est.lo, learn_gauss_minus_logistic_hi=est.hi,
                  learn_gauss_minus_logistic_pos=pos, learn_pairs=int(len(d)), learn_sign_test_p=p)
         by_eps = d.groupby(level="eps").mean()
-        ours = (f"acc(Gauss) − acc(logistic) = {_ci(est)} over {len(per_seed)} seeds (mean over ε); by ε: "
+        ours = (f"acc(Gauss) − acc(logistic) = {str(est)} over {len(per_seed)} seeds (mean over ε); by ε: "
                 + ", ".join(f"ε={e:g}: {x:+.4f}" for e, x in by_eps.items()) + f"; Gaussian higher in {pos}/{len(d)} (ε, seed) pairs (sign test p = {p:.3g})")
     else: est, ours = Estimate(math.nan, math.nan, math.nan, 0), "methods not run"
     return m, judge(
@@ -840,11 +820,11 @@ def _claim_rescue(cfg:Config, C) -> tuple[dict, Verdict]:
                  noisy_mv_acc=float(mv.test_acc.mean()), rescue_min_gain=float(gain.min()), rescue_gain_lo=rescue.lo,
                  cause_gain_lo=cause.lo)
         ours = (f"SignSGD non-IID {m['signsgd_noniid_acc']:.3f} (IID {m['signsgd_iid_acc']:.3f}) vs Noisy SignSGD majority vote {m['noisy_mv_acc']:.3f} "
-                f"(mean over ε, seeds); gain of the noise {_ci(rescue)}; gain of IID data for SignSGD {_ci(cause)}")
+                f"(mean over ε, seeds); gain of the noise {str(rescue)}; gain of IID data for SignSGD {str(cause)}")
     return m, judge(
         "SignSGD fails under data heterogeneity and adding noise before the sign fixes it",
         "abstract (after Chen et al. 2020): 'fails to converge in the presence of data heterogeneity, and a simple fix is to add Gaussian noise'",
-        ours, **_verdict_kw(v),
+        ours, **verdict_flags(v),
         rule_text="per seed, the gain of noisy over noiseless majority-vote SignSGD (mean over ε) and the gain of SignSGD-IID over SignSGD-non-IID; "
                   "reproduced if both intervals (Bonferroni, 95 % jointly) lie above 5 points; partially if only the first does; "
                   "inconclusive if an interval straddles 5 points and that could change the verdict",
@@ -870,11 +850,11 @@ def _claim_competitive(cfg:Config, C) -> tuple[dict, Verdict]:
                  noisy_minus_dpsgd_lo_by_eps={f"{k:g}": float(x.lo) for k, x in est.items()},
                  bits_ratio=float(dp.bits_per_round.iloc[0] / ng.bits_per_round.iloc[0]))
         ours = (f"final train loss < initial in {int((ng.train_loss < ng.initial_loss).sum())}/{len(ng)} runs; accuracy − DP-SGD by ε: "
-                + "; ".join(f"ε={k:g}: {_ci(x)}" for k, x in est.items()) + f"; {m['bits_ratio']:.0f}× fewer uplink bits")
+                + "; ".join(f"ε={k:g}: {str(x)}" for k, x in est.items()) + f"; {m['bits_ratio']:.0f}× fewer uplink bits")
     return m, judge(
         "Noisy SignSGD converges and is competitive with DP-SGD while communicating much less",
         "convergence theorem; 'competitive performance while significantly reducing the communication overhead'", ours,
-        **_verdict_kw(v),
+        **verdict_flags(v),
         rule_text="reproduced if the training loss decreases in every Noisy SignSGD (Gaussian) run and at every ε the interval over seeds of its paired "
                   "accuracy gap to DP-SGD (Bonferroni over ε, 95 % jointly) lies above −3 points; partially if the loss decreases and some ε's interval does; "
                   "inconclusive if intervals straddling −3 points could change the verdict",
