@@ -8,10 +8,10 @@ import itertools, math, re, warnings
 from dataclasses import dataclass
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from ..results import Result, judge
+from ..results import Result, judge, mean_ci
 
 # %% auto #0
-__all__ = ['ALGORITHM_HELP', 'DATASETS', 'BOUNDS_CLAIM', 'BOUNDS_RULE', 'parse_algorithm', 'Config', 'dp_gap', 'eo_gap',
+__all__ = ['ALGORITHM_HELP', 'DATASETS', 'DOUBLE', 'BOUNDS_CLAIM', 'BOUNDS_RULE', 'parse_algorithm', 'Config', 'dp_gap', 'eo_gap',
            'bounded_difference_constants', 'mi_bound', 'cmi_bound', 'individual_cmi_bound',
            'exact_supersample_analysis', 'Supersample', 'stratified_supersample', 'draw_masks', 'halves', 'discrete_mi',
            'pairwise_information', 'fit_fair_logreg_batch', 'decision', 'newton_lr_class', 'FairnessTask',
@@ -53,9 +53,9 @@ class Config(BaseConfig):
     newton_iter: int = param(50, "maximum (Gauss-)Newton iterations of the logistic-regression fits", ge=5, max=5000)
     min_info_masks: int = param(8, "cells whose information terms come from fewer masks are left out of the bound comparison", ge=2, max=5000)
     PROFILE_DEFAULTS = {
-        "cpu": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=4, n_masks=20,
+        "cpu": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=10, n_masks=20,
                     algorithms=("erm", "diffdp_0.5", "diffdp_1", "diffdp_5", "expgrad_dp", "threshold_dp"), expgrad_masks=4),
-        "full": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=10, n_masks=50,
+        "full": dict(datasets=("compas", "adult"), sizes=(50, 100, 200, 400, 800), n_supersamples=20, n_masks=50,
                      algorithms=("erm", "diffdp_0.5", "diffdp_1", "diffdp_5", "expgrad_dp", "threshold_dp"), expgrad_masks=50),
     }
     def validate(self):
@@ -602,12 +602,13 @@ def run_supersample(task:FairnessTask, n:int, seed:int, cfg:Config) -> tuple[lis
 
 # %% ../../nbs/papers/fairness/fairness_generalization.ipynb #734a6fe5
 def _tci(x) -> tuple[float, float, float]:
-    "Mean and 95% t-interval half-width of x (NaN width for one value)."
-    from scipy.stats import t as student
+    "Mean, 95% t-interval half-width (`trustlib.results.mean_ci`; NaN for one value) and count of the finite values of x."
     x = np.asarray(x, float); x = x[np.isfinite(x)]
     if len(x) == 0: return float('nan'), float('nan'), 0
-    if len(x) < 2: return float(x.mean()), float('nan'), len(x)
-    return float(x.mean()), float(student.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))), len(x)
+    e = mean_ci(x)
+    return e.value, (e.hi - e.lo) / 2 if e.has_interval else float('nan'), e.n
+
+DOUBLE = 1.8   # "nearly double": the ratio to ERM's error that claim 2 asks for
 
 def summarize(points, info) -> tuple:
     "Per (dataset, algorithm, n): means with 95% intervals over supersamples; and the paired differences to ERM."
@@ -631,53 +632,85 @@ def summarize(points, info) -> tuple:
         base = ss_mean[ss_mean.algorithm == 'erm'].set_index(['dataset', 'n', 'supersample'])['gen_dp']
         for (d, a, n), g in ss_mean[ss_mean.algorithm != 'erm'].groupby(['dataset', 'algorithm', 'n'], sort=False):
             dd = g.set_index(['dataset', 'n', 'supersample'])['gen_dp'] - base.reindex(g.set_index(['dataset', 'n', 'supersample']).index)
+            b = base.reindex(g.set_index(['dataset', 'n', 'supersample']).index)
             mean, ci, k = _tci(dd.values)
+            m2, ci2, _ = _tci(g.set_index(['dataset', 'n', 'supersample'])['gen_dp'].values - DOUBLE * b.values)
             diffs.append(dict(dataset=d, algorithm=a, n=n, gen_dp=float(g.gen_dp.mean()),
-                              gen_dp_erm=float(base.xs(n, level='n').xs(d, level='dataset').mean()), gen_dp_minus_erm=mean, ci=ci, supersamples=k))
+                              gen_dp_erm=float(base.xs(n, level='n').xs(d, level='dataset').mean()), gen_dp_minus_erm=mean, ci=ci,
+                              gen_dp_minus_double_erm=m2, ci_double=ci2, supersamples=k))
     return summary, pd.DataFrame(diffs)
 
 # %% ../../nbs/papers/fairness/fairness_generalization.ipynb #1a254ade
+_ORDER = ("not_reproduced", "inconclusive", "partially", "reproduced")
+
 def _combine(levels:list[str]) -> str:
-    if all(l == "reproduced" for l in levels): return "reproduced"
-    if all(l == "not_reproduced" for l in levels): return "not_reproduced"
-    return "partially"
+    "Datasets' outcomes combined: all reproduced; some at least partially; all not reproduced; else inconclusive."
+    if levels and all(l == "reproduced" for l in levels): return "reproduced"
+    if any(l in ("reproduced", "partially") for l in levels): return "partially"
+    if levels and all(l == "not_reproduced" for l in levels): return "not_reproduced"
+    return "inconclusive"
 
 def _graded(claim:str, paper:str, ours:str, level:str, rule_text:str, reason:str, headline:bool=False):
-    "A claim whose datasets' outcomes were combined into `level` (reproduced / partially / not_reproduced)."
+    "A claim whose datasets' outcomes were combined into `level` (one of reproduced / partially / inconclusive / not_reproduced)."
+    if level not in _ORDER: raise ValueError(f"unknown level {level!r}")
     return judge(claim, paper, ours, reproduced=level == "reproduced", partially=level == "partially",
-                 rule_text=rule_text, reason=reason, headline=headline)
+                 inconclusive=level == "inconclusive", rule_text=rule_text, reason=reason, headline=headline)
 
 def _key(algorithm:str) -> str: return algorithm.replace('.', 'p')   # metric keys carry no dots: diffdp_0.5 -> diffdp_0p5
 
-def _sig_gen(r) -> bool: return bool(np.isfinite(r.gen_dp_ci) and r.gen_dp - r.gen_dp_ci > 0)
+def _lo(mean, ci) -> float: return float(mean - ci) if np.isfinite(ci) else float('nan')
+def _hi(mean, ci) -> float: return float(mean + ci) if np.isfinite(ci) else float('nan')
+def _above0(mean, ci) -> bool: return bool(np.isfinite(ci) and mean - ci > 0)        # the whole interval above 0
+def _atmost0(mean, ci) -> bool: return bool(np.isfinite(ci) and mean + ci <= 0)      # the whole interval at or below 0
+def _sig_gen(r) -> bool: return _above0(r.gen_dp, r.gen_dp_ci)
+def _pm(mean, ci) -> str: return f"{mean:+.3f}±{ci:.3f}"
 
 def overfitting_outcome(S, algorithms, n_min:int) -> tuple[str, str, list]:
     "Claim 1 on one dataset (`S`: its summary indexed by (algorithm, n)): outcome, our numbers, the overfitting algorithms."
     over = [a for a in algorithms if _sig_gen(S.loc[(a, n_min)])]
-    level = "reproduced" if ('erm' in over and any(a in over for a in algorithms if a != 'erm')) else ("partially" if over else "not_reproduced")
-    ours = f"n={n_min}: " + ", ".join(f"{a} {S.loc[(a, n_min), 'gen_dp']:+.3f}±{S.loc[(a, n_min), 'gen_dp_ci']:.3f}" for a in algorithms)
+    if 'erm' in over and any(a in over for a in algorithms if a != 'erm'): level = "reproduced"
+    elif over: level = "partially"
+    elif all(_atmost0(S.loc[(a, n_min), 'gen_dp'], S.loc[(a, n_min), 'gen_dp_ci']) for a in algorithms): level = "not_reproduced"
+    else: level = "inconclusive"
+    ours = f"n={n_min}: " + ", ".join(f"{a} {_pm(S.loc[(a, n_min), 'gen_dp'], S.loc[(a, n_min), 'gen_dp_ci'])}" for a in algorithms)
     return level, ours, over
 
 def algorithm_outcome(S, Dd, n_min:int) -> tuple[str, str, float]:
     "Claim 2 on one dataset (`Dd`: paired differences to ERM at n_min, indexed by algorithm): outcome, our numbers, the largest difference."
-    erm_gen = float(S.loc[('erm', n_min), 'gen_dp'])
-    sig_up = [a for a in Dd.index if np.isfinite(Dd.loc[a, 'ci']) and Dd.loc[a, 'gen_dp_minus_erm'] - Dd.loc[a, 'ci'] > 0]
-    sig_any = [a for a in Dd.index if np.isfinite(Dd.loc[a, 'ci']) and abs(Dd.loc[a, 'gen_dp_minus_erm']) > Dd.loc[a, 'ci']]
-    doubles = [a for a in sig_up if erm_gen <= 0 or S.loc[(a, n_min), 'gen_dp'] >= 1.8 * erm_gen]
-    level = "reproduced" if doubles else ("partially" if sig_any else "not_reproduced")
+    erm, erm_ci = float(S.loc[('erm', n_min), 'gen_dp']), float(S.loc[('erm', n_min), 'gen_dp_ci'])
+    up = [a for a in Dd.index if _above0(Dd.loc[a, 'gen_dp_minus_erm'], Dd.loc[a, 'ci'])]
+    doubles = [a for a in Dd.index if _above0(Dd.loc[a, 'gen_dp_minus_double_erm'], Dd.loc[a, 'ci_double'])]
+    none_up = all(_atmost0(Dd.loc[a, 'gen_dp_minus_erm'], Dd.loc[a, 'ci']) for a in Dd.index)
+    erm_resolved = _above0(erm, erm_ci)
+    if not erm_resolved: level = "inconclusive"
+    elif doubles: level = "reproduced"
+    elif up: level = "partially"
+    elif none_up: level = "not_reproduced"
+    else: level = "inconclusive"
     top = Dd.gen_dp_minus_erm.idxmax()
-    ours = (f"n={n_min}: ERM {erm_gen:+.3f}; largest {top} {S.loc[(top, n_min), 'gen_dp']:+.3f} "
-            f"(Δ {Dd.loc[top, 'gen_dp_minus_erm']:+.3f}±{Dd.loc[top, 'ci']:.3f}); significantly above ERM: {sig_up or 'none'}; "
-            f"significantly different: {sig_any or 'none'}")
+    ours = (f"n={n_min}: ERM {_pm(erm, erm_ci)} ({'resolved' if erm_resolved else 'not resolved: a ratio to it is no evidence'}); "
+            f"largest {top} {S.loc[(top, n_min), 'gen_dp']:+.3f}, paired Δ {_pm(Dd.loc[top, 'gen_dp_minus_erm'], Dd.loc[top, 'ci'])}, "
+            f"gen − {DOUBLE:g}·ERM {_pm(Dd.loc[top, 'gen_dp_minus_double_erm'], Dd.loc[top, 'ci_double'])}; "
+            f"significantly above ERM: {up or 'none'}; resolved at ≥ {DOUBLE:g} × ERM: {doubles or 'none'}")
     return level, ours, float(Dd.loc[top, 'gen_dp_minus_erm'])
 
 def shrink_outcome(S, over, n_min:int, n_max:int) -> tuple[str, str, float]:
-    "Claim 3 on one dataset: outcome, our numbers and the share of overfitting algorithms whose error halves by n_max (NaN: none)."
+    "Claim 3 on one dataset: outcome, our numbers and the share of overfitting algorithms that resolvedly shrink (NaN: none to judge)."
     if not (over and n_max > n_min):
-        return "not_reproduced", (f"no algorithm overfits significantly at n={n_min}" if n_max > n_min else "one size only"), float('nan')
-    frac = len([a for a in over if S.loc[(a, n_max), 'gen_dp'] < 0.5 * S.loc[(a, n_min), 'gen_dp']]) / len(over)
-    level = "reproduced" if frac == 1 else ("partially" if frac >= 0.5 else "not_reproduced")
-    return level, ", ".join(f"{a} {S.loc[(a, n_min), 'gen_dp']:+.3f} → {S.loc[(a, n_max), 'gen_dp']:+.3f}" for a in over), frac
+        return "inconclusive", (f"no algorithm overfits significantly at n={n_min}: nothing to shrink" if n_max > n_min else "one size only"), float('nan')
+    grade = {}
+    for a in over:
+        lo_min, hi_min = _lo(S.loc[(a, n_min), 'gen_dp'], S.loc[(a, n_min), 'gen_dp_ci']), _hi(S.loc[(a, n_min), 'gen_dp'], S.loc[(a, n_min), 'gen_dp_ci'])
+        lo_max, hi_max = _lo(S.loc[(a, n_max), 'gen_dp'], S.loc[(a, n_max), 'gen_dp_ci']), _hi(S.loc[(a, n_max), 'gen_dp'], S.loc[(a, n_max), 'gen_dp_ci'])
+        grade[a] = ("halves" if hi_max < 0.5 * lo_min else "shrinks" if hi_max < lo_min else "grows" if lo_max > hi_min else "unresolved")
+    k = len(over); shrink = sum(g in ("halves", "shrinks") for g in grade.values()) / k
+    if all(g == "halves" for g in grade.values()): level = "reproduced"
+    elif shrink >= 0.5: level = "partially"
+    elif sum(g == "grows" for g in grade.values()) / k >= 0.5: level = "not_reproduced"
+    else: level = "inconclusive"
+    ours = ", ".join(f"{a} {_pm(S.loc[(a, n_min), 'gen_dp'], S.loc[(a, n_min), 'gen_dp_ci'])} → "
+                     f"{_pm(S.loc[(a, n_max), 'gen_dp'], S.loc[(a, n_max), 'gen_dp_ci'])} ({grade[a]})" for a in over)
+    return level, ours, shrink
 
 # %% ../../nbs/papers/fairness/fairness_generalization.ipynb #b90efae9
 def gap_claims(cfg:Config, summary, diffs) -> tuple[dict, list]:
@@ -689,29 +722,36 @@ def gap_claims(cfg:Config, summary, diffs) -> tuple[dict, list]:
         S = summary[summary.dataset == d].set_index(['algorithm', 'n'])
         l1, o1, over = overfitting_outcome(S, cfg.algorithms, n_min)
         m[f"{d}_overfitting_algorithms_at_n{n_min}"] = len(over)
+        if 'erm' in cfg.algorithms: m[f"{d}_erm_gen_dp_ci_n{n_min}"] = float(S.loc[('erm', n_min), 'gen_dp_ci'])
         for a in cfg.algorithms:
             m[f"{d}_{_key(a)}_gen_dp_n{n_min}"] = float(S.loc[(a, n_min), 'gen_dp']); m[f"{d}_{_key(a)}_gen_dp_n{n_max}"] = float(S.loc[(a, n_max), 'gen_dp'])
         if 'erm' in cfg.algorithms and len(diffs) and fair_algos:
             l2, o2, top = algorithm_outcome(S, diffs[(diffs.dataset == d) & (diffs.n == n_min)].set_index('algorithm'), n_min)
             m[f"{d}_max_gen_minus_erm_n{n_min}"] = top; o2 = f"{d} {o2}"
-        else: l2, o2 = "not_reproduced", f"{d}: needs 'erm' and a fairness-aware algorithm"
+        else: l2, o2 = "inconclusive", f"{d}: needs 'erm' and a fairness-aware algorithm"
         l3, o3, frac = shrink_outcome(S, over, n_min, n_max)
         if np.isfinite(frac): m[f"{d}_shrink_fraction"] = frac
         for i, (l, o) in enumerate(((l1, f"{d} {o1}"), (l2, o2), (l3, f"{d}: {o3}"))): lv[i].append(l); ours[i].append(o)
     where = f"{cfg.n_supersamples} supersamples × {cfg.n_masks} masks (expgrad: {cfg.expgrad_masks}); logistic-regression learners"
-    per = "; a dataset's outcome by the rule, datasets combined: reproduced if all reproduce it, not_reproduced if none does, else partially"
+    per = ("; a dataset's outcome by the rule, datasets combined: reproduced if all reproduce it, partially if some reproduce it at least "
+           "partially, not_reproduced if all contradict it, else inconclusive")
     v = [_graded("Fairness overfitting exists: the DP gap on unseen data exceeds the training gap, for ERM and fairness-aware learners",
                  "Figure 1 (COMPAS): non-zero test − train fairness for ERM and three fairness regularisers (no numbers available)",
                  "gen_DP mean ± 95% CI: " + "; ".join(ours[0]), _combine(lv[0]),
-                 f"reproduced if ERM and ≥ 1 fairness-aware algorithm have gen_DP significantly > 0 at n={n_min}; partially if some algorithm has" + per,
+                 f"reproduced if ERM and ≥ 1 fairness-aware algorithm have gen_DP significantly > 0 at n={n_min}; partially if some algorithm has; "
+                 "not_reproduced if every interval lies at or below 0; else inconclusive" + per,
                  where, headline=True),
          _graded("The fairness generalization error depends on the algorithm; some regularisers nearly double ERM's",
                  "Figure 1: some regularisers slightly reduce the error, others nearly double it relative to ERM", "; ".join(ours[1]), _combine(lv[1]),
-                 f"reproduced if some algorithm's paired (by supersample) difference to ERM is significantly > 0 and its error ≥ 1.8 × ERM's "
-                 f"(or ERM's ≤ 0) at n={n_min}; partially if some algorithm differs significantly from ERM" + per, where),
+                 f"at n={n_min}: inconclusive unless ERM's gen_DP is significantly > 0 (a ratio to an unresolved error is no evidence); then "
+                 f"reproduced if some algorithm's paired gen − {DOUBLE:g}·gen_ERM is significantly > 0, partially if some algorithm's paired "
+                 "gen − gen_ERM is significantly > 0, not_reproduced if every paired gen − gen_ERM interval lies at or below 0, else inconclusive" + per, where),
          _graded("The fairness generalization error shrinks as n grows", "Figure 1: decreasing with the number of training samples",
                  "; ".join(ours[2]), _combine(lv[2]),
-                 f"reproduced if every significantly overfitting algorithm at n={n_min} is below half of it at n={n_max}; partially if at least half are" + per, where)]
+                 f"per significantly overfitting algorithm at n={n_min}: halves if the upper end of its interval at n={n_max} is below half the lower "
+                 f"end at n={n_min}, shrinks if below the lower end, grows if its lower end at n={n_max} is above the upper end at n={n_min}; "
+                 "reproduced if all halve, partially if at least half shrink, not_reproduced if at least half grow, else (or with no overfitting "
+                 "algorithm) inconclusive" + per, where)]
     return m, v
 
 # %% ../../nbs/papers/fairness/fairness_generalization.ipynb #d71a5af8

@@ -34,8 +34,11 @@
 #   repository's ⌈1/α²⌉ (which reaches tens of thousands of levels on Adult, where α is small), and the
 #   repository's gate "boost only if that proxy MC > 0.05" is recorded but not applied, because on Adult it
 #   never fires and the claim could not be tested. Proxy forests use 50 trees (repository: 100) in the
-#   `cpu` profile. Proxy errors are estimated on the test split (as in the code); the proxy chosen for the
-#   target uses validation errors.
+#   `cpu` profile. The bound is checked on the test split with the proxy errors err(ĝ) estimated on the
+#   validation split, disjoint from the test rows (the official code measures err on the test rows
+#   themselves, where the inequality holds algebraically and cannot fail; we report that check too). The
+#   figures and the other claims use the official code's test-split errors. MA is the paper's |E[g(f − Y)]|;
+#   the code's "AE" (p_g·Δ²) is shown beside it.
 # - **Not testable offline:** the ACS numbers themselves. The `full` profile reads ACSIncome from a local
 #   `folktables` cache and stops with instructions when it is missing.
 # :::
@@ -54,7 +57,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from trustlib.results import Result, judge
+from trustlib.results import Result, judge, mean_ci
 from trustlib.metrics import check_sensitive_features
 
 # %%
@@ -96,7 +99,7 @@ ablation_variants: Optional[list[str]] = None  # other proxy variants: no_countr
 crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `ac01ede`, 170 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e8ea0b5`, 148 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
 
 # %%
 #| export
@@ -235,6 +238,13 @@ test_fail(lambda: group_matrix([np.array([4])], n=4), contains="outside 0..3")
 #   within-group ℓ₁ calibration error (the official code's `ECE_1`). A continuous score has (almost)
 #   one value per row, so MC is measured after discretising f to `m` levels, v = round(m·f)/m.
 #
+# **Which MA is compared.** MA(f, g) above is the paper's form |E[g·(f − Y)]| = p_g·|Δ_g| with
+# Δ_g = E[f | g = 1] − E[Y | g = 1]; every MA number on this page (violations, bounds, figures, claim 5) is
+# this one. The official code reports instead an "AE" entry p_g·Δ_g², a squared, prevalence-weighted form;
+# the two are related by AE = MA²/p_g, so they rank seeds alike but differ in scale (AE is far smaller).
+# `ae_violation` computes it, and the MA rows of the per-group table carry it as `ae_true` for reference;
+# the proxy bound above is a bound on MA, not on AE.
+#
 # The booster uses the squared version Σ_v P(f = v, g = 1)·(v − E[Y | f = v, g = 1])² (`p=2`, the code's
 # `ECE_2`); by Cauchy–Schwarz, MC(f, g)² ≤ P(g = 1)·(squared version), so driving the squared version
 # below α² drives MC below α. Expectations are empirical means over the rows given.
@@ -250,6 +260,13 @@ def ma_violation(f, y, groups) -> np.ndarray:
     f = np.asarray(f, np.float64); r = f - np.asarray(y, np.float64)
     G = group_matrix(groups, len(f))
     return np.abs(G.T.astype(np.float64) @ r) / len(f)
+
+def ae_violation(f, y, groups) -> np.ndarray:
+    "The official code's 'AE': p_g (E[f | g] - E[y | g])^2 = MA(f, g)^2 / p_g for every group (0 for an empty group)."
+    f = np.asarray(f, np.float64); y = np.asarray(y, np.float64)
+    G = group_matrix(groups, len(f)).astype(np.float64); p = G.mean(0)
+    d = np.divide(G.T @ (f - y), G.sum(0), out=np.zeros(G.shape[1]), where=G.sum(0) > 0)
+    return p * d ** 2
 
 def mc_violation(f, y, groups, m:int|None=None, # discretise f to m levels first (None: use f's distinct values)
                  p:int=1, # 1: MC (l1); 2: the squared, prevalence-weighted version used by MCBoost
@@ -296,6 +313,10 @@ for j in range(3):
     within = mc_violation(discretize(fr, 10)[gr[:, j]], yr[gr[:, j]], np.ones((gr[:, j].sum(), 1), bool))[0]
     test_close(mc_violation(fr, yr, gr, m=10)[j], gr[:, j].mean() * within)   # = p_g x within-group ECE_1
 assert (mc_violation(fr, yr, gr, m=10) ** 2 <= gr.mean(0) * mc_violation(fr, yr, gr, m=10, p=2) + 1e-12).all()
+# the official code's AE = p_g·Δ² against ours MA = p_g·|Δ|: AE = MA²/p_g, by hand on the first group
+_d0 = fr[gr[:, 0]].mean() - yr[gr[:, 0]].mean()
+test_close(ae_violation(fr, yr, gr)[0], gr[:, 0].mean() * _d0 ** 2); test_close(ma_violation(fr, yr, gr)[0], gr[:, 0].mean() * abs(_d0))
+test_close(ae_violation(fr, yr, gr), ma_violation(fr, yr, gr) ** 2 / gr.mean(0))
 mc_violation(fr, yr, gr, m=10), ma_violation(fr, yr, gr)
 
 
@@ -314,9 +335,13 @@ mc_violation(fr, yr, gr, m=10), ma_violation(fr, yr, gr)
 # exactly when MSE and err are measured on that sample (with the same discretised f for MC).
 #
 # The right-hand side needs only f, Y, the proxies and the proxy errors: err(ĝ) must be estimated once on
-# auxiliary data where the attribute is observed (the paper's assumption; the official code, and we, use the
-# test split's true groups for it). `bound_table` reports all terms per group; pass `groups=None` for the
-# deployment case where the true groups are unknown (then `err` must be given).
+# auxiliary data where the attribute is observed (the paper's assumption). The official code uses the test
+# split's true groups for it, the very rows on which the bound is then checked — and on those rows the
+# inequality holds *algebraically* (the argument above, applied to the empirical distribution), so such a
+# check cannot fail. The check that can fail estimates err(ĝ) on a **disjoint** labelled split (here the
+# validation split, where the attribute is observed) and checks the bound on the test rows; that is what
+# claim 1 is judged on. `bound_table` reports all terms per group; pass `err=` to use errors from elsewhere,
+# and `groups=None` for the deployment case where the true groups are unknown (then `err` must be given).
 
 # %%
 #| export
@@ -705,8 +730,13 @@ def load_experiment_data(cfg:Config):
     G = np.stack([gd[g] for g in cfg.group_names], 1)
     return X, y, G, strat, names
 
-def _rows(f_eval, y, G, H, cfg, kind, m=None, **tags):
+def _rows(f_eval, y, G, H, cfg, kind, m=None, err_aux=None, **tags):
+    "bound_table on the evaluation rows (err on those rows, as the official code does) plus, with `err_aux`, the bound with err from a disjoint split."
     T = bound_table(f_eval, y, H, G, kind=kind, m=(m or cfg.eval_levels) if kind == "mc" else None, names=cfg.group_names)
+    if err_aux is not None:
+        T['err_aux'] = np.asarray(err_aux, np.float64); T['term_aux'] = bound_term(T.err_aux.values, float(T.mse.iloc[0]))
+        T['bound_aux'] = T.proxy + T.term_aux; T['holds_aux'] = T['true'] <= T.bound_aux + 1e-12
+    if kind == "ma": T['ae_true'] = ae_violation(f_eval, y, G)
     T = T.reset_index()
     for k, v in tags.items(): T.insert(0, k, v)
     T.insert(len(tags), 'kind', kind)
@@ -741,8 +771,9 @@ def run_seed(cfg:Config, s:int, X, y, G, strat, progress:bool=False):
         f_ma = MABoost().fit(fv, y[va], sensitive_features=Hv).predict(ft, sensitive_features=Ht)
         tag = dict(seed=s, model=name)
         m_eval = mcb.m_ if mcb else cfg.eval_levels     # before and after on the same grid (the booster's, as in the official code)
-        tables += [_rows(ft, y[te], G[te], Ht, cfg, "mc", m_eval, stage="base", **tag), _rows(f_mc, y[te], G[te], Ht, cfg, "mc", m_eval, stage="adjusted", **tag),
-                   _rows(ft, y[te], G[te], Ht, cfg, "ma", stage="base", **tag), _rows(f_ma, y[te], G[te], Ht, cfg, "ma", stage="adjusted", **tag)]
+        ea = dict(err_aux=err_v)   # err(ĝ) from the validation split: disjoint from the test rows the bound is checked on
+        tables += [_rows(ft, y[te], G[te], Ht, cfg, "mc", m_eval, stage="base", **ea, **tag), _rows(f_mc, y[te], G[te], Ht, cfg, "mc", m_eval, stage="adjusted", **ea, **tag),
+                   _rows(ft, y[te], G[te], Ht, cfg, "ma", stage="base", **ea, **tag), _rows(f_ma, y[te], G[te], Ht, cfg, "ma", stage="adjusted", **ea, **tag)]
         diag.append(dict(seed=s, model=name, worst_bound_proxy=cfg.group_names[gw], val_proxy_mc=float(mc_v[gw]), val_max_proxy_mc=float(mc_v.max()),
                          alpha_mc=float(alpha_mc), repo_gate_fires=bool(mc_v[gw] > 0.05), boosted=bool(boosted),
                          patches=mcb.n_iter_ if mcb else 0, levels=mcb.m_ if mcb else cfg.eval_levels, stop=mcb.stop_reason_ if mcb else "not run",
@@ -840,9 +871,9 @@ def run(cfg:Config, progress:bool=True) -> Result:
     xc = pd.concat(xc, ignore_index=True) if xc else pd.DataFrame()
     worst = (per.groupby(['model', 'kind', 'stage', 'seed'])
              .agg(true_worst=('true', 'max'), proxy_worst=('proxy', 'max'), bound_worst=('bound', 'max'), mse=('mse', 'first'),
-                  all_hold=('holds', 'all')).reset_index())
+                  bound_aux_worst=('bound_aux', 'max'), all_hold=('holds', 'all'), all_hold_aux=('holds_aux', 'all')).reset_index())
     groups_tab = (per[per.stage == "base"].groupby(['model', 'kind', 'group'], sort=False)
-                  [['p_g', 'p_proxy', 'err', 'true', 'proxy', 'term', 'bound']].mean().reset_index())
+                  [['p_g', 'p_proxy', 'err', 'err_aux', 'true', 'ae_true', 'proxy', 'term', 'bound', 'bound_aux']].mean().reset_index())
     metrics, verdicts = claims(cfg, per, worst, diag, abl, xc)
     tables = dict(per_group=per, worst=worst, groups=groups_tab, boosting=diag)
     if len(abl): tables['ablation'] = abl
@@ -854,23 +885,29 @@ def run(cfg:Config, progress:bool=True) -> Result:
 # %% [markdown]
 # ### How each claim is judged
 #
-# The rules are fixed in code before the `cpu` results were looked at. With one seed (the smoke profile)
-# "in ≥ 80 % of seeds" means "in that seed", so smoke verdicts are only a check that the code runs.
+# The rules are fixed in code before the `cpu` results were looked at (the boosting rules 3–5 were later
+# moved from "in ≥ 80 % of seeds" to intervals over seeds, so that a verdict does not rest on one seed more or
+# less). With one seed (the smoke profile) no interval exists and the boosting rows are inconclusive.
 #
-# 1. *The proxy bounds upper-bound the true violations* (the headline claim). Reproduced if the per-group inequality (hence the
-#    worst-case one) holds for every group, label model, seed, stage and both MA and MC; not reproduced
-#    otherwise. (It is a theorem; this checks it, and our code, on real data.)
+# 1. *The proxy bounds upper-bound the true violations* (the headline claim). The bound is checked on the
+#    test rows with err(ĝ) **estimated on the validation split** (disjoint rows, attribute observed), so the
+#    check can fail: reproduced if the per-group inequality (hence the worst-case one) holds for every
+#    group, label model, seed, stage and both MA and MC; not reproduced otherwise. The same check with
+#    err(ĝ) measured on the test rows themselves (the official code's choice) holds algebraically; it is
+#    reported beside it as a check of our code, not as evidence.
 # 2. *The bounds are informative when proxies are accurate.* (i) for groups whose proxy error is ≤ 0.01
 #    (here women and seniors, whose attributes are features), the mean slack bound − true MC is ≤ 0.01;
 #    (ii) the worst-case MC bound over all groups is at most half the trivial, group-free bound E|f − Y|
 #    (every group has MC(f, g) ≤ E[g·|f − Y|] ≤ E|f − Y|) for every label model and seed. Reproduced if
 #    both hold, partially if one holds.
-# 3. *MC-boosting on the proxies lowers the true worst-case MC.* Per label model, the fraction of seeds
-#    in which the test true worst MC falls. Reproduced if ≥ 80 % for every model, partially if for at
-#    least one model, not reproduced otherwise.
-# 4. *...and lowers the worst-case bound without hurting accuracy.* Per model: the worst-case bound falls
-#    and test MSE does not rise by more than 0.001, in ≥ 80 % of seeds. Reproduced for every model /
-#    partially for some / not reproduced for none.
+# 3. *MC-boosting on the proxies lowers the true worst-case MC.* Per label model, the paired (by seed)
+#    drop of the test true worst MC, base − adjusted, with its 95 % interval over seeds: it *falls* if the
+#    interval lies above 0, *does not* if it lies at or below 0, and is *unresolved* otherwise. Reproduced if
+#    it falls for every model, partially if for at least one, not reproduced if it does not for every model,
+#    inconclusive otherwise.
+# 4. *...and lowers the worst-case bound without hurting accuracy.* As rule 3 for the worst-case bound,
+#    with the extra condition that the interval of the test-MSE rise (adjusted − base) lies at or below
+#    0.001; a rise resolved above 0.001 counts as *does not*.
 # 5. *MA-boosting on the proxies lowers the true worst-case MA.* As rule 3, for MA and MABoost.
 # 6. *Bound tightness tracks proxy quality* (ablation). Spearman correlation, over (variant, group, seed),
 #    between the proxy error and the slack bound − true MC: reproduced if ρ > 0.5 with p < 0.05, partially if
@@ -880,12 +917,17 @@ def run(cfg:Config, progress:bool=True) -> Result:
 
 # %%
 #| export
-def claim_bound_holds(n_cases:int, n_fail:int, where:str=""):
-    "Claim 1 (headline): the proxy bound holds in every (group, model, seed, stage, MA/MC) case."
+def claim_bound_holds(n_cases:int, n_fail:int, where:str="", n_fail_same:int|None=None, min_margin:float=float('nan')):
+    "Claim 1 (headline): the proxy bound, with err(ĝ) from a disjoint split, holds in every (group, model, seed, stage, MA/MC) case."
+    same = "" if n_fail_same is None else (f"; with err(ĝ) on the test rows themselves (official code; holds algebraically) "
+                                          f"{n_cases - n_fail_same}/{n_cases}")
+    margin = f"; smallest slack bound − true among inexact proxies {min_margin:.4f}" if np.isfinite(min_margin) else ""
     return judge("Proxy bounds upper-bound the true MA/MC violation of every group, hence the worst case",
                  "theorem; bound ≥ true violation in every bar of the paper's figures",
-                 f"bound held in {n_cases - n_fail}/{n_cases} (group, model, seed, stage, MA/MC) cases",
-                 reproduced=n_fail == 0, rule_text="reproduced if the bound holds in every case; not reproduced after a single failure",
+                 f"with err(ĝ) estimated on the validation split, disjoint from the test rows: bound held in {n_cases - n_fail}/{n_cases} "
+                 f"(group, model, seed, stage, MA/MC) cases{margin}{same}",
+                 reproduced=n_fail == 0, rule_text="err(ĝ) from a split disjoint from the rows the bound is checked on; "
+                 "reproduced if the bound holds in every case; not reproduced after a single failure",
                  reason=where, headline=True)
 
 def informative_numbers(per, worst, diag) -> dict:
@@ -912,50 +954,75 @@ def claim_informative(m:dict, where:str=""):
 
 # %%
 #| export
+MSE_SLACK = 0.001   # "without hurting MSE": test MSE may rise by at most this much
+
+def drop_level(drop, mse_rise=None) -> str:
+    "One label model: 'falls' if the 95% interval over seeds of `drop` (base − adjusted) lies above 0 (and that of `mse_rise` at or below MSE_SLACK), 'does_not' if it lies at or below 0 (or the MSE rise is resolved above the slack), else 'unresolved'."
+    e = mean_ci(drop); r = mean_ci(mse_rise) if mse_rise is not None else None
+    if not e.has_interval or (r is not None and not r.has_interval): return "unresolved"
+    if e.hi <= 0 or (r is not None and r.lo > MSE_SLACK): return "does_not"
+    if e.lo > 0 and (r is None or r.hi <= MSE_SLACK): return "falls"
+    return "unresolved"
+
 def boosting_numbers(worst, models) -> tuple[dict, dict]:
-    "Per kind (mc, ma) and model: mean worst-case numbers before/after, and the fractions of seeds in which they fall (MSE within 0.001)."
+    "Per kind (mc, ma) and model: mean worst-case numbers before/after, the paired per-seed drops with 95% intervals, and each model's level."
     m, out = {}, {}
     for kind in ("mc", "ma"):
         A = worst[worst.kind == kind].pivot_table(index=['model', 'seed'], columns='stage', values=['true_worst', 'bound_worst', 'mse'])
-        fr_true = {mod: float((A.loc[mod][('true_worst', 'adjusted')] < A.loc[mod][('true_worst', 'base')]).mean()) for mod in models}
-        fr_bound = {mod: float(((A.loc[mod][('bound_worst', 'adjusted')] < A.loc[mod][('bound_worst', 'base')]) &
-                                (A.loc[mod][('mse', 'adjusted')] <= A.loc[mod][('mse', 'base')] + 0.001)).mean()) for mod in models}
+        lv_true, lv_bound = {}, {}
         for mod in models:
+            B = A.loc[mod]
+            d_true = (B[('true_worst', 'base')] - B[('true_worst', 'adjusted')]).values
+            d_bound = (B[('bound_worst', 'base')] - B[('bound_worst', 'adjusted')]).values
+            rise = (B[('mse', 'adjusted')] - B[('mse', 'base')]).values
             for key in ('true_worst', 'bound_worst', 'mse'):
-                for stage in ('base', 'adjusted'): m[f"{kind}_{mod}_{key}_{stage}"] = float(A.loc[mod][(key, stage)].mean())
-            m[f"{kind}_{mod}_frac_true_down"] = fr_true[mod]; m[f"{kind}_{mod}_frac_bound_down_mse_ok"] = fr_bound[mod]
-        out[kind] = (fr_true, fr_bound)
+                for stage in ('base', 'adjusted'): m[f"{kind}_{mod}_{key}_{stage}"] = float(B[(key, stage)].mean())
+            for key, x in (('true_drop', d_true), ('bound_drop', d_bound), ('mse_rise', rise)):
+                e = mean_ci(x); m[f"{kind}_{mod}_{key}"] = e.value; m[f"{kind}_{mod}_{key}_lo"] = e.lo; m[f"{kind}_{mod}_{key}_hi"] = e.hi
+            lv_true[mod], lv_bound[mod] = drop_level(d_true), drop_level(d_bound, rise)
+            m[f"{kind}_{mod}_true_level"], m[f"{kind}_{mod}_bound_level"] = lv_true[mod], lv_bound[mod]
+        out[kind] = (lv_true, lv_bound)
     return m, out
 
 def _boost_txt(m, kind, key, models) -> str:
     return "; ".join(f"{mod}: {m[f'{kind}_{mod}_{key}_base']:.4f} → {m[f'{kind}_{mod}_{key}_adjusted']:.4f}" for mod in models)
 
-BOOST_RULE = "reproduced if it holds in ≥ 80% of seeds for every label model; partially if for some"
+def _drop_txt(m, kind, key, models) -> str:
+    def one(mod):
+        v, lo, hi = (m.get(f"{kind}_{mod}_{key}{x}", float('nan')) for x in ('', '_lo', '_hi'))
+        return f"{mod} {v:+.4f} ({lo:+.4f} to {hi:+.4f})" if np.isfinite(lo) else f"{mod} {v:+.4f} (no interval)"
+    return ", ".join(one(mod) for mod in models)
 
-def _boost_claim(claim, paper, ours, fr:dict, where, what):
-    good = [k for k, x in fr.items() if x >= 0.8]
-    return judge(claim, paper, ours, reproduced=len(good) == len(fr), partially=bool(good),
-                 rule_text=f"{what}: {BOOST_RULE}", reason=f"{where}; models meeting it: {good or 'none'}")
+BOOST_RULE = ("per label model, the paired (by seed) drop base − adjusted with its 95% interval over seeds: it falls if the interval "
+              "lies above 0, does not if it lies at or below 0, else unresolved; reproduced if it falls for every model, partially if for "
+              "some, not_reproduced if it does not for every model, else inconclusive")
 
-def claim_mc_true(m, fr, models, where=""):
+def _boost_claim(claim, paper, ours, lv:dict, where, what):
+    good = [k for k, x in lv.items() if x == "falls"]
+    return judge(claim, paper, ours, reproduced=len(good) == len(lv), partially=bool(good),
+                 inconclusive=not all(x == "does_not" for x in lv.values()),
+                 rule_text=f"{what}: {BOOST_RULE}", reason=f"{where}; per model: " + ", ".join(f"{k} {x}" for k, x in lv.items()))
+
+def claim_mc_true(m, lv, models, where=""):
     "Claim 3: MCBoost on proxies lowers the true worst-case MC."
     return _boost_claim("MC-boosting on the proxies lowers the true worst-case MC violation",
                         "ACS bar charts: true worst MC falls after MCBoost on proxies (decision tree shown)",
-                        f"test true worst MC (mean over seeds) {_boost_txt(m, 'mc', 'true_worst', models)}; falls in "
-                        + ", ".join(f"{mod} {fr[mod]:.0%}" for mod in models) + " of seeds", fr, where, "the true worst MC falls")
+                        f"test true worst MC (mean over seeds) {_boost_txt(m, 'mc', 'true_worst', models)}; paired drop (95% CI): "
+                        + _drop_txt(m, 'mc', 'true_drop', models), lv, where, "the true worst MC falls")
 
-def claim_mc_bound(m, fr, models, where=""):
+def claim_mc_bound(m, lv, models, where=""):
     "Claim 4: MCBoost on proxies lowers the worst-case bound, test MSE rising by at most 0.001."
     return _boost_claim("MC-boosting on the proxies lowers the worst-case bound without hurting MSE",
                         "bounds after adjustment below those before; boosting does not increase squared error",
-                        f"worst-case bound {_boost_txt(m, 'mc', 'bound_worst', models)}; test MSE {_boost_txt(m, 'mc', 'mse', models)}",
-                        fr, where, "the worst-case bound falls and test MSE rises ≤ 0.001")
+                        f"worst-case bound {_boost_txt(m, 'mc', 'bound_worst', models)}, paired drop (95% CI): {_drop_txt(m, 'mc', 'bound_drop', models)}; "
+                        f"test MSE {_boost_txt(m, 'mc', 'mse', models)}, rise (95% CI): {_drop_txt(m, 'mc', 'mse_rise', models)}",
+                        lv, where, f"the worst-case bound falls and the interval of the test-MSE rise lies at or below {MSE_SLACK:g}")
 
-def claim_ma_true(m, fr, models, where=""):
+def claim_ma_true(m, lv, models, where=""):
     "Claim 5: MABoost on proxies lowers the true worst-case MA."
     return _boost_claim("MA-boosting on the proxies lowers the true worst-case MA violation", "true worst MA falls after MABoost on proxies",
-                        f"test true worst MA {_boost_txt(m, 'ma', 'true_worst', models)}; falls in " + ", ".join(f"{mod} {fr[mod]:.0%}" for mod in models) + " of seeds",
-                        fr, where, "the true worst MA falls")
+                        f"test true worst MA {_boost_txt(m, 'ma', 'true_worst', models)}; paired drop (95% CI): " + _drop_txt(m, 'ma', 'true_drop', models),
+                        lv, where, "the true worst MA falls")
 
 
 # %%
@@ -984,8 +1051,9 @@ def claims(cfg:Config, per, worst, diag, abl, xc) -> tuple[dict, list]:
     from scipy.stats import spearmanr
     models = list(cfg.models)
     where = f"{cfg.dataset}, {cfg.n_seeds} seed(s), models {models}, {len(cfg.group_names)} groups"
-    m = dict(bound_cases=len(per), bound_failures=int((~per.holds).sum()))
-    v = [claim_bound_holds(m['bound_cases'], m['bound_failures'], where)]
+    m = dict(bound_cases=len(per), bound_failures=int((~per.holds_aux).sum()), bound_failures_same_rows=int((~per.holds).sum()),
+             bound_min_slack=float((per.bound_aux - per['true'])[per.err_aux > 0].min()) if (per.err_aux > 0).any() else float('nan'))
+    v = [claim_bound_holds(m['bound_cases'], m['bound_failures'], where, m['bound_failures_same_rows'], m['bound_min_slack'])]
     m.update(informative_numbers(per, worst, diag)); v.append(claim_informative(m, where))
     mb, out = boosting_numbers(worst, models); m.update(mb)
     d = diag.groupby('model').agg(patches=('patches', 'mean'), val_mc=('val_proxy_mc', 'mean'))
@@ -1011,6 +1079,13 @@ def claims(cfg:Config, per, worst, diag, abl, xc) -> tuple[dict, list]:
 # %%
 V = lambda v: v.verdict
 test_eq((V(claim_bound_holds(10, 0)), V(claim_bound_holds(10, 1))), ("reproduced", "not_reproduced"))
+test_eq(V(claim_bound_holds(10, 1, n_fail_same=0)), "not_reproduced")            # judged on the disjoint-split check, not the algebraic one
+test_eq("9/10" in claim_bound_holds(10, 1, n_fail_same=0).ours and "10/10" in claim_bound_holds(10, 1, n_fail_same=0).ours, True)
+# the defect this guards against: with err measured on the checked rows the bound cannot fail; with err from other rows it can
+_g = np.zeros(40, bool); _g[:8] = True; _h = _g.copy(); _h[8:16] = True          # the proxy errs on 8 of 40 rows
+_f = np.full(40, .9); _y = np.zeros(40); _y[8:16] = 1                             # f − y is large exactly where the proxy errs
+_Ts = _rows(_f, _y, _g[:, None], _h[:, None], Config.from_params("smoke", groups=["black"]), "ma", err_aux=[0.0])
+test_eq((bool(_Ts.holds.all()), bool(_Ts.holds_aux.all())), (True, False))
 test_eq(claim_bound_holds(10, 0).headline, True)
 _i = dict(accurate_proxy_groups=['women'], slack_accurate_proxies=0.01, worst_bound_base=.1, worst_true_mc_base=.05, trivial_bound=.3, worst_bound_below_trivial=True)
 test_eq(V(claim_informative(_i)), "reproduced")                                    # slack at 0.01
@@ -1019,10 +1094,18 @@ test_eq(V(claim_informative({**_i, 'worst_bound_below_trivial': False})), "parti
 test_eq(V(claim_informative({**_i, 'slack_accurate_proxies': float('nan'), 'worst_bound_below_trivial': False})), "not_reproduced")
 _mods = ['lr', 'tree']
 _bm = {f"{k}_{mod}_{key}_{st}": .01 for k in ('mc', 'ma') for mod in _mods for key in ('true_worst', 'bound_worst', 'mse') for st in ('base', 'adjusted')}
-test_eq(V(claim_mc_true(_bm, dict(lr=.8, tree=1.0), _mods)), "reproduced")           # 80 % of seeds is enough
-test_eq(V(claim_mc_true(_bm, dict(lr=.6, tree=1.0), _mods)), "partially")
-test_eq(V(claim_mc_bound(_bm, dict(lr=.6, tree=.0), _mods)), "not_reproduced")
-test_eq(V(claim_ma_true(_bm, dict(lr=.79, tree=.79), _mods)), "not_reproduced")
+# one model's level from its per-seed paired drops (and MSE rises)
+test_eq(drop_level([.02, .03, .01, .02, .025]), "falls")
+test_eq(drop_level([.02, -.01, .01, .03, -.005]), "unresolved")                    # 4/5 seeds fall, the interval straddles 0
+test_eq(drop_level([-.02, -.03, -.01, -.02, -.025]), "does_not")                   # the opposite: it rises in every seed
+test_eq(drop_level([.02]), "unresolved")                                            # one seed: no interval
+test_eq(drop_level([.02, .03, .01, .02, .025], [.0, .0005, .001, .0002, .0003]), "falls")
+test_eq(drop_level([.02, .03, .01, .02, .025], [.004, .005, .006, .004, .005]), "does_not")   # MSE rises by more than 0.001
+test_eq(drop_level([.02, .03, .01, .02, .025], [.0, .002, .001, .0, .003]), "unresolved")    # MSE rise within noise of 0.001
+test_eq(V(claim_mc_true(_bm, dict(lr="falls", tree="falls"), _mods)), "reproduced")
+test_eq(V(claim_mc_true(_bm, dict(lr="does_not", tree="falls"), _mods)), "partially")
+test_eq(V(claim_mc_bound(_bm, dict(lr="does_not", tree="does_not"), _mods)), "not_reproduced")
+test_eq(V(claim_ma_true(_bm, dict(lr="unresolved", tree="does_not"), _mods)), "inconclusive")
 test_eq(V(claim_ablation(.6, .01, 30, "")), "reproduced")
 test_eq(V(claim_ablation(.5, .01, 30, "")), "partially")                            # ρ = 0.5 is not > 0.5
 test_eq(V(claim_ablation(.6, .05, 30, "")), "not_reproduced")
@@ -1048,7 +1131,7 @@ def make_figures(cfg:Config, per, worst, abl) -> dict:
                 ax.axhline(Wd.true_worst.mean(), color='#c44e52', ls='--', lw=1, label='true worst (mean)')
                 ax.axhline(Wd.bound_worst.mean(), color='#4c72b0', ls='--', lw=1, label='worst-case bound (mean)')
                 title = "before" if stage == "base" else f"after {booster} on proxies"
-                ax.set(title=f"{mod}: {title}", xlabel='', ylabel=f"{kind.upper()} violation (test, mean ± sd over seeds)")
+                ax.set(title=f"{mod}: {title}", xlabel='', ylabel=("MA = |E[g(f − Y)]|" if kind == "ma" else "MC violation") + " (test, mean ± sd over seeds)")
                 ax.tick_params(axis='x', rotation=35, labelsize=8)
                 if i == 0 and k == 1: ax.legend(fontsize=7, loc='upper right')
                 elif ax.get_legend() is not None: ax.get_legend().remove()
@@ -1108,6 +1191,9 @@ result.figures['mc_bars']
 
 # %% [markdown]
 # ### Per group: the multiaccuracy violation and its bound (MABoost)
+#
+# MA here is the paper's |E[g·(f − Y)]| (what the bound controls), not the official code's "AE" = p_g·Δ²;
+# the per-group table carries AE as `ae_true` for the true groups.
 
 # %%
 result.figures['ma_bars']
@@ -1115,8 +1201,10 @@ result.figures['ma_bars']
 # %% [markdown]
 # ### The bound's terms per group
 #
-# Mean over seeds, base predictors: prevalence `p_g`, proxy prevalence `p_proxy`, proxy error `err`, the
-# true and proxy violations, the term min{err, √(MSE·err)} and the bound.
+# Mean over seeds, base predictors: prevalence `p_g`, proxy prevalence `p_proxy`, proxy error `err` on the
+# test rows and `err_aux` on the validation split, the true and proxy violations, the official code's AE
+# (`ae_true`, MA rows only), the term min{err, √(MSE·err)}, the bound with the test-row error (`bound`) and
+# the bound with the validation-split error that claim 1 checks (`bound_aux`).
 
 # %%
 result.tables['groups'].set_index(['kind', 'model', 'group']).round(4)
@@ -1171,8 +1259,11 @@ with pd.option_context('display.max_colwidth', None): display(result.verdict_tab
 # %% [markdown]
 # **Reading the verdicts** (numbers from the committed `cpu` run; the tables above show the run's own).
 #
-# - *The bound* is a theorem and holds on every sample, so its check (every group, model, seed, stage) is
-#   about our implementation as much as the paper.
+# - *The bound* is a theorem. Checked with err(ĝ) measured on the same test rows (the official code's
+#   choice) it holds on every sample by algebra, so that check says nothing about the claim. The verdict is
+#   judged on err(ĝ) estimated on the validation split — as at deployment, where err must come from other
+#   labelled data — so estimation error in err could make it fail; the first row of the table gives the count
+#   and the smallest slack.
 # - *How useful it is depends on the proxies.* Sex and age are features of Adult, so the proxies of women
 #   and seniors are exact and their bounds equal the true violations. Race must be guessed (mostly from
 #   native country): the balanced proxies for Black and non-White rows err on 15–20 % of the rows, so the
@@ -1191,6 +1282,7 @@ with pd.option_context('display.max_colwidth', None): display(result.verdict_tab
 #   having fitted noise (validation MSE falls, test MSE rises) and the true worst MC rises slightly. The
 #   repository's gate (boost only if the worst-bound proxy's MC exceeds 0.05) would not have run MCBoost on
 #   Adult at all (see the boosting table) — the gate exists for exactly this situation.
-# - *Multiaccuracy* is already below 0.006 for all three models, close to the test split's noise, so
-#   MABoost has little to remove: the true worst MA falls by at most 0.001, in 4 of 5 seeds for the
-#   logistic regression and the random forest and in 2 of 5 for the tree.
+# - *Multiaccuracy* (|E[g·(f − Y)]|) is already below 0.006 for all three models, close to the test
+#   split's noise, so MABoost has little to remove: the true worst MA falls on average by at most 0.001,
+#   and for every model the 95 % interval of the paired drop over seeds includes 0 — the data cannot tell,
+#   hence `inconclusive`.
