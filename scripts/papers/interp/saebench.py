@@ -102,7 +102,7 @@ minilm_steps: Optional[int] = None  # optimiser steps per SAE on MiniLM activati
 n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `a6425d8`, 563 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `cc26697`, 632 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
 
 # %%
 #| export
