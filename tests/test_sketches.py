@@ -6,7 +6,8 @@ from trustlib.config import ConfigError
 from trustlib.sketches.cardinality import (
     BottomK, KMins, KPartition, Universe, StandardResponder, BasicRobustResponder, TrackingResponder,
     PrivateMedianResponder, HLLPPOracle, Config, algorithm1, prefix_suffix_ratios, random_halves, adaptive_attack,
-    per_key_zcdp, hash64, uniform_ranks, key_ids, experiment1, inclusion_weights)
+    per_key_zcdp, hash64, uniform_ranks, key_ids, experiment1, inclusion_weights, selection_grid, threshold_distribution,
+    old_threshold_distribution, neighbour_privacy_loss, query_renyi, query_zcdp, rotating_attack)
 
 
 def _random_sets(n_sets, size, seed):
@@ -154,13 +155,14 @@ def test_tracking_counts_participation_on_membership_and_deactivated_keys_exactl
         assert np.array_equal(tr.part, m.sum(0))
         actives.append(tr.active.copy())
     # bias guard: deactivation depends on membership only, never on the ranks
-    assert np.array_equal(actives[0], actives[1]) and np.array_equal(actives[0], m.sum(0) < 40)
-    # all keys deactivated -> answers are exact counts
+    assert np.array_equal(actives[0], actives[1]) and np.array_equal(actives[0], m.sum(0) <= 40)
+    # every key has spent its budget -> later answers are exact counts, and only keys seen again are stored
     uni = Universe(3000, seed=1)
     tr = TrackingResponder(uni, 64, 8.0, np.random.default_rng(0), budget=1)
     tr.answer(np.ones((1, 3000), bool))
-    assert tr.n_deactivated == 3000
+    assert tr.n_deactivated == 0 and (tr.spent == 1).all()
     assert np.array_equal(tr.answer(m[:10]), m[:10].sum(1))
+    assert tr.n_deactivated == int(m[:10].any(0).sum()) and tr.spent.max() == 1
 
 
 def test_robust_estimators_honest_accuracy():
@@ -179,7 +181,58 @@ def test_robust_estimators_honest_accuracy():
 
 
 def test_zcdp_bookkeeping():
-    assert np.allclose(per_key_zcdp([0, 1, 10], 2.0), [0, 0.25, 2.5])
+    assert np.allclose(per_key_zcdp([0, 1, 10], 2.0, 1.0), [0, 0.25, 2.5])
+    assert np.isclose(query_zcdp(3.0, 0.5), 0.5**2 / 8 + 1 / 18)
+
+
+# --- differential privacy of the threshold selection (exact, on instances the notebook does not use) ---------
+
+@pytest.mark.parametrize("n,k,sigma,eps", [(16, 6, 2.0, 0.7), (10, 2, 0.5, 3.0)])
+def test_selection_is_eps_dp_and_accounting_bounds_renyi(n, k, sigma, eps):
+    rng = np.random.default_rng(n + k)
+    grid = selection_grid(n, k)
+    em = lambda c: threshold_distribution(np.minimum(c, k), k, eps)
+    worst, worst_renyi = 0.0, 0.0
+    for _ in range(25):
+        u, member = rng.random(n), rng.random(n) < 0.7
+        member[0] = True
+        worst = max(worst, neighbour_privacy_loss(u, member, k, grid, em))
+        for a in (1.5, 4.0, 64.0):
+            worst_renyi = max(worst_renyi, query_renyi(u, member, k, grid, sigma, eps, a) / (a * query_zcdp(sigma, eps)))
+    assert 0 < worst <= eps + 1e-9
+    assert worst_renyi <= 1 + 1e-9
+
+
+def test_old_selection_has_unbounded_privacy_loss():
+    rng = np.random.default_rng(7)
+    grid = selection_grid(16, 6)
+    old = lambda c: old_threshold_distribution(c, 6, 2.0)
+    losses = [neighbour_privacy_loss(rng.random(16), rng.random(16) < 0.8, 6, grid, old) for _ in range(20)]
+    assert np.isinf(losses).any()
+
+
+def test_responder_samples_the_exact_selection_distribution():
+    uni = Universe(3000, seed=8)
+    br = BasicRobustResponder(uni, 32, 4.0, np.random.default_rng(1), select_eps=0.6)
+    row = random_halves(np.random.default_rng(2), 1, uni.n)
+    j, m = br.select(np.repeat(row, 30_000, axis=0))
+    emp = np.bincount(j, minlength=len(br.grid)) / len(j)
+    assert np.abs(emp - threshold_distribution(m[0], 32, 0.6)).max() < 0.012
+
+
+# --- the CSS25 regime: participation capped, total queries far beyond it ------------------------------------
+
+def test_capped_workloads_keep_every_key_within_r():
+    uni = Universe(2000, seed=4)
+    w = inclusion_weights(uni.n, 'pareto', np.random.default_rng(0), 1.2)
+    out = adaptive_attack(StandardResponder(uni, 16), uni.n, np.random.default_rng(3), weights=w, A=80, max_queries=40_000,
+                          batch=8, part_cap=30)
+    assert out['max_part'] <= 30 and out['queries'] > 20 * 30 and out['queries_within_budget'] == out['queries']
+    unc = adaptive_attack(StandardResponder(uni, 16), uni.n, np.random.default_rng(3), weights=w, A=80, max_queries=3000, batch=8, budget=30)
+    assert unc['max_part'] < unc['queries'] and unc['queries_within_budget'] < unc['queries']     # p_max 1/2: no key in every query
+    blocks = lambda i: (lambda u: (TrackingResponder(u, 16, 2.0, np.random.default_rng(i), budget=40), u))(Universe(400, seed=i))
+    rot = rotating_attack(blocks, 6, 40, np.random.default_rng(0))
+    assert rot['max_part'] <= 40 and rot['queries'] % 41 == 0
 
 
 # --- configuration and determinism ---------------------------------------------------------------
@@ -205,9 +258,9 @@ def test_run_smoke_has_one_headline_and_rules():
     from trustlib.results import check_headline
     from trustlib.sketches.cardinality import run
     r = run(Config.from_params("smoke", seed=2), progress=False)
-    assert check_headline(r.verdicts).claim.startswith("CSS25: robust estimators with per-key participation accounting")
-    assert all(v.rule for v in r.verdicts if v.verdict != "not_testable_offline") and len(r.verdicts) == 5
-    assert {"exp1_seconds", "exp2_seconds", "exp3_seconds", "throughput_seconds"} <= set(r.timings)
+    assert check_headline(r.verdicts).claim.startswith("CSS25: with per-key accounting (tracking estimator)")
+    assert all(v.rule for v in r.verdicts if v.verdict != "not_testable_offline") and len(r.verdicts) == 6
+    assert {"exp1_cpu_seconds", "exp2_cpu_seconds", "exp3_cpu_seconds", "throughput_cpu_seconds", "privacy_cpu_seconds"} <= set(r.timings)
 
 def test_config_bounded_and_lists_checked():
     from trustlib.sketches.cardinality import Config
@@ -216,4 +269,6 @@ def test_config_bounded_and_lists_checked():
     for name in ("ks", "query_mults", "fractions", "pareto_alphas"):      # empty grids: a clear error, not max() of nothing
         with pytest.raises(ConfigError, match=f"parameter '{name}': needs at least one value"): Config.from_params("smoke", **{name: []})
     with pytest.raises(ConfigError, match="'ks'.*<= 4096"): Config.from_params("smoke", ks=[2**20])
+    with pytest.raises(ConfigError, match="'bench_ks'.*power of two"): Config.from_params("smoke", bench_ks=[48])
+    with pytest.raises(ConfigError, match="'block_n'"): Config.from_params("smoke", block_n=100)
     with pytest.raises(ConfigError, match="'n'.*allow_large"): Config.from_params("smoke", n=10**9)
