@@ -55,8 +55,8 @@ def test_help_shows_every_docment(path):
 def test_estimator_entry_has_type_default_and_docment():
     from trustlib.fairness.disparate_benefits import RelaxedThresholdOptimizer as R
     doc = inspect.getdoc(R)
-    assert doc.startswith("Per-group thresholds on a score maximising accuracy")
-    assert ("tolerance : float, default 0.05\n    the largest allowed gap; > 0 (np.inf: no constraint)") in doc
+    assert doc.startswith("Group-specific (randomised) thresholds on a score maximising accuracy")
+    assert ("tolerance : float, default 0.05\n    the largest allowed gap, >= 0 (np.inf: no constraint; > 0 when randomized=False)") in doc
     assert "sensitive_features : default None\n    the protected attribute" in inspect.getdoc(R.fit)
 
 # modules that import without torch (fast); every object in them with docments carries them in its docstring
