@@ -131,7 +131,7 @@ def ls_optimal_gap(vocab_size:int, beta:float) -> float:
     beta = check_beta(beta)
     return math.inf if beta == 0 else math.log1p((1 - beta) * vocab_size / beta)
 
-# %% ../../nbs/papers/calibration/label_smoothing.ipynb #b21393db
+# %% ../../nbs/papers/calibration/label_smoothing.ipynb #1578e923
 def auto_chunk_size(vocab_size:int, budget_bytes:int=32 * 2**20, itemsize:int=4) -> int:
     "Tokens per chunk so that one chunk of logits (`itemsize` bytes per entry) takes about `budget_bytes`."
     return max(1, int(budget_bytes) // (int(itemsize) * int(vocab_size)))
@@ -162,17 +162,17 @@ def _row_lse_(z, adt, shift:float|None=None):
         if shift is not None: zr.copy_(fr.div_(tr[:, None]).sub_(shift))
     return m, tot
 
-def _probs_minus_(z, lse, adt, shift:float):
-    "In place z ← exp(z − lse) − shift (a block of columns of the softmax, minus the uniform target share), computed in `adt`."
+def _probs_minus_(z, lse, w, adt, shift:float):
+    "In place z ← w·(exp(z − lse) − shift) per row (a block of columns of the softmax minus the uniform target share, times the row weight), in `adt`."
     import torch
-    if z.dtype == adt: return z.sub_(lse[:, None]).exp_().sub_(shift)
+    if z.dtype == adt: return z.sub_(lse[:, None]).exp_().sub_(shift).mul_(w[:, None])
     f = torch.empty(min(_ROWS, len(z)), z.shape[1], dtype=adt, device=z.device)
     for r in range(0, len(z), _ROWS):
-        zr = z[r:r + _ROWS]; zr.copy_(f[:len(zr)].copy_(zr).sub_(lse[r:r + _ROWS, None]).exp_().sub_(shift))
+        zr = z[r:r + _ROWS]; zr.copy_(f[:len(zr)].copy_(zr).sub_(lse[r:r + _ROWS, None]).exp_().sub_(shift).mul_(w[r:r + _ROWS, None]))
     return z
 
-def _take_label_share_(P, rows, cols, share:float):
-    "In place P[rows, cols] −= share (the label's part of the target), computed in float32 or better."
+def _take_label_share_(P, rows, cols, share):
+    "In place P[rows, cols] −= share (the label's part of the target; a number or one value per row), computed in float32 or better."
     P.index_put_((rows, cols), (P[rows, cols].to(acc_dtype(P.dtype)) - share).to(P.dtype))
 
 def _add_(acc, part):
@@ -246,25 +246,25 @@ def _make_function():
             w = (grad_out.to(adt).expand(N) if reduction != "none" else grad_out.to(adt)) * scale * valid.to(adt)
             need_E, need_C = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
             # blocks of the vocabulary (as many logits per block as a token chunk has): every dC block comes out of one matmul over
-            # all N tokens (accumulated inside it), and only the N×D sum for dE is accumulated across blocks
+            # all N tokens (accumulated inside it), and only the N×D sum for dE is carried across blocks
             cv = max(1, min(V, cs * V // N))
-            zflat = torch.empty(N * cv, dtype=wdt, device=E.device)
-            dE_acc = torch.zeros(N, D, dtype=adt, device=E.device) if need_E else None
-            part = torch.empty(N, D, dtype=wdt, device=E.device) if need_E and wdt != adt else None
             dC = torch.empty(V, D, dtype=wdt, device=E.device) if need_C else None
-            wE = (Ew.to(adt) * w[:, None]).to(wdt) if need_C else None
+            dE_acc = torch.zeros(N, D, dtype=adt, device=E.device) if need_E else None
+            part = torch.empty(min(N, _ACC_ROWS), D, dtype=wdt, device=E.device) if need_E and wdt != adt else None
+            zflat = torch.empty(N * cv, dtype=wdt, device=E.device)
             for v0 in range(0, V, cv):
                 Cb = Cw[v0:v0 + cv]; nb = len(Cb)
                 z = torch.mm(Ew, Cb.T, out=zflat[:N * nb].view(N, nb))
-                p = _probs_minus_(z, lse, adt, beta / V)                # softmax − β/V on this block's columns
+                g = _probs_minus_(z, lse, w, adt, beta / V)             # w·(softmax − β/V) on this block's columns
                 rows = torch.nonzero(valid & (y >= v0) & (y < v0 + nb))[:, 0]
-                _take_label_share_(p, rows, y[rows] - v0, 1.0 - beta)
-                if need_C: torch.mm(p.T, wE, out=dC[v0:v0 + nb])
+                _take_label_share_(g, rows, y[rows] - v0, (1.0 - beta) * w[rows])
+                if need_C: torch.mm(g.T, Ew, out=dC[v0:v0 + nb])
                 if need_E:
-                    if part is None: dE_acc.addmm_(p, Cb)
-                    else: _add_(dE_acc, torch.mm(p, Cb, out=part))
+                    if part is None: dE_acc.addmm_(g, Cb)
+                    else:
+                        for r in range(0, N, _ACC_ROWS): dE_acc[r:r + _ACC_ROWS].add_(torch.mm(g[r:r + _ACC_ROWS], Cb, out=part[:min(_ACC_ROWS, N - r)]))
             del zflat, part
-            dE = dE_acc.mul_(w[:, None]).to(edt) if need_E else None
+            dE = dE_acc.to(edt) if need_E else None
             return dE, (None if dC is None else dC.to(cdt)), *none
     return LinearSmoothCE
 
