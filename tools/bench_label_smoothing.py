@@ -2,14 +2,16 @@
 
 Naive PyTorch (`F.cross_entropy(E @ C.T, y, label_smoothing=β)`) vs `trustlib.calibration.label_smoothing.
 linear_smooth_ce` (chunked, logits recomputed in the backward) and its fused variant (gradients computed in
-the forward), one forward + backward each, every case in a fresh python process. Peak memory is the peak
+the forward), one forward + backward each, every case in a fresh python process, side by side in one run.
+Time is reported as CPU time (`cpu_s`, the ratios `cpu_vs_naive`) and wall time (`time_s`); on a shared
+machine wall time grows with the load of other processes, so the ratios to compare are the CPU-time ones. Peak memory is the peak
 resident set size above the baseline with the inputs allocated (Linux: the VmHWM counter reset through
 /proc/self/clear_refs; elsewhere ru_maxrss). Not a timed test: run it by hand, it writes a CSV that the
 label_smoothing notebook shows.
 
 Usage:
-    python tools/bench_label_smoothing.py                      # N=8192, D=256, V=32k and 128k (naive at 128k needs ~12 GiB)
-    python tools/bench_label_smoothing.py --vocab 32768 --impls naive chunked --repeats 2
+    python tools/bench_label_smoothing.py        # N=8192; float32 at D=256 and bfloat16 at D=1024; V=32k and 128k
+    python tools/bench_label_smoothing.py --configs bfloat16:1024 --vocab 32768 --impls naive chunked --repeats 2
 """
 import argparse, os, platform, sys, time
 from pathlib import Path
@@ -29,7 +31,8 @@ def _mem_available_gib() -> float | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokens", type=int, default=8192, help="N tokens (default 8192)")
-    p.add_argument("--dim", type=int, default=256, help="hidden size D (default 256)")
+    p.add_argument("--configs", nargs="+", default=["float32:256", "bfloat16:1024"],
+                   help="dtype:D pairs to benchmark (default float32:256 bfloat16:1024)")
     p.add_argument("--vocab", type=int, nargs="+", default=[32768, 131072], help="vocabulary sizes V")
     p.add_argument("--impls", nargs="+", default=["naive", "chunked", "fused"], choices=["naive", "chunked", "fused"])
     p.add_argument("--beta", type=float, default=0.1, help="label smoothing β (default 0.1)")
@@ -43,16 +46,22 @@ def main(argv=None) -> int:
     from trustlib.results import atomic_write_text
     import pandas as pd
     frames = []
-    for V in a.vocab:
+    configs = []
+    for c in a.configs:
+        dtype, _, dim = c.partition(":")
+        if dtype not in ("float32", "bfloat16", "float64", "float16") or not dim.isdigit(): p.error(f"--configs: {c!r} is not dtype:D")
+        configs.append((dtype, int(dim)))
+    for (dtype, dim), V in [(c, V) for c in configs for V in a.vocab]:
         impls = list(a.impls)
-        est = 3 * a.tokens * V * 4 / 2**30   # naive: logits, log-softmax output and their gradient, float32
+        size = {"float64": 8, "float32": 4}.get(dtype, 2)
+        est = 3 * a.tokens * V * size / 2**30   # naive: logits, log-softmax output and their gradient
         free = _mem_available_gib()
         if "naive" in impls and free is not None and free < est + a.min_free_gib:
-            print(f"V={V}: skipping naive (needs ~{est:.1f} GiB, {free:.1f} GiB available)", file=sys.stderr)
+            print(f"{dtype}, D={dim}, V={V}: skipping naive (needs ~{est:.1f} GiB, {free:.1f} GiB available)", file=sys.stderr)
             impls.remove("naive")
         t0 = time.time()
-        df = benchmark((V,), a.tokens, a.dim, impls, beta=a.beta, repeats=a.repeats, threads=a.threads, subprocess=True)
-        print(f"V={V}: {time.time() - t0:.0f} s", file=sys.stderr)
+        df = benchmark((V,), a.tokens, dim, impls, beta=a.beta, repeats=a.repeats, threads=a.threads, subprocess=True, dtype=dtype)
+        print(f"{dtype}, D={dim}, V={V}: {time.time() - t0:.0f} s", file=sys.stderr)
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -60,7 +69,7 @@ def main(argv=None) -> int:
     import torch
     df["torch"] = torch.__version__
     atomic_write_text(a.out, df.to_csv(index=False))
-    cols = ["impl", "vocab_size", "chunk_size", "peak_mib", "memory_vs_naive", "time_s", "time_vs_naive", "time_first_s"]
+    cols = ["impl", "dtype", "d_model", "vocab_size", "chunk_size", "peak_mib", "memory_vs_naive", "cpu_s", "cpu_vs_naive", "time_s", "wall_vs_naive"]
     print(df[cols].round(3).to_string(index=False))
     print(f"wrote {a.out}")
     return 0
