@@ -33,7 +33,9 @@ RECORD = '''
 from trustlib.results import Result, Verdict, record
 record(Result(paper="toy", config=dict(seed=seed), metrics={"value": seed * 2}))
 '''
-SLOWABLE = 'import os, time\ntime.sleep(float(os.environ.get("TOY_SLEEP", "0")))\n' + RECORD
+SLOWABLE = ('import os, time, pathlib\n'
+            'if os.environ.get("TOY_MARK"): pathlib.Path(os.environ["TOY_MARK"]).touch()   # the kernel is in the slow cell\n'
+            'time.sleep(float(os.environ.get("TOY_SLEEP", "0")))\n') + RECORD
 DATA_PARAMS = '''profile: str = "smoke"  # profile
 seed: int = 0  # seed
 name: str = "x"  # a string
@@ -64,13 +66,14 @@ def test_signal_during_rerun_keeps_the_complete_run(tmp_path, sig):
     d = R.run_notebook(notebook=nb, params=dict(seed=3), profile='smoke', runs_dir=runs, progress=False)
     before = (d/'metrics.json').read_bytes()
     proc = subprocess.Popen([*CLI, 'run', str(nb), '-p', 'seed', '3', '--profile', 'smoke', '-q', '--runs-dir', str(runs)],
-                            env=env(TOY_SLEEP=60), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env(TOY_SLEEP=60, TOY_MARK=tmp_path/'in-slow-cell'), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
-        while not list((runs/'toy').glob('.tmp-*/.partial-toy.ipynb')):   # papermill has started executing
+        deadline = time.time() + 120
+        while not (tmp_path/'in-slow-cell').exists():   # the kernel is executing the slow cell (not still starting up, under load)
             assert proc.poll() is None, proc.communicate()
             assert time.time() < deadline; time.sleep(0.1)
-        time.sleep(1.5)
+        assert list((runs/'toy').glob('.tmp-*/.partial-toy.ipynb'))
+        time.sleep(0.5)
         os.kill(proc.pid, getattr(signal, sig))
         out, err = proc.communicate(timeout=60)
     finally:

@@ -143,7 +143,9 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
     assert list(df.status) == ['complete']
     for rid in df.run_id:
         a, b = R.load_run(tmp_path/'local'/'l2h'/rid), R.load_run(tmp_path/'ray'/'l2h'/rid)
-        assert a['config'] == b['config'] and a['verdicts'] == b['verdicts']
+        # verdict words and rules must agree; the 'ours'/'reason' texts of a speed claim quote measured CPU time
+        words = lambda r: [(v['claim'], v['verdict'], v['rule'], v['headline']) for v in r['verdicts']]
+        assert a['config'] == b['config'] and words(a) == words(b)
         same = lambda m: {k: v for k, v in m.items() if not TIMING.search(k)}
         assert same(a['metrics']) == same(b['metrics']) and len(same(a['metrics'])) > 10
     assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray'), '-q']) == 0   # rerun: skipped
