@@ -9,6 +9,7 @@ import pytest
 ray = pytest.importorskip('ray', reason='the Ray backend needs the ray extra: pip install -e ".[ray]"')
 import trustlib.runs as R
 from trustlib.cli import main
+from trustlib.results import deterministic_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT/'tests'/'fixtures'/'toy.ipynb'
@@ -123,7 +124,6 @@ def test_two_sweeps_over_one_runs_folder_at_once(cluster, tmp_path):
     assert hidden(runs) == []
 
 
-TIMING = re.compile(r'seconds|throughput|_per_s$')   # wall-clock measurements: the only metrics allowed to differ
 
 def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path, capsys):
     "sweeps/smoke.yaml, cut to its first grid point (one smoke run of a paper per backend keeps the test short)."
@@ -146,7 +146,7 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
         # verdict words and rules must agree; the 'ours'/'reason' texts of a speed claim quote measured CPU time
         words = lambda r: [(v['claim'], v['verdict'], v['rule'], v['headline']) for v in r['verdicts']]
         assert a['config'] == b['config'] and words(a) == words(b)
-        same = lambda m: {k: v for k, v in m.items() if not TIMING.search(k)}
+        same = deterministic_metrics   # the harness's own rule for which metrics are timings
         assert same(a['metrics']) == same(b['metrics']) and len(same(a['metrics'])) > 10
     assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray'), '-q']) == 0   # rerun: skipped
     assert '1 skipped' in capsys.readouterr().out
