@@ -9,7 +9,7 @@
 # - toc: false
 
 # %% [markdown]
-# Built by `trustlib report --publish` on 2026-12-01 16:40 UTC from 19 run(s) in `runs`; the table shows each paper's latest complete `cpu`-profile run. Verdicts are data recorded by each paper notebook's "Paper vs. us" section, one of <span class="verdict v-reproduced" style="background:#2e7d32;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">reproduced</span>, <span class="verdict v-partially" style="background:#f9a825;color:#212121;padding:0 .45em;border-radius:.35em;white-space:nowrap">partially</span>, <span class="verdict v-not_reproduced" style="background:#c62828;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not reproduced</span>, <span class="verdict v-inconclusive" style="background:#6a1b9a;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">inconclusive</span>, <span class="verdict v-illustrated" style="background:#1565c0;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">illustrated</span>, <span class="verdict v-not_testable_offline" style="background:#757575;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not testable offline</span>, each with its reason and, for a graded claim, the explicit rule that decided it. Each paper has one headline claim, marked ★ and listed first. Papers without a run are listed as *not yet run* (the notebook exists) or *planned*. Rebuild with `trustlib report --publish`.
+# Built by `trustlib report --publish` on 2026-12-01 17:10 UTC from 19 run(s) in `runs`; the table shows each paper's latest complete `cpu`-profile run. Verdicts are data recorded by each paper notebook's "Paper vs. us" section, one of <span class="verdict v-reproduced" style="background:#2e7d32;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">reproduced</span>, <span class="verdict v-partially" style="background:#f9a825;color:#212121;padding:0 .45em;border-radius:.35em;white-space:nowrap">partially</span>, <span class="verdict v-not_reproduced" style="background:#c62828;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not reproduced</span>, <span class="verdict v-inconclusive" style="background:#6a1b9a;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">inconclusive</span>, <span class="verdict v-illustrated" style="background:#1565c0;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">illustrated</span>, <span class="verdict v-not_testable_offline" style="background:#757575;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not testable offline</span>, each with its reason and, for a graded claim, the explicit rule that decided it. Each paper has one headline claim, marked ★ and listed first. Papers without a run are listed as *not yet run* (the notebook exists) or *planned*. Rebuild with `trustlib report --publish`.
 
 # %% [markdown]
 # ## Verdicts at a glance
@@ -221,6 +221,7 @@
 #
 # | Paper | Run id | Profile | Parameters | Status | Finished (UTC) | Duration (s) | Commit | Error |
 # |---|---|---|---|---|---|---|---|---|
+# | cpo | <span id="run-cpo-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 17:05:19 | 148.0 | ed9063e4a9 |  |
 # | robust_sketches | <span id="run-robust_sketches-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:35:54 | 215.3 | 2f52b0b796 |  |
 # | random_features | <span id="run-random_features-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:34:58 | 233.4 | a4a0d3c160 |  |
 # | label_smoothing | <span id="run-label_smoothing-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:32:24 | 274.6 | beedf7b792 |  |
@@ -235,7 +236,6 @@
 # | sae_probing | <span id="run-sae_probing-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:09:14 | 784.6 | cc266979e1 |  |
 # | l2h | <span id="run-l2h-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:08:07 | 80.7 | a4a0d3c160 |  |
 # | ecolevels | <span id="run-ecolevels-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:06:14 | 238.1 | cc266979e1 |  |
-# | cpo | <span id="run-cpo-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 16:02:10 | 364.9 | cc266979e1 |  |
 # | dor | <span id="run-dor-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 14:54:17 | 181.7 | fb342fa1aa |  |
 # | sns_bench | <span id="run-sns_bench-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 14:14:21 | 744.8 | ac01edeb40 |  |
 # | backdoor_complications | <span id="run-backdoor_complications-cpu-bf21a9e8fb"></span>`cpu-bf21a9e8fb` | cpu | profile defaults | complete | 2026-12-01 13:57:13 | 786.5 | e85cb9facf |  |
