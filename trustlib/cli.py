@@ -119,7 +119,7 @@ def label_injected(nb:dict, m:dict) -> dict:
     for i, c in enumerate(nb.get('cells', [])):
         if 'injected-parameters' in (c.get('metadata') or {}).get('tags', []):
             nb['cells'][i] = dict(cell_type='markdown', id=c.get('id', 'injected'), metadata={'tags': ['injected-parameters']},
-                                  source=run_note(m))
+                                  source=[run_note(m)])   # a list of lines, as Jupyter and jupytext store it
     return nb
 
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:

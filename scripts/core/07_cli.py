@@ -200,7 +200,7 @@ def label_injected(nb:dict, m:dict) -> dict:
     for i, c in enumerate(nb.get('cells', [])):
         if 'injected-parameters' in (c.get('metadata') or {}).get('tags', []):
             nb['cells'][i] = dict(cell_type='markdown', id=c.get('id', 'injected'), metadata={'tags': ['injected-parameters']},
-                                  source=run_note(m))
+                                  source=[run_note(m)])   # a list of lines, as Jupyter and jupytext store it
     return nb
 
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
@@ -282,8 +282,9 @@ _c = _nb['cells'][0]
 test_eq((_c['cell_type'], _c['metadata'], _c['id']), ('markdown', {'tags': ['injected-parameters']}, 'x1'))
 test_eq(_nb['cells'][1]['source'], '1 + 1')   # other cells untouched
 for s in ('`profile = "cpu"`, `seed = 4`', 'run `cpu-abc`', 'commit `0123456`', '212 s', '2026-12-01', 'trustlib run toy --profile cpu'):
-    assert s in _c['source'], s
-print(_c['source'])
+    assert s in ''.join(_c['source']), s
+test_eq(len(_c['source']), 1)
+print(_c['source'][0])
 
 
 # %% [markdown]
