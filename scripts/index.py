@@ -129,7 +129,9 @@
 # registry), `trustlib.data` (offline-first dataset registry), `trustlib.models` (small networks, a
 # seeded training loop, MiniLM), `trustlib.metrics` (calibration and group-fairness metrics,
 # cross-checked against torchmetrics and fairlearn), `trustlib.results`, `trustlib.runs`,
-# `trustlib.report` and the `trustlib` command line.
+# `trustlib.report` and the `trustlib` command line. `help(obj)` and IDE hovers list every parameter:
+# the docments written once in the notebooks (`x:int=3, # what x is`) are exported as numpy-style
+# `Parameters` sections of the docstrings.
 #
 # ## Data, offline first
 #
