@@ -15,7 +15,7 @@ help:
 	@echo "make publish-report - rewrite the committed nbs/results/dashboard.ipynb (latest complete cpu runs, clean tree)"
 	@echo "make install    - create .venv and install trustlib with its dev extras"
 	@echo "make sync       - after editing a notebook or its scripts/ pair: sync the other side, clean, export, README"
-	@echo "make export / clean - tools/export.py (nbdev_export + docments into docstrings), nbdev_clean"
+	@echo "make export / clean - nbdev_export, nbdev_clean"
 
 install: $(STAMP)
 $(STAMP): settings.ini setup.py pyproject.toml
@@ -43,21 +43,19 @@ publish-report: install
 	$(BIN)/trustlib report --publish
 
 export: install
-	$(BIN)/python tools/export.py
+	$(BIN)/nbdev_export
 
 clean: install
 	$(BIN)/nbdev_clean
 
 # After editing a notebook OR its py:percent pair in scripts/: jupytext brings the other side into line (keeping
 # outputs and cell ids), then the notebooks are cleaned, the pairs normalised, trustlib/ and README regenerated.
-# trustlib/ is exported by tools/export.py: nbdev_export plus an export processor that copies the docments into
-# numpy-style docstrings (for help() and IDEs); use it (or `make export`) instead of a bare nbdev_export.
 sync: install
 	$(BIN)/python tools/nbfix.py --only=structure
 	EDITED="$$($(BIN)/python tools/pairs.py --edited)"; if [ -n "$$EDITED" ]; then $(BIN)/jupytext --sync --quiet $$EDITED; fi
 	$(BIN)/nbdev_clean
 	$(BIN)/python tools/pairs.py --write
-	$(BIN)/python tools/export.py
+	$(BIN)/nbdev_export
 	$(BIN)/python tools/readme.py
 
 bench: install

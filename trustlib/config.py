@@ -54,15 +54,7 @@ def install_hint(module:str) -> str:
 
 def require(module:str, # e.g. "dp_accounting.pld"
             what:str|None=None): # what needs it, for the message
-    """Import the optional `module`, or raise `MissingDependency` naming the exact install command.
-
-    Parameters
-    ----------
-    module : str
-        e.g. "dp_accounting.pld"
-    what : str|None, default None
-        what needs it, for the message
-    """
+    "Import the optional `module`, or raise `MissingDependency` naming the exact install command."
     import importlib
     try: return importlib.import_module(module)
     except ImportError as e:
@@ -93,26 +85,7 @@ def param(default, # default value (the `smoke` profile's, unless the profile ta
           choices=None, # allowed values (for str or numeric parameters; checked per item for lists)
           finite:bool=True, # reject nan and +-inf (also inside lists) unless False
           ):
-    """A dataclass field carrying documentation and validation rules.
-
-    Parameters
-    ----------
-    default
-        default value (the `smoke` profile's, unless the profile table overrides it)
-    help : str, default ""
-        one-line description shown by `trustlib list` and in the notebook's parameters cell
-    ge : default None
-    gt : default None
-    le : default None
-    lt : default None
-        hard numeric bounds (inclusive / exclusive)
-    max : default None
-        soft upper bound: larger values need `allow_large=True` (CLI: `--allow-large`)
-    choices : default None
-        allowed values (for str or numeric parameters; checked per item for lists)
-    finite : bool, default True
-        reject nan and +-inf (also inside lists) unless False
-    """
+    "A dataclass field carrying documentation and validation rules."
     md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, max=max, finite=finite,
               choices=tuple(choices) if choices is not None else None)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
@@ -481,19 +454,7 @@ def canonical_params(Config, # a `BaseConfig` subclass
                      params:dict|None=None, # overrides (`None` values mean the profile's default)
                      *, allow_large:bool=False, # allow values above the soft limits (`param(max=...)`)
                      ) -> dict:
-    """The validated, normalised parameters (`Config.from_params(profile, **params).to_dict()`), for hashing.
-
-    Parameters
-    ----------
-    Config
-        a `BaseConfig` subclass
-    profile : str, default "smoke"
-        smoke | cpu | full
-    params : dict|None, default None
-        overrides (`None` values mean the profile's default)
-    allow_large : bool, default False
-        allow values above the soft limits (`param(max=...)`)
-    """
+    "The validated, normalised parameters (`Config.from_params(profile, **params).to_dict()`), for hashing."
     if params is not None and not (isinstance(params, dict) and all(isinstance(k, str) for k in params)):
         raise ConfigError(f"parameters must be a mapping of names to values, got {_short(params)}")
     return Config.from_params(profile, allow_large=allow_large, **(params or {})).to_dict()
@@ -552,20 +513,6 @@ def get_device(preference:str="auto") -> str:
 # %% ../nbs/core/00_config.ipynb #b58d5635
 @dataclass(frozen=True)
 class Paper:
-    """Parameters
-    ----------
-    number : int
-    name : str
-        notebook stem, e.g. 'disparate_benefits'
-    area : str
-        folder under nbs/papers
-    title : str
-    module : str
-        main module
-    arxiv : str, default ""
-    code : str, default ""
-        official code repository, if any
-    """
     number: int
     name: str     # notebook stem, e.g. 'disparate_benefits'
     area: str     # folder under nbs/papers

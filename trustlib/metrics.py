@@ -39,23 +39,7 @@ def check_sensitive_features(sensitive_features, # the protected attribute: one 
                              convert=None, # `convert(sensitive_features, n) -> array` of `n` rows; None: `np.asarray`, which must be 1-d
                              form:str="one entry per row of X", # what the attribute must look like, for the missing-attribute message
                              ) -> np.ndarray:
-    """`sensitive_features` as an array with `n` rows; `TypeError` if it is missing, `ValueError` if it does not match the rows of X.
-
-    Parameters
-    ----------
-    sensitive_features
-        the protected attribute: one entry per row of X (1-d), or what `convert` reads
-    n : int
-        number of rows of X
-    name : str, default "sensitive_features"
-        the argument's name, used in the messages
-    method : str|None, default None
-        the calling method (`"fit"`, `"predict"`): a missing attribute names the call to make
-    convert : default None
-        `convert(sensitive_features, n) -> array` of `n` rows; None: `np.asarray`, which must be 1-d
-    form : str, default "one entry per row of X"
-        what the attribute must look like, for the missing-attribute message
-    """
+    "`sensitive_features` as an array with `n` rows; `TypeError` if it is missing, `ValueError` if it does not match the rows of X."
     if sensitive_features is None:
         call = f"{method}(X, ..., {name}=...)" if method else f"{name}=..."
         raise TypeError(f"{method + '() ' if method else ''}needs the protected attribute: pass {call} with {form}")
@@ -146,19 +130,7 @@ def knn_proximity(features, # [N, d] features of the samples to score
                   k:int=10, # number of nearest neighbours
                   exclude_self:bool=False, # drop the nearest neighbour (use when `features` is `reference`)
                   ) -> np.ndarray:
-    """Proximity exp(−mean Euclidean distance to the `k` nearest reference points), one value in (0, 1] per sample.
-
-    Parameters
-    ----------
-    features
-        [N, d] features of the samples to score
-    reference
-        [M, d] reference features (e.g. the training set)
-    k : int, default 10
-        number of nearest neighbours
-    exclude_self : bool, default False
-        drop the nearest neighbour (use when `features` is `reference`)
-    """
+    "Proximity exp(−mean Euclidean distance to the `k` nearest reference points), one value in (0, 1] per sample."
     from sklearn.neighbors import NearestNeighbors
     X = np.asarray(features, dtype=np.float64); R = np.asarray(reference, dtype=np.float64)
     if X.ndim != 2 or R.ndim != 2 or X.shape[1] != R.shape[1]: raise ValueError(f"features and reference must be 2-d with the same width, got {X.shape} and {R.shape}")
@@ -172,19 +144,7 @@ def piece(y_true, probs, proximity, # one proximity value per sample (e.g. from 
           n_bins:int=15, # equal-width confidence bins
           n_proximity_bins:int=5, # equal-mass proximity bins
           ) -> float:
-    """Proximity-informed ECE: ECE over joint (confidence, proximity) bins (top-label).
-
-    Parameters
-    ----------
-    y_true
-    probs
-    proximity
-        one proximity value per sample (e.g. from `knn_proximity`)
-    n_bins : int, default 15
-        equal-width confidence bins
-    n_proximity_bins : int, default 5
-        equal-mass proximity bins
-    """
+    "Proximity-informed ECE: ECE over joint (confidence, proximity) bins (top-label)."
     p = as_prob_matrix(probs); y = _labels(y_true, len(p), p.shape[1])
     prox = np.asarray(proximity, dtype=np.float64)
     if prox.shape != (len(p),): raise ValueError(f"proximity must have one value per sample ({len(p)}), got shape {prox.shape}")

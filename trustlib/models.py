@@ -75,15 +75,6 @@ class BatchedMLP(nn.Module):
 # %% ../nbs/core/02_models.ipynb #7ce58985
 @dataclass
 class History:
-    """Parameters
-    ----------
-    train_loss : list, default list()
-        per epoch (per member for ensembles)
-    val_loss : list, default list()
-    best_epoch : object, default None
-        int, or a per-member list
-    epochs_run : int, default 0
-    """
     train_loss: list = field(default_factory=list)  # per epoch (per member for ensembles)
     val_loss: list = field(default_factory=list)
     best_epoch: object = None                       # int, or a per-member list
@@ -206,13 +197,7 @@ class Hooked:
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager
     def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        """Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation.
-
-        Parameters
-        ----------
-        fwd_hooks
-            {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        """
+        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
         items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
         added = []
         try:
@@ -231,16 +216,7 @@ class Hooked:
         with self.hooks(fwd_hooks): return self(x, **kwargs)
     def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
                        detach:bool=True, **kwargs) -> tuple:
-        """`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order.
-
-        Parameters
-        ----------
-        x
-        names : default None
-            None: every hook point that fires; a name, list of names or predicate
-        detach : bool, default True
-        **kwargs
-        """
+        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
         cache = {}
         def save(a, name): cache[name] = a.detach() if detach else a
         with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
@@ -249,14 +225,7 @@ class Hooked:
 # %% ../nbs/core/02_models.ipynb #2844d932
 def pad_batch(seqs, # token-id sequences (lists, arrays or 1-d tensors), each non-empty
               pad_id:int=0) -> tuple:
-    """Right-padded `[B, T]` long tensor of `seqs` and their lengths `[B]`.
-
-    Parameters
-    ----------
-    seqs
-        token-id sequences (lists, arrays or 1-d tensors), each non-empty
-    pad_id : int, default 0
-    """
+    "Right-padded `[B, T]` long tensor of `seqs` and their lengths `[B]`."
     seqs = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
     if not seqs: raise ValueError("pad_batch needs at least one sequence")
     if any(len(s) == 0 for s in seqs): raise ValueError("every sequence must hold at least one token")
@@ -276,14 +245,7 @@ class LMInterface:
     @torch.no_grad()
     def next_token_probs(self, prefixes, # token-id sequences (strings too, for a model with a tokenizer)
                          batch_size:int=64) -> np.ndarray:
-        """Next-token distribution after each prefix: an `[N, vocab_size]` float64 array (rows sum to 1).
-
-        Parameters
-        ----------
-        prefixes
-            token-id sequences (strings too, for a model with a tokenizer)
-        batch_size : int, default 64
-        """
+        "Next-token distribution after each prefix: an `[N, vocab_size]` float64 array (rows sum to 1)."
         out = [torch.softmax(self._next_logits(x, lens).double(), -1).cpu() for x, lens in self._batches(prefixes, batch_size)]
         return torch.cat(out).numpy() if out else np.zeros((0, self.vocab_size))
     @torch.no_grad()
@@ -359,30 +321,7 @@ class TransformerBlock(nn.Module):
 
 # %% ../nbs/core/02_models.ipynb #c41929bf
 class TinyTransformer(nn.Module, Hooked, LMInterface):
-    """A GPT-2-style decoder-only transformer (tied embeddings, learned positions, pre-LN) with named hook points on every residual-stream component.
-
-    Parameters
-    ----------
-    vocab_size : int
-        V, including unused padding tokens
-    d_model : int, default 64
-    n_layers : int, default 2
-    n_heads : int, default 4
-        hidden size D, blocks, heads (H must divide D)
-    d_mlp : int|None, default None
-        MLP width (None: 4·D)
-    max_len : int, default 32
-        context length (learned positions)
-    act : str, default "gelu_new"
-    ln_eps : float, default 1e-5
-    init_range : float, default 0.02
-    attn_impl : str, default "sdpa"
-        'sdpa' (fused softmax(QKᵀ)V kernel) or 'eager' (exposes scores and pattern)
-    use_attn_result : bool, default False
-        compute each head's d_model-sized contribution (hook_result)
-    seed : int|None, default 0
-        initialisation seed (None: leave the weights uninitialised)
-    """
+    "A GPT-2-style decoder-only transformer (tied embeddings, learned positions, pre-LN) with named hook points on every residual-stream component."
     def __init__(self, vocab_size:int, # V, including unused padding tokens
                  d_model:int=64, n_layers:int=2, n_heads:int=4, # hidden size D, blocks, heads (H must divide D)
                  d_mlp:int|None=None, # MLP width (None: 4·D)
@@ -445,15 +384,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
 
     def hidden(self, x, # [B, T] token ids
                attention_mask=None): # [B, T], 1 for real tokens, 0 for padding (None: all real)
-        """Final residual stream after `ln_final`, `[B, T, D]`.
-
-        Parameters
-        ----------
-        x
-            [B, T] token ids
-        attention_mask : default None
-            [B, T], 1 for real tokens, 0 for padding (None: all real)
-        """
+        "Final residual stream after `ln_final`, `[B, T, D]`."
         x = torch.as_tensor(x, dtype=torch.long, device=self.device)
         if x.ndim != 2: raise ValueError(f"x must be [B, T] token ids, got shape {tuple(x.shape)}")
         B, T = x.shape
@@ -516,23 +447,7 @@ def tiny_gpt(vocab_size:int, # V (including unused padding tokens)
              n_layers:int=2, n_heads:int=4, max_len:int=32, # blocks, heads, context length
              seed:int=0, # initialisation seed
              **kwargs): # more `TinyTransformer` options (attn_impl, use_attn_result, d_mlp, ...)
-    """A randomly initialised GPT-2-style `TinyTransformer`, deterministic for `seed` (the weights of transformers' GPT-2 with that seed).
-
-    Parameters
-    ----------
-    vocab_size : int
-        V (including unused padding tokens)
-    d_model : int, default 64
-        hidden size D
-    n_layers : int, default 2
-    n_heads : int, default 4
-    max_len : int, default 32
-        blocks, heads, context length
-    seed : int, default 0
-        initialisation seed
-    **kwargs
-        more `TinyTransformer` options (attn_impl, use_attn_result, d_mlp, ...)
-    """
+    "A randomly initialised GPT-2-style `TinyTransformer`, deterministic for `seed` (the weights of transformers' GPT-2 with that seed)."
     return TinyTransformer(vocab_size, d_model, n_layers, n_heads, max_len=max_len, seed=seed, **kwargs).eval()
 
 def with_vocab(model:TinyTransformer, vocab_size:int, seed:int=0) -> TinyTransformer:
@@ -546,19 +461,7 @@ def with_vocab(model:TinyTransformer, vocab_size:int, seed:int=0) -> TinyTransfo
 
 # %% ../nbs/core/02_models.ipynb #c51f35d8
 class CausalLM(LMInterface):
-    """A Hugging Face causal LM (`AutoModelForCausalLM` + tokenizer) behind the same interface; weights load on first use, offline unless `allow_download`.
-
-    Parameters
-    ----------
-    name_or_path : str
-        local folder or Hugging Face id (found in the local cache unless allow_download)
-    device : str|None, default None
-        None: cuda if available, else cpu
-    dtype : default "auto"
-        torch dtype of the weights ('auto': as stored)
-    allow_download : bool, default False
-        let transformers download missing files
-    """
+    "A Hugging Face causal LM (`AutoModelForCausalLM` + tokenizer) behind the same interface; weights load on first use, offline unless `allow_download`."
     def __init__(self, name_or_path:str, # local folder or Hugging Face id (found in the local cache unless allow_download)
                  device:str|None=None, # None: cuda if available, else cpu
                  dtype="auto", # torch dtype of the weights ('auto': as stored)

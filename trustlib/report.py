@@ -32,13 +32,7 @@ def _flatten(d:dict, prefix:str) -> dict[str, Any]:
 
 def collect_runs(runs_dir:str|Path|None=None # default: $TRUSTLIB_RUNS or <repo>/runs
                 ):
-    """One row per run folder with a `metrics.json`: identity, status, `params.*` and `metrics.*` columns.
-
-    Parameters
-    ----------
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs
-    """
+    "One row per run folder with a `metrics.json`: identity, status, `params.*` and `metrics.*` columns."
     import pandas as pd
     runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
     rows = []
@@ -62,15 +56,7 @@ def collect_runs(runs_dir:str|Path|None=None # default: $TRUSTLIB_RUNS or <repo>
 def latest_runs(df, # the output of `collect_runs`
                 profile:str|None="cpu" # only runs of this profile (None: any profile)
                ):
-    """The latest complete run per paper (by `finished` time), one row per paper.
-
-    Parameters
-    ----------
-    df
-        the output of `collect_runs`
-    profile : str|None, default "cpu"
-        only runs of this profile (None: any profile)
-    """
+    "The latest complete run per paper (by `finished` time), one row per paper."
     d = df[df.status == 'complete']
     if profile is not None: d = d[d.profile == profile]
     return d.sort_values('finished', kind='stable').groupby('paper', sort=True).tail(1).sort_values('paper').reset_index(drop=True)
@@ -89,19 +75,7 @@ def verdict_table(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <rep
                   nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's), to tell implemented from planned
                   runs=None # optional: an already collected `collect_runs` table
                  ):
-    """Paper-vs-us table for all 19 papers: one row per claim of the latest complete run, or one row saying why there is none.
-
-    Parameters
-    ----------
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs
-    profile : str|None, default "cpu"
-        the profile of the runs shown (None: any)
-    nbs_dir : str|Path|None, default None
-        notebooks folder (default: the checkout's), to tell implemented from planned
-    runs : default None
-        optional: an already collected `collect_runs` table
-    """
+    "Paper-vs-us table for all 19 papers: one row per claim of the latest complete run, or one row saying why there is none."
     import pandas as pd
     runs = collect_runs(runs_dir) if runs is None else runs
     latest = {r.paper: r for r in latest_runs(runs, profile).itertuples()} if len(runs) else {}
@@ -233,25 +207,7 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                     pair:bool=True, # also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
                     papers_index:bool|None=None, # also write `papers.ipynb` beside it (default: when `out` is the site's dashboard)
                    ) -> Path:
-    """Write the results dashboard notebook (markdown tables + a stored chart; nothing to execute); return its path.
-
-    Parameters
-    ----------
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs
-    out : str|Path|None, default None
-        default: <repo>/nbs/results/dashboard.ipynb
-    profile : str|None, default "cpu"
-        profile of the runs shown in the verdict table
-    nbs_dir : str|Path|None, default None
-        notebooks folder (default: the checkout's)
-    history : int, default 200
-        at most this many runs in the run-history table
-    pair : bool, default True
-        also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
-    papers_index : bool|None, default None
-        also write `papers.ipynb` beside it (default: when `out` is the site's dashboard)
-    """
+    "Write the results dashboard notebook (markdown tables + a stored chart; nothing to execute); return its path."
     import nbformat
     from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
     runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
@@ -340,14 +296,7 @@ def _same(a, b) -> bool:
 
 def sweep_table(spec, # a sweep spec (dict or YAML path), as for `trustlib sweep`
                 runs_dir:str|Path|None=None):
-    """One row per grid point of `spec`: its swept parameters, the latest complete run's id and scalar metrics (status `missing` if none).
-
-    Parameters
-    ----------
-    spec
-        a sweep spec (dict or YAML path), as for `trustlib sweep`
-    runs_dir : str|Path|None, default None
-    """
+    "One row per grid point of `spec`: its swept parameters, the latest complete run's id and scalar metrics (status `missing` if none)."
     import pandas as pd
     from trustlib.runs import load_spec, grid_points
     spec = load_spec(spec)
@@ -376,20 +325,7 @@ def build_sweep_report(spec, # a sweep spec (dict or YAML path)
                        out:str|Path|None=None, # default: <runs>/sweeps/<paper>-<spec hash>.ipynb
                        metrics:list[str]|None=None, # metrics to plot (default: the first `max_metrics` numeric ones)
                        max_metrics:int=6) -> Path:
-    """A results page for one sweep: a table of its grid points and, per swept parameter, each metric against it (mean ± sd over the rest).
-
-    Parameters
-    ----------
-    spec
-        a sweep spec (dict or YAML path)
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs
-    out : str|Path|None, default None
-        default: <runs>/sweeps/<paper>-<spec hash>.ipynb
-    metrics : list[str]|None, default None
-        metrics to plot (default: the first `max_metrics` numeric ones)
-    max_metrics : int, default 6
-    """
+    "A results page for one sweep: a table of its grid points and, per swept parameter, each metric against it (mean ± sd over the rest)."
     import hashlib, nbformat, pandas as pd, seaborn as sns
     from matplotlib.figure import Figure
     from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
@@ -451,19 +387,7 @@ def build_papers_index(vt, # the output of `verdict_table`
                        out:str|Path, # where to write (nbs/results/papers.ipynb)
                        nbs:str|Path, # the notebooks folder
                        built:str='', pair:bool=True) -> Path:
-    """Write the papers index: the 19 papers by area, each with its one-line claim, status and verdict counts as badges.
-
-    Parameters
-    ----------
-    vt
-        the output of `verdict_table`
-    out : str|Path
-        where to write (nbs/results/papers.ipynb)
-    nbs : str|Path
-        the notebooks folder
-    built : str, default ''
-    pair : bool, default True
-    """
+    "Write the papers index: the 19 papers by area, each with its one-line claim, status and verdict counts as badges."
     import nbformat
     from nbformat.v4 import new_notebook, new_markdown_cell
     out, nbs = Path(out), Path(nbs)

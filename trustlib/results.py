@@ -56,23 +56,6 @@ VERDICTS = ("reproduced", "partially", "not_reproduced", "inconclusive", "illust
 
 @dataclass
 class Verdict:
-    """Parameters
-    ----------
-    claim : str
-        the paper's claim, in one sentence
-    paper : str
-        the paper's number(s) for it
-    ours : str
-        our number(s), at the profile that was run
-    verdict : str
-        one of VERDICTS
-    reason : str
-        why: scale, substitutions, what the numbers show
-    rule : str, default ""
-        the explicit rule that produced the verdict ('' for ungraded claims)
-    headline : bool, default False
-        True for the paper's one headline claim
-    """
     claim: str   # the paper's claim, in one sentence
     paper: str   # the paper's number(s) for it
     ours: str    # our number(s), at the profile that was run
@@ -90,19 +73,6 @@ class Verdict:
 # %% ../nbs/core/04_results.ipynb #c1bce0d4
 @dataclass(frozen=True)
 class Estimate:
-    """Parameters
-    ----------
-    value : float
-        the point estimate (e.g. the mean over seeds)
-    lo : float
-        lower end of the interval (NaN: no interval)
-    hi : float
-        upper end of the interval (NaN: no interval)
-    n : int
-        number of observations (seeds)
-    level : float, default 0.95
-        coverage of the interval
-    """
     value: float   # the point estimate (e.g. the mean over seeds)
     lo: float      # lower end of the interval (NaN: no interval)
     hi: float      # upper end of the interval (NaN: no interval)
@@ -147,17 +117,6 @@ def _f(x) -> str: return f"{x:.3g}"
 
 @dataclass(frozen=True)
 class Rule:
-    """Parameters
-    ----------
-    direction : str
-        '>' larger values support the claim, '<' smaller values do
-    reproduced : float
-        threshold for `reproduced`
-    partially : float|None, default None
-        weaker threshold for `partially` (None: no partial level)
-    what : str, default ""
-        name of the measured number, for the rule's text
-    """
     direction: str                 # '>' larger values support the claim, '<' smaller values do
     reproduced: float              # threshold for `reproduced`
     partially: float|None = None   # weaker threshold for `partially` (None: no partial level)
@@ -228,27 +187,7 @@ def judge(claim:str, paper:str, ours:str, *,
           verdict:str|None=None,                               # form 3: 'not_testable_offline' or 'illustrated'
           rule_text:str="",                                    # ...with the rule in words (required for form 2)
           reason:str="", headline:bool=False) -> Verdict:
-    """A `Verdict` for one claim, graded by an explicit rule (`rule`+`value`, or conditions + `rule_text`), or ungraded (`verdict`).
-
-    Parameters
-    ----------
-    claim : str
-    paper : str
-    ours : str
-    rule : Rule|None, default None
-    value : default None
-        form 1: a rule on one measured number (float or Estimate)
-    reproduced : bool|None, default None
-    partially : bool, default False
-    inconclusive : bool, default False
-        form 2: compound conditions...
-    verdict : str|None, default None
-        form 3: 'not_testable_offline' or 'illustrated'
-    rule_text : str, default ""
-        ...with the rule in words (required for form 2)
-    reason : str, default ""
-    headline : bool, default False
-    """
+    "A `Verdict` for one claim, graded by an explicit rule (`rule`+`value`, or conditions + `rule_text`), or ungraded (`verdict`)."
     by_rule = rule is not None or value is not None
     by_bool = reproduced is not None or partially is not False or inconclusive is not False
     forms = [n for n, on in (("rule=/value=", by_rule), ("reproduced=/partially=/inconclusive=", by_bool), ("verdict=", verdict is not None)) if on]
@@ -308,22 +247,6 @@ def verdict_flags(v:str) -> dict:
 # %% ../nbs/core/04_results.ipynb #50fee1fa
 @dataclass
 class Result:
-    """Parameters
-    ----------
-    paper : str
-        notebook stem, e.g. 'disparate_benefits'
-    config : dict[str, Any]
-        the validated config (`cfg.to_dict()`)
-    metrics : dict[str, Any], default dict()
-        JSON-able scalars (or small lists)
-    verdicts : list[Verdict], default list()
-    tables : dict[str, Any], default dict()
-        name -> pandas DataFrame
-    figures : dict[str, Any], default dict()
-        name -> matplotlib Figure
-    timings : dict[str, float], default dict()
-        wall/CPU seconds (machine-dependent; never in `metrics`)
-    """
     paper: str                                            # notebook stem, e.g. 'disparate_benefits'
     config: dict[str, Any]                                # the validated config (`cfg.to_dict()`)
     metrics: dict[str, Any] = field(default_factory=dict) # JSON-able scalars (or small lists)

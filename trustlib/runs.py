@@ -78,17 +78,7 @@ def _get_paper(name:str):
 def resolve_notebook(paper:str|None=None, # paper name (notebook stem, see `trustlib.config.PAPERS`)
                      notebook:str|Path|None=None, # or: any parameterised notebook; the run name is its stem
                      root:str|Path|None=None, nbs_dir:str|Path|None=None):
-    """`(name, notebook_path, paper_entry_or_None)` for a paper name or a notebook path.
-
-    Parameters
-    ----------
-    paper : str|None, default None
-        paper name (notebook stem, see `trustlib.config.PAPERS`)
-    notebook : str|Path|None, default None
-        or: any parameterised notebook; the run name is its stem
-    root : str|Path|None, default None
-    nbs_dir : str|Path|None, default None
-    """
+    "`(name, notebook_path, paper_entry_or_None)` for a paper name or a notebook path."
     if notebook is not None:
         nb = Path(notebook).expanduser().resolve()
         if not nb.is_file(): raise ConfigError(f"notebook {str(notebook)!r} does not exist")
@@ -370,23 +360,7 @@ def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPE
                     root:str|Path|None=None, nbs_dir:str|Path|None=None,
                     allow_large:bool=False, # lift the Config's soft upper bounds
                    ) -> dict:
-    """Check `params` for `paper`/`notebook` and `profile`; return the canonical parameters or raise `ConfigError`.
-
-    Parameters
-    ----------
-    paper : str|None, default None
-        paper name (see `trustlib.config.PAPERS`)
-    params : dict|None, default None
-        parameter overrides, as a user gives them
-    profile : str, default "cpu"
-        smoke | cpu | full
-    notebook : str|Path|None, default None
-        or: a notebook path
-    root : str|Path|None, default None
-    nbs_dir : str|Path|None, default None
-    allow_large : bool, default False
-        lift the Config's soft upper bounds
-    """
+    "Check `params` for `paper`/`notebook` and `profile`; return the canonical parameters or raise `ConfigError`."
     _check_profile(profile)
     return ParamValidator(paper, notebook, root, nbs_dir, allow_large).check(profile, params)
 
@@ -862,33 +836,7 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
                  allow_large:bool=False, # lift the Config's soft upper bounds
                  wait:bool=True, # if another process runs this run id: wait for it (False: raise `RunLocked`)
                 ) -> Path:
-    """Execute a paper notebook with papermill into `runs/<paper>/<run_id>/`; return that folder.
-
-    Parameters
-    ----------
-    paper : str|None, default None
-        paper name (notebook stem); see `trustlib list`
-    params : dict|None, default None
-        parameter overrides (validated before any work)
-    profile : str, default "cpu"
-        smoke | cpu | full
-    notebook : str|Path|None, default None
-        or: any parameterised notebook (run name = its stem)
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs
-    kernel : str, default "python3"
-        Jupyter kernel name
-    progress : bool, default True
-        papermill's per-cell progress bar
-    timeout : float|None, default None
-        per-cell timeout in seconds
-    root : str|Path|None, default None
-    nbs_dir : str|Path|None, default None
-    allow_large : bool, default False
-        lift the Config's soft upper bounds
-    wait : bool, default True
-        if another process runs this run id: wait for it (False: raise `RunLocked`)
-    """
+    "Execute a paper notebook with papermill into `runs/<paper>/<run_id>/`; return that folder."
     return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
                 root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
 
@@ -1248,11 +1196,6 @@ class _RayBackend:
     def submit(self, i, job): self.refs[self.task.remote(job)] = i; self.rids[i] = job['run_id']
 
     def running(self, inflight):   # a task has started once it holds its run's lock (or waits for another sweep's)
-        """Parameters
-        ----------
-        inflight
-            a task has started once it holds its run's lock (or waits for another sweep's)
-        """
         return sum((self.base/f".lock-{self.rids[i]}").exists() for i in inflight)
 
     def wait(self, timeout, prog):
@@ -1284,31 +1227,7 @@ def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
           retries:int=SWEEP_RETRIES, # re-submissions of a grid point whose worker died, before it is recorded as failed
           on_progress=None, # called with dict(done, running, failed, remaining) whenever the counts change
          ):
-    """Run every grid point of `spec` that has no current complete run; return a DataFrame with one row per grid point.
-
-    Parameters
-    ----------
-    spec : dict|str|Path
-        a spec dict or the path of a YAML spec
-    workers : int, default 1
-        parallel runs (local backend; 1 = one after the other in this process)
-    backend : str, default "local"
-        'local' (worker processes on this machine) or 'ray' (one Ray task per run)
-    ray_address : str|None, default None
-        passed to `ray.init(address=...)`; None: $RAY_ADDRESS, else a new local Ray
-    runs_dir : str|Path|None, default None
-        default: $TRUSTLIB_RUNS or <repo>/runs; with Ray: a folder every node sees at this path
-    progress : bool, default True
-        tqdm progress over validation and runs (done / running / failed / remaining)
-    root : str|Path|None, default None
-    nbs_dir : str|Path|None, default None
-    allow_large : bool, default False
-        allow grids over MAX_GRID_POINTS and lift the Config's soft upper bounds
-    retries : int, default SWEEP_RETRIES
-        re-submissions of a grid point whose worker died, before it is recorded as failed
-    on_progress : default None
-        called with dict(done, running, failed, remaining) whenever the counts change
-    """
+    "Run every grid point of `spec` that has no current complete run; return a DataFrame with one row per grid point."
     import pandas as pd
     from tqdm import tqdm
     if backend not in ('local', 'ray'): raise ConfigError(f"backend {short(backend)} is not allowed; choose one of ['local', 'ray']")

@@ -103,15 +103,7 @@ def widen_figures(nb:dict, text_px:int=678, min_scale:float=0.6, page_px:int=980
 def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
                 nbs:str|Path, # the source notebooks (for the order in which symbols are defined)
                ) -> dict[str, int]:
-    """Apply `fold_code` (paper pages), `source_order`, `badge_verdicts` and `widen_figures` to every page notebook in `proc`; counts of changes.
-
-    Parameters
-    ----------
-    proc : str|Path
-        the `_proc/` folder nbdev wrote
-    nbs : str|Path
-        the source notebooks (for the order in which symbols are defined)
-    """
+    "Apply `fold_code` (paper pages), `source_order`, `badge_verdicts` and `widen_figures` to every page notebook in `proc`; counts of changes."
     proc, nbs = Path(proc), Path(nbs)
     counts = dict(pages=0, folded=0, reordered=0, badges=0, widened=0)
     for f in sorted(proc.rglob('*.ipynb')):
@@ -169,24 +161,7 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
                    min_scale:float=0.6, # images shown below this fraction of their natural width are reported
                    shot_pages=('index.html', 'results/dashboard.html', 'papers/fairness/disparate_benefits.html'),
                    timeout_s:float=60) -> dict:
-    """Load every page of `site` in headless Chromium; counts and lists of broken links/anchors, overflows, downscaled images, stderr blocks.
-
-    Parameters
-    ----------
-    site : str|Path
-        the rendered site (`_docs/`)
-    screenshots : str|Path|None, default None
-        folder for screenshots of the home page, the dashboard, one paper page
-    width : int, default 1280
-        desktop viewport width (px)
-    phone : int, default 390
-        phone viewport width (px), for the pages in `phone_pages`
-    phone_pages : default ('index.html', 'results/dashboard.html', 'results/papers.html')
-    min_scale : float, default 0.6
-        images shown below this fraction of their natural width are reported
-    shot_pages : default ('index.html', 'results/dashboard.html', 'papers/fairness/disparate_benefits.html')
-    timeout_s : float, default 60
-    """
+    "Load every page of `site` in headless Chromium; counts and lists of broken links/anchors, overflows, downscaled images, stderr blocks."
     why = browser_unavailable()
     if why: raise RuntimeError(why)
     sync_api = require('playwright.sync_api', 'the browser check')

@@ -52,19 +52,7 @@ WORD_SETS: dict[str, list[str]] = {
 
 @dataclass(frozen=True)
 class WeatTest:
-    """One WEAT: targets X, Y and attributes A, B (names of `WORD_SETS`); a positive effect means X~A and Y~B.
-
-    Parameters
-    ----------
-    name : str
-    construct : str
-    X : str
-    Y : str
-    A : str
-    B : str
-    caliskan_d : Optional[float], default None
-        effect size reported on GloVe by Caliskan et al. (2017), if any
-    """
+    "One WEAT: targets X, Y and attributes A, B (names of `WORD_SETS`); a positive effect means X~A and Y~B."
     name: str
     construct: str
     X: str
@@ -309,18 +297,7 @@ def select_probes(catalogue:Catalogue, construct:str, target_task:str, min_eco:f
 
 @dataclass(frozen=True)
 class Prediction:
-    """An ordinal generalisation prediction, stated as a hypothesis that data can refute.
-
-    Parameters
-    ----------
-    probe : str
-    task : str
-    level_distance : int
-    eco : float
-    prediction : str
-        'high' | 'moderate' | 'low'
-    hypothesis : str
-    """
+    "An ordinal generalisation prediction, stated as a hypothesis that data can refute."
     probe: str
     task: str
     level_distance: int

@@ -74,17 +74,7 @@ def wordnet_nouns(min_zipf:float=3.5, # wordfreq Zipf frequency a noun needs (3.
                   min_len:int=3, # shortest noun kept
                   tokenizer=None, # keep only nouns this tokenizer reads as one token (None: no such filter)
                   ) -> list[str]:
-    """Common WordNet nouns from `spacy-lookups-data`, most frequent first.
-
-    Parameters
-    ----------
-    min_zipf : float, default 3.5
-        wordfreq Zipf frequency a noun needs (3.5: about 3 per million words)
-    min_len : int, default 3
-        shortest noun kept
-    tokenizer : default None
-        keep only nouns this tokenizer reads as one token (None: no such filter)
-    """
+    "Common WordNet nouns from `spacy-lookups-data`, most frequent first."
     import gzip, json
     from pathlib import Path
     try:
@@ -196,20 +186,7 @@ def fit_temperature(x, y, W, bounds=(1.0, 1000.0)) -> float:
 # %% ../../nbs/papers/calibration/dor.ipynb #594afe85
 @dataclass(frozen=True)
 class Method:
-    """A prompt-tuning method: CoOp's cross-entropy plus optional KgCoOp (`kg`) and DOR (`dor`) weights.
-
-    Parameters
-    ----------
-    name : str
-    kg : float, default 0.0
-        KgCoOp weight λ
-    dor : float, default 0.0
-        DOR weight λ
-    k : int, default 0
-        outlier-set size K (DOR)
-    outliers : str, default "near"
-        'near' (top-K by relevance) or 'random' (K nouns drawn uniformly from the pool)
-    """
+    "A prompt-tuning method: CoOp's cross-entropy plus optional KgCoOp (`kg`) and DOR (`dor`) weights."
     name: str
     kg: float = 0.0          # KgCoOp weight λ
     dor: float = 0.0         # DOR weight λ

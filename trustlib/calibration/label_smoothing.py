@@ -95,23 +95,7 @@ def smoothed_cross_entropy(logits, # [..., V] logits
                            *, temperature:float|None=None, # train with T·CE(z/T; β)
                            softcap:float|None=None, # cap logits with c·tanh(z/c) before the loss
                            ignore_index:int=-100, reduction:str="mean"):
-    """Label-smoothed cross-entropy on materialised logits, computed in float32, with the paper's temperature and soft-cap options.
-
-    Parameters
-    ----------
-    logits
-        [..., V] logits
-    y
-        [...] integer targets (or ignore_index)
-    beta : float, default 0.0
-        label smoothing β ∈ [0, 1]
-    temperature : float|None, default None
-        train with T·CE(z/T; β)
-    softcap : float|None, default None
-        cap logits with c·tanh(z/c) before the loss
-    ignore_index : int, default -100
-    reduction : str, default "mean"
-    """
+    "Label-smoothed cross-entropy on materialised logits, computed in float32, with the paper's temperature and soft-cap options."
     import torch
     beta = check_beta(beta); _check_reduction(reduction)
     if temperature is not None and not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature!r}")
@@ -292,26 +276,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
                      chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk
                      fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
-    """Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision.
-
-    Parameters
-    ----------
-    E
-        [..., D] hidden states (float64, float32, bfloat16 or float16)
-    C
-        [V, D] output embedding (classifier) weights
-    y
-        [...] integer targets, or ignore_index
-    beta : float, default 0.0
-        label smoothing β ∈ [0, 1]
-    ignore_index : int, default -100
-    reduction : str, default "mean"
-        'mean' (over non-ignored rows), 'sum' or 'none'
-    chunk_size : int|None, default None
-        tokens per chunk; None: about 32 MiB of logits per chunk
-    fused : bool, default False
-        compute the gradients in the forward (scalar reductions; no recomputation)
-    """
+    "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
     import torch
     beta = check_beta(beta); _check_reduction(reduction)
@@ -349,27 +314,7 @@ def bench_case(impl:str, # 'naive' (F.cross_entropy on E @ C.T), 'chunked' or 'f
                n_tokens:int=8192, d_model:int=256, vocab_size:int=32768, beta:float=0.1,
                chunk_size:int|None=None, repeats:int=1, threads:int|None=None, seed:int=0,
                dtype:str="float32") -> dict: # dtype of E and C: 'float32', 'bfloat16', 'float64' or 'float16'
-    """Peak extra memory (bytes), CPU time and wall time (s) of one forward + backward, measured in this process.
-
-    Parameters
-    ----------
-    impl : str
-        'naive' (F.cross_entropy on E @ C.T), 'chunked' or 'fused'
-    n_tokens : int, default 8192
-    d_model : int, default 256
-    vocab_size : int, default 32768
-    beta : float, default 0.1
-    chunk_size : int|None, default None
-    repeats : int, default 1
-    threads : int|None, default None
-    seed : int, default 0
-    dtype : str, default "float32"
-
-    Returns
-    -------
-    dict
-        dtype of E and C: 'float32', 'bfloat16', 'float64' or 'float16'
-    """
+    "Peak extra memory (bytes), CPU time and wall time (s) of one forward + backward, measured in this process."
     import torch
     if impl not in BENCH_IMPLS: raise ValueError(f"impl must be one of {list(BENCH_IMPLS)}, got {impl!r}")
     if dtype not in BENCH_DTYPES: raise ValueError(f"dtype must be one of {list(BENCH_DTYPES)}, got {dtype!r}")
@@ -436,15 +381,7 @@ def benchmark(vocab_sizes=(32768,), n_tokens:int=8192, d_model:int=256, impls=BE
 def option_probs(logits, # [N, V] next-token logits at the answer position (or [N, K] already restricted)
                  option_ids=None, # the K token ids of the option letters; None: `logits` are already the K option logits
                  ) -> np.ndarray:
-    """Next-token probabilities restricted to the option tokens and renormalised: an [N, K] float64 array.
-
-    Parameters
-    ----------
-    logits
-        [N, V] next-token logits at the answer position (or [N, K] already restricted)
-    option_ids : default None
-        the K token ids of the option letters; None: `logits` are already the K option logits
-    """
+    "Next-token probabilities restricted to the option tokens and renormalised: an [N, K] float64 array."
     import torch
     z = torch.as_tensor(logits).double()
     if option_ids is not None: z = z[:, torch.as_tensor(option_ids, dtype=torch.long)]
@@ -453,16 +390,7 @@ def option_probs(logits, # [N, V] next-token logits at the answer position (or [
 def mcq_calibration(y, # [N] index of the correct option
                     probs, # [N, K] option probabilities
                     n_bins:int=15) -> dict[str, float]:
-    """Accuracy, ECE, RMS calibration error, mean confidence and the over-confidence gap (confidence − accuracy).
-
-    Parameters
-    ----------
-    y
-        [N] index of the correct option
-    probs
-        [N, K] option probabilities
-    n_bins : int, default 15
-    """
+    "Accuracy, ECE, RMS calibration error, mean confidence and the over-confidence gap (confidence − accuracy)."
     probs = np.asarray(probs); acc = M.accuracy(y, probs); conf = float(probs.max(1).mean())
     return dict(acc=acc, ece=M.ece(y, probs, n_bins), rms_ce=M.rms_ce(y, probs, n_bins), conf=conf, overconf=conf - acc)
 
@@ -484,17 +412,7 @@ def world_vocab_size(n_entities:int) -> int:
 
 @dataclass
 class World:
-    """A synthetic world: attribute values per entity, which entities are described, and the token vocabulary.
-
-    Parameters
-    ----------
-    values : np.ndarray
-        [n_entities, 4] value index per attribute
-    seen : np.ndarray
-        [n_entities] True if the entity is described in pretraining
-    vocab : tuple
-        token strings; ids are positions
-    """
+    "A synthetic world: attribute values per entity, which entities are described, and the token vocabulary."
     values: np.ndarray   # [n_entities, 4] value index per attribute
     seen: np.ndarray     # [n_entities] True if the entity is described in pretraining
     vocab: tuple         # token strings; ids are positions

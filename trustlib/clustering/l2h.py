@@ -67,13 +67,7 @@ class Config(BaseConfig):
 # %% ../../nbs/papers/clustering/l2h.ipynb #d696a6af
 def check_logits(logits, # array-like of shape (N, K): N points, K >= 2 clusters
                  ) -> np.ndarray:
-    """`logits` as a float32/float64 array, after checking its shape and that every value is finite.
-
-    Parameters
-    ----------
-    logits
-        array-like of shape (N, K): N points, K >= 2 clusters
-    """
+    "`logits` as a float32/float64 array, after checking its shape and that every value is finite."
     x = np.asarray(logits)
     if x.ndim != 2: raise ValueError(f"logits must be a 2-D array of shape (N, K), got shape {x.shape}; Reshape your data: one row per point, one column per cluster")
     N, K = x.shape
@@ -94,15 +88,7 @@ def check_logits(logits, # array-like of shape (N, K): N points, K >= 2 clusters
 def masked_softmax(logits, # (N, K) logits
                    G=(), # clusters to mask out (indices); empty: plain softmax
                    ) -> np.ndarray:
-    """Softmax over the clusters not in `G`; the columns of `G` are exactly 0.
-
-    Parameters
-    ----------
-    logits
-        (N, K) logits
-    G : default ()
-        clusters to mask out (indices); empty: plain softmax
-    """
+    "Softmax over the clusters not in `G`; the columns of `G` are exactly 0."
     L = np.array(check_logits(logits), dtype=np.float64)
     G = np.asarray(G, dtype=np.int64)
     if len(G) >= L.shape[1]: raise ValueError("cannot mask every cluster")
@@ -116,19 +102,7 @@ def masked_argmax_max(L:np.ndarray, # (N, K) finite logits (already checked)
                       rows=None, # row indices of L to use (default: all)
                       chunk:int=16384, # rows per chunk
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Argmax `h^m` and max `g^m` of the masked softmax, per row, computed chunk by chunk.
-
-    Parameters
-    ----------
-    L : np.ndarray
-        (N, K) finite logits (already checked)
-    G : default None
-        clusters to mask out, or None
-    rows : default None
-        row indices of L to use (default: all)
-    chunk : int, default 16384
-        rows per chunk
-    """
+    "Argmax `h^m` and max `g^m` of the masked softmax, per row, computed chunk by chunk."
     n = L.shape[0] if rows is None else len(rows)
     h = np.empty(n, np.int64); g = np.empty(n, np.float64)
     for s in range(0, n, chunk):
@@ -148,15 +122,7 @@ AGGREGATORS = ("cluster_mean", "point_sum", "point_mean")
 def merges_to_linkage(merge_nodes, # (K-1, 2) node ids merged at each step; node K+t is created at step t
                       K:int, # number of leaves
                       ) -> np.ndarray:
-    """A scipy linkage matrix from a merge list: row t = [min id, max id, t + 1, number of leaves].
-
-    Parameters
-    ----------
-    merge_nodes
-        (K-1, 2) node ids merged at each step; node K+t is created at step t
-    K : int
-        number of leaves
-    """
+    "A scipy linkage matrix from a merge list: row t = [min id, max id, t + 1, number of leaves]."
     merge_nodes = np.asarray(merge_nodes, dtype=np.int64).reshape(-1, 2)
     if len(merge_nodes) != K - 1: raise ValueError(f"a binary tree over {K} leaves needs {K - 1} merges, got {len(merge_nodes)}")
     size = np.ones(2 * K - 1, np.int64)
@@ -169,17 +135,7 @@ def merges_to_linkage(merge_nodes, # (K-1, 2) node ids merged at each step; node
 
 # %% ../../nbs/papers/clustering/l2h.ipynb #ea40b6d9
 class L2H(ClusterMixin, BaseEstimator):
-    """Logits to Hierarchies: a binary tree over the K clusters of a flat model, from its (N, K) logits (a scikit-learn clusterer).
-
-    Parameters
-    ----------
-    aggregator : str, default "cluster_mean"
-        group score for phase 1: one of AGGREGATORS
-    temperature : float, default 1.0
-        the logits are divided by this before the softmax
-    chunk_size : int, default 16384
-        rows per chunk in the masked softmax (bounds memory)
-    """
+    "Logits to Hierarchies: a binary tree over the K clusters of a flat model, from its (N, K) logits (a scikit-learn clusterer)."
     def __init__(self, aggregator:str="cluster_mean", # group score for phase 1: one of AGGREGATORS
                  temperature:float=1.0, # the logits are divided by this before the softmax
                  chunk_size:int=16384, # rows per chunk in the masked softmax (bounds memory)
@@ -209,15 +165,7 @@ class L2H(ClusterMixin, BaseEstimator):
     def fit(self, logits, # (N, K) logits of a flat model
             y=None, # ignored (scikit-learn convention)
             ):
-        """Run the K - 1 merges; sets `merges_`, `merge_nodes_`, `linkage_` and the per-step scores.
-
-        Parameters
-        ----------
-        logits
-            (N, K) logits of a flat model
-        y : default None
-            ignored (scikit-learn convention)
-        """
+        "Run the K - 1 merges; sets `merges_`, `merge_nodes_`, `linkage_` and the per-step scores."
         self._check_params()
         L = self._validate(logits, reset=True)
         if self.temperature != 1: L = L / np.asarray(self.temperature, dtype=L.dtype)
@@ -287,15 +235,7 @@ class L2H(ClusterMixin, BaseEstimator):
     def predict(self, logits, # (N, K) logits with the same K as in fit
                 n_groups:int|None=None, # None: leaf (flat cluster) of every point; else its group at that cut
                 ) -> np.ndarray:
-        """Leaf of every point (argmax of the logits), or its group when the tree is cut into `n_groups`.
-
-        Parameters
-        ----------
-        logits
-            (N, K) logits with the same K as in fit
-        n_groups : int|None, default None
-            None: leaf (flat cluster) of every point; else its group at that cut
-        """
+        "Leaf of every point (argmax of the logits), or its group when the tree is cut into `n_groups`."
         self._fitted()
         k = np.shape(logits)[1] if np.ndim(logits) == 2 else None
         if k is not None and k != self.n_clusters_: raise ValueError(f"logits have {k} columns, the tree has {self.n_clusters_} leaves "
@@ -315,30 +255,14 @@ class L2H(ClusterMixin, BaseEstimator):
 def l2h(logits, # (N, K) logits of a flat model
         **kwargs, # `L2H` hyperparameters: aggregator, temperature, chunk_size
         ) -> np.ndarray:
-    """The L2H tree over the K clusters of `logits` as a scipy linkage matrix.
-
-    Parameters
-    ----------
-    logits
-        (N, K) logits of a flat model
-    **kwargs
-        `L2H` hyperparameters: aggregator, temperature, chunk_size
-    """
+    "The L2H tree over the K clusters of `logits` as a scipy linkage matrix."
     return L2H(**kwargs).fit(logits).linkage_
 
 # %% ../../nbs/papers/clustering/l2h.ipynb #044896b4
 def to_newick(Z, # scipy linkage matrix
               names=None, # leaf names (default: leaf indices)
               ) -> str:
-    """Newick string of a linkage matrix's topology, built without recursion.
-
-    Parameters
-    ----------
-    Z
-        scipy linkage matrix
-    names : default None
-        leaf names (default: leaf indices)
-    """
+    "Newick string of a linkage matrix's topology, built without recursion."
     Z = check_linkage(Z); n = Z.shape[0] + 1
     names = [str(i) for i in range(n)] if names is None else [str(x) for x in names]
     if len(names) != n: raise ValueError(f"{len(names)} names for {n} leaves")
@@ -373,17 +297,7 @@ def plot_dendrogram(Z, # scipy linkage matrix
                     ax=None, # matplotlib axes (None: scipy's current axes; ignored with no_plot=True)
                     **kwargs, # passed to scipy.cluster.hierarchy.dendrogram (labels, no_labels, orientation, ...)
                     ) -> dict:
-    """scipy's dendrogram, safe for deep trees (thousands of levels).
-
-    Parameters
-    ----------
-    Z
-        scipy linkage matrix
-    ax : default None
-        matplotlib axes (None: scipy's current axes; ignored with no_plot=True)
-    **kwargs
-        passed to scipy.cluster.hierarchy.dendrogram (labels, no_labels, orientation, ...)
-    """
+    "scipy's dendrogram, safe for deep trees (thousands of levels)."
     from scipy.cluster.hierarchy import dendrogram
     Z = check_linkage(Z)
     with recursion_limit(10 * Z.shape[0] + 2000):
@@ -394,19 +308,7 @@ def planted_hierarchy(n_super:int, n_sub:int, dim:int, n_per_class:int, # sizes
                       scales=(2.0, 1.6, 1.3), # std of superclass means, subclass offsets, points
                       rng:np.random.Generator|None=None,
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points `X` (n_super*n_sub*n_per_class, dim), fine labels and coarse (superclass) labels.
-
-    Parameters
-    ----------
-    n_super : int
-    n_sub : int
-    dim : int
-    n_per_class : int
-        sizes
-    scales : default (2.0, 1.6, 1.3)
-        std of superclass means, subclass offsets, points
-    rng : np.random.Generator|None, default None
-    """
+    "Points `X` (n_super*n_sub*n_per_class, dim), fine labels and coarse (superclass) labels."
     rng = np.random.default_rng(0) if rng is None else rng
     s1, s2, s3 = scales
     sup = rng.normal(0, s1, (n_super, dim))
@@ -426,22 +328,7 @@ def flat_model_logits(kind:str, # one of FLAT_MODELS
                       k_coarse:int, # number of coarse clusters for the direct coarse model
                       seed:int,
                       ) -> dict:
-    """Logits of a flat model and, on the same evaluation points, the prediction of a direct coarse model.
-
-    Parameters
-    ----------
-    kind : str
-        one of FLAT_MODELS
-    X
-    y
-    y_coarse
-        data, fine labels, coarse labels
-    k : int
-        number of flat clusters (unsupervised models)
-    k_coarse : int
-        number of coarse clusters for the direct coarse model
-    seed : int
-    """
+    "Logits of a flat model and, on the same evaluation points, the prediction of a direct coarse model."
     from sklearn.mixture import GaussianMixture
     from sklearn.cluster import KMeans
     from sklearn.linear_model import LogisticRegression

@@ -27,17 +27,7 @@ def count_matrix(leaves, # leaf (flat cluster) index of every point, ints in [0,
                  y_true, # class label of every point (any hashable values)
                  n_leaves:int|None=None, # number of leaves (default: max(leaves) + 1); empty leaves get zero rows
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Count matrix `n[c, k]` (leaves x classes, int64) and the sorted class values.
-
-    Parameters
-    ----------
-    leaves
-        leaf (flat cluster) index of every point, ints in [0, n_leaves)
-    y_true
-        class label of every point (any hashable values)
-    n_leaves : int|None, default None
-        number of leaves (default: max(leaves) + 1); empty leaves get zero rows
-    """
+    "Count matrix `n[c, k]` (leaves x classes, int64) and the sorted class values."
     leaves, y_true = _pair(leaves, y_true, ("leaves", "y_true"))
     if leaves.dtype.kind not in 'iu':
         if leaves.dtype.kind == 'f' and np.all(leaves == np.round(leaves)): leaves = leaves.astype(np.int64)
@@ -107,17 +97,7 @@ def dendrogram_purity(Z, # scipy linkage matrix over the n flat clusters (the tr
                       leaves, # leaf index (0..n-1) of every data point
                       y_true, # class of every data point
                       ) -> float:
-    """Dendrogram purity of a cluster tree, in time linear in the number of nodes (times classes).
-
-    Parameters
-    ----------
-    Z
-        scipy linkage matrix over the n flat clusters (the tree's leaves)
-    leaves
-        leaf index (0..n-1) of every data point
-    y_true
-        class of every data point
-    """
+    "Dendrogram purity of a cluster tree, in time linear in the number of nodes (times classes)."
     Z = check_linkage(Z); n = Z.shape[0] + 1
     cnt, _ = count_matrix(leaves, y_true, n_leaves=n)
     cnt = cnt.astype(np.float64)
@@ -169,15 +149,7 @@ def dendrogram_purity_bruteforce(Z, leaves, y_true) -> float:
 def random_linkage(n:int, # number of leaves
                    rng:np.random.Generator, # source of randomness
                    ) -> np.ndarray:
-    """A uniformly random sequence of merges over `n` leaves, as a linkage matrix (height = merge step).
-
-    Parameters
-    ----------
-    n : int
-        number of leaves
-    rng : np.random.Generator
-        source of randomness
-    """
+    "A uniformly random sequence of merges over `n` leaves, as a linkage matrix (height = merge step)."
     if n < 2: raise ValueError(f"a tree needs at least 2 leaves, got {n}")
     active, size = list(range(n)), {i: 1 for i in range(n)}
     Z = np.zeros((n - 1, 4))
@@ -194,17 +166,7 @@ def leaf_purity(Z, # linkage matrix over the n leaves (validated; its leaves are
                 leaves, # leaf index (0..n-1) of every point
                 y_true, # class of every point
                 ) -> float:
-    """Leaf purity: fraction of points whose class is the majority class of their leaf.
-
-    Parameters
-    ----------
-    Z
-        linkage matrix over the n leaves (validated; its leaves are the clusters)
-    leaves
-        leaf index (0..n-1) of every point
-    y_true
-        class of every point
-    """
+    "Leaf purity: fraction of points whose class is the majority class of their leaf."
     Z = check_linkage(Z)
     cnt, _ = count_matrix(leaves, y_true, n_leaves=Z.shape[0] + 1)
     return float(cnt.max(1).sum() / cnt.sum())
@@ -213,15 +175,7 @@ def leaf_purity(Z, # linkage matrix over the n leaves (validated; its leaves are
 def cut_linkage(Z, # linkage matrix over n leaves
                 k:int, # number of groups, 1 <= k <= n
                 ) -> np.ndarray:
-    """Group label (0..k-1) of every leaf after applying only the first n - k merges.
-
-    Parameters
-    ----------
-    Z
-        linkage matrix over n leaves
-    k : int
-        number of groups, 1 <= k <= n
-    """
+    "Group label (0..k-1) of every leaf after applying only the first n - k merges."
     Z = check_linkage(Z); n = Z.shape[0] + 1
     if not 1 <= k <= n: raise ValueError(f"k must be between 1 and the number of leaves ({n}), got {k}")
     parent = np.arange(2 * n - 1)

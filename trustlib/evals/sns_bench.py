@@ -50,21 +50,6 @@ class Config(BaseConfig):
 # %% ../../nbs/papers/evals/sns_bench.ipynb #642583de
 @dataclass(frozen=True)
 class Subset:
-    """Parameters
-    ----------
-    name : str
-        file stem, e.g. 'Note-NER'
-    task : str
-        one of the 8 tasks
-    fields : tuple
-        fields every record must have
-    n : int
-        items in the official file
-    kind : str
-        single-choice | multiple-choice | generative
-    metric : str
-        the reported score
-    """
     name: str            # file stem, e.g. 'Note-NER'
     task: str            # one of the 8 tasks
     fields: tuple        # fields every record must have
@@ -93,15 +78,7 @@ class SNSBenchFormatError(ValueError):
 def load_subset(name:str, # subset name, e.g. 'Note-NER' (see `SUBSETS`)
                 root:str|Path|None=None, # folder with the JSON files (None: `trustlib.data.sns_bench_dir()`)
                 ) -> list[dict]:
-    """The records of subset `name`, each checked to have the subset's fields as strings (MRC-simple's answer: a list of strings).
-
-    Parameters
-    ----------
-    name : str
-        subset name, e.g. 'Note-NER' (see `SUBSETS`)
-    root : str|Path|None, default None
-        folder with the JSON files (None: `trustlib.data.sns_bench_dir()`)
-    """
+    "The records of subset `name`, each checked to have the subset's fields as strings (MRC-simple's answer: a list of strings)."
     if name not in SUBSETS: raise ConfigError(f"parameter 'name': {name!r} is not allowed; choose one of {list(SUBSETS)}")
     folder = Path(root) if root is not None else sns_bench_dir()
     path = folder / f"{name}.json"
@@ -144,15 +121,7 @@ _CUT_CHAT = _CUT + r"|<|end|>|<|im_end|>"    # as upstream: 'end' and 'im_end' a
 def closed_postprocess(text:str, # raw model output
                        chat_tokens:bool=False, # also cut at 'end'/'im_end' (Taxonomy and Hashtag-single)
                        ) -> str:
-    """A closed answer: 'Answer:' removed, stripped, cut at the first newline, period, comma or end token.
-
-    Parameters
-    ----------
-    text : str
-        raw model output
-    chat_tokens : bool, default False
-        also cut at 'end'/'im_end' (Taxonomy and Hashtag-single)
-    """
+    "A closed answer: 'Answer:' removed, stripped, cut at the first newline, period, comma or end token."
     text = text.replace("Answer:", "").strip()
     return re.split(_CUT_CHAT if chat_tokens else _CUT, text, maxsplit=1)[0].strip()
 
@@ -387,19 +356,7 @@ def score_subset(name:str, # subset name
                  records:Sequence[dict], # the subset's records (for the gold answers)
                  embed:Callable|None=None, # texts -> vectors (QueryGen only)
                  ) -> dict:
-    """The subset's official-style scores of `answers`; the reported number is under 'score' (0–100).
-
-    Parameters
-    ----------
-    name : str
-        subset name
-    answers : Sequence[str]
-        raw model outputs, one per record
-    records : Sequence[dict]
-        the subset's records (for the gold answers)
-    embed : Callable|None, default None
-        texts -> vectors (QueryGen only)
-    """
+    "The subset's official-style scores of `answers`; the reported number is under 'score' (0–100)."
     if name not in SUBSETS: raise ConfigError(f"parameter 'name': {name!r} is not allowed; choose one of {list(SUBSETS)}")
     if len(answers) != len(records): raise ValueError(f"{len(answers)} answers for {len(records)} records of {name}")
     refs = [gold_answer(name, r) for r in records]
@@ -701,15 +658,7 @@ def corrupt(answers:Sequence[str], rate:float, seed:int) -> list[str]:
 def claims(m:dict, # measured numbers: counts_ok, chlw_empty, chlw_gap (per seed), constants, success_ratio_50 (per seed), minilm_gap (per seed or None), oracle
            missing:str|None=None, # why the data-dependent claims cannot be graded (data absent), else None
            ) -> list:
-    """The verdicts of the SNS-Bench claims from the measured numbers, by the rules stated before the run.
-
-    Parameters
-    ----------
-    m : dict
-        measured numbers: counts_ok, chlw_empty, chlw_gap (per seed), constants, success_ratio_50 (per seed), minilm_gap (per seed or None), oracle
-    missing : str|None, default None
-        why the data-dependent claims cannot be graded (data absent), else None
-    """
+    "The verdicts of the SNS-Bench claims from the measured numbers, by the rules stated before the run."
     from trustlib.results import judge, Rule, mean_ci
     V = [judge("LLM performance varies with model size and follows a scaling law (25+ LLMs)", "25+ LLMs, scaling with size", "no LLM offline",
                verdict="not_testable_offline", reason="needs the evaluated LLMs; the full profile runs one local Hugging Face causal LM through the same prompts and scorers",

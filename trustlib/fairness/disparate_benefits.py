@@ -171,21 +171,7 @@ def _lp_thresholds(R, constraint, tol) -> tuple[list[np.ndarray], float]:
     return w, float(-res.fun) + R[0][4] + R[1][4]                      # + N₀ + N₁: the constant part of TP + TN
 
 class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
-    """Group-specific (randomised) thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator).
-
-    Parameters
-    ----------
-    constraint : str, default "demographic_parity"
-        one of CONSTRAINTS
-    tolerance : float, default 0.05
-        the largest allowed gap, >= 0 (np.inf: no constraint; > 0 when randomized=False)
-    grid_size : int, default 1001
-        thresholds per group, evenly spaced on [0, 1] (randomized=False only)
-    randomized : bool, default True
-        Hardt's randomised solution (LP over the ROC hulls); False: one deterministic threshold per group
-    random_state : int|None, default 0
-        seed of the randomised predictions (an int: the same predictions on every call)
-    """
+    "Group-specific (randomised) thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
     CONSTRAINTS = ("demographic_parity", "true_positive_rate_parity", "equalized_odds")
     def __init__(self, constraint:str="demographic_parity", # one of CONSTRAINTS
                  tolerance:float=0.05, # the largest allowed gap, >= 0 (np.inf: no constraint; > 0 when randomized=False)
@@ -239,17 +225,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
             y, # binary labels (two classes; the larger one is the positive class)
             *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
             ):
-        """Fit the thresholds: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance.
-
-        Parameters
-        ----------
-        X
-            scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-        y
-            binary labels (two classes; the larger one is the positive class)
-        sensitive_features : default None
-            the protected attribute: one label per row, exactly two distinct values (any hashable type)
-        """
+        "Fit the thresholds: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
         from sklearn.utils.validation import column_or_1d
         from sklearn.utils.multiclass import type_of_target
         self._check_params()
@@ -330,15 +306,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
     def pmf_predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
                     *, sensitive_features=None, # one group label per row, among the two seen in fit
                     ) -> np.ndarray:
-        """Probabilities `[n, 2]` with which `predict` returns `classes_[0]` and `classes_[1]` (0/1 for deterministic thresholds).
-
-        Parameters
-        ----------
-        X
-            scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-        sensitive_features : default None
-            one group label per row, among the two seen in fit
-        """
+        "Probabilities `[n, 2]` with which `predict` returns `classes_[0]` and `classes_[1]` (0/1 for deterministic thresholds)."
         check_is_fitted(self, "thresholds_")
         s = _scores_1d(X); a = self._groups(sensitive_features, len(s), "predict")
         p1 = self._pmf(s, a)
@@ -347,15 +315,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
     def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
                 *, sensitive_features=None, # one group label per row, among the two seen in fit
                 ) -> np.ndarray:
-        """Class predictions: the positive class where the score >= the row's (drawn) threshold of its group.
-
-        Parameters
-        ----------
-        X
-            scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-        sensitive_features : default None
-            one group label per row, among the two seen in fit
-        """
+        "Class predictions: the positive class where the score >= the row's (drawn) threshold of its group."
         check_is_fitted(self, "thresholds_")
         s = _scores_1d(X); a = self._groups(sensitive_features, len(s), "predict")
         if not self.randomized:
@@ -454,17 +414,7 @@ def mitigations(val, test, member_val_probs, member_test_probs, metric:str="abs_
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #57abadd8
 @dataclass
 class Partners:
-    """Composites of the `concat` variant, redrawn on every access: row i is [image_i | partner] + fixed noise; group 1's partner is a random same-label image of the split.
-
-    Parameters
-    ----------
-    images : np.ndarray
-        [n, d] the split's own images (clean)
-    y : np.ndarray
-    a : np.ndarray
-    noise : np.ndarray
-        [n, 2d] pixel noise of each row's composite, drawn once
-    """
+    "Composites of the `concat` variant, redrawn on every access: row i is [image_i | partner] + fixed noise; group 1's partner is a random same-label image of the split."
     images: np.ndarray   # [n, d] the split's own images (clean)
     y: np.ndarray; a: np.ndarray
     noise: np.ndarray    # [n, 2d] pixel noise of each row's composite, drawn once
@@ -481,14 +431,6 @@ class Partners:
 
 @dataclass
 class Split:
-    """Parameters
-    ----------
-    X : np.ndarray
-    y : np.ndarray
-    a : np.ndarray
-    partners : Partners|None, default None
-        concat variant: the composites are redrawn on every access (X holds one draw)
-    """
     X: np.ndarray; y: np.ndarray; a: np.ndarray
     partners: Partners|None = None   # concat variant: the composites are redrawn on every access (X holds one draw)
 

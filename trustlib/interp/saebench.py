@@ -100,25 +100,7 @@ def absorption_scores(Pi:np.ndarray, # [n, F] per-latent projections P_i on the 
                       main, # indices of the main latents
                       f_main:np.ndarray|None=None, # [n, len(main)] main-latent activations (default: from Pi > 0)
                       cos_min:float=0.1, ratio_min:float=0.4, top:int=3, full_cos_min:float=0.025) -> tuple[np.ndarray, np.ndarray]:
-    """Absorption fraction (float) and full absorption (bool) per input, by SAEBench's rules.
-
-    Parameters
-    ----------
-    Pi : np.ndarray
-        [n, F] per-latent projections P_i on the probe direction
-    P : np.ndarray
-        [n] projection of the input x·p̂
-    cos : np.ndarray
-        [F] cosine of each decoder row with p̂
-    main
-        indices of the main latents
-    f_main : np.ndarray|None, default None
-        [n, len(main)] main-latent activations (default: from Pi > 0)
-    cos_min : float, default 0.1
-    ratio_min : float, default 0.4
-    top : int, default 3
-    full_cos_min : float, default 0.025
-    """
+    "Absorption fraction (float) and full absorption (bool) per input, by SAEBench's rules."
     Pi, P, cos = np.asarray(Pi, float), np.asarray(P, float), np.asarray(cos, float)
     main = np.atleast_1d(np.asarray(main, dtype=int))
     if Pi.ndim != 2 or Pi.shape[0] != P.shape[0] or Pi.shape[1] != cos.shape[0]:
@@ -210,15 +192,6 @@ def tpp_matrix(sae, X_train, Y_train, X_test, Y_test, n:int=20) -> np.ndarray:
 # %% ../../nbs/papers/interp/saebench.ipynb #e1ace63d
 @dataclass
 class Hierarchy:
-    """Parameters
-    ----------
-    D : np.ndarray
-        [n_features, d] unit feature directions
-    children : list
-        children[j]: feature indices of parent j's children
-    independent : np.ndarray
-        indices of the independent features
-    """
     D: np.ndarray            # [n_features, d] unit feature directions
     children: list           # children[j]: feature indices of parent j's children
     independent: np.ndarray  # indices of the independent features

@@ -171,15 +171,6 @@ def theorem_table(d_max:int) -> "pd.DataFrame":
 # %% ../../nbs/papers/interp/sop.ipynb #ead610db
 @dataclass
 class CanvasDigits:
-    """Parameters
-    ----------
-    X : np.ndarray
-        [N, 1, C, C] float32 images
-    y : np.ndarray
-        [N] int64 labels
-    box : np.ndarray
-        [N, 1, C, C] float32, 1 inside the digit's 8×8 box
-    """
     X: np.ndarray      # [N, 1, C, C] float32 images
     y: np.ndarray      # [N] int64 labels
     box: np.ndarray    # [N, 1, C, C] float32, 1 inside the digit's 8×8 box
@@ -278,17 +269,6 @@ class GroupGenerator(nn.Module):
 
 @dataclass
 class SOPOutput:
-    """Parameters
-    ----------
-    logits : torch.Tensor
-        [B, K] the prediction ŷ
-    group_logits : torch.Tensor
-        [B, m, K] c_j · h(g_j ⊙ x)
-    weights : torch.Tensor
-        [B, K, m] sparsemax selection weights w_{j,y}
-    masks : torch.Tensor
-        [B, m, H, W] binary groups
-    """
     logits: torch.Tensor          # [B, K] the prediction ŷ
     group_logits: torch.Tensor    # [B, m, K] c_j · h(g_j ⊙ x)
     weights: torch.Tensor         # [B, K, m] sparsemax selection weights w_{j,y}

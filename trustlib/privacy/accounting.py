@@ -64,15 +64,7 @@ def _orders(orders) -> np.ndarray:
 def gaussian_delta(eps:float, # ε >= 0
                    mu:float, # μ = Δ/σ (for T steps with full participation: μ√T)
                    ) -> float:
-    """Exact δ(ε) of the Gaussian mechanism with sensitivity-to-noise ratio μ (Balle & Wang 2018).
-
-    Parameters
-    ----------
-    eps : float
-        ε >= 0
-    mu : float
-        μ = Δ/σ (for T steps with full participation: μ√T)
-    """
+    "Exact δ(ε) of the Gaussian mechanism with sensitivity-to-noise ratio μ (Balle & Wang 2018)."
     mu = _positive(mu, 'mu')
     if eps < 0: raise ConfigError(f"parameter 'eps': must be >= 0, got {eps!r}")
     # e^ε Φ(-ε/μ - μ/2) computed in log space: no overflow at large ε
@@ -82,17 +74,7 @@ def gaussian_epsilon_exact(noise_multiplier:float, # σ/Δ
                            steps:int, # number of compositions (full participation)
                            delta:float, # target δ
                            ) -> float:
-    """Exact ε of `steps` compositions of the Gaussian mechanism without subsampling (inverts `gaussian_delta`).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        σ/Δ
-    steps : int
-        number of compositions (full participation)
-    delta : float
-        target δ
-    """
+    "Exact ε of `steps` compositions of the Gaussian mechanism without subsampling (inverts `gaussian_delta`)."
     from scipy.optimize import brentq
     mu = math.sqrt(_steps(steps)) / check_noise_multiplier(noise_multiplier); delta = check_delta(delta)
     if gaussian_delta(0.0, mu) <= delta: return 0.0
@@ -103,29 +85,13 @@ def gaussian_epsilon_exact(noise_multiplier:float, # σ/Δ
 def gaussian_rdp(orders, # Rényi orders α > 1
                  mu:float, # μ = Δ/σ
                  ) -> np.ndarray:
-    """RDP of the Gaussian mechanism: α μ²/2 for every order.
-
-    Parameters
-    ----------
-    orders
-        Rényi orders α > 1
-    mu : float
-        μ = Δ/σ
-    """
+    "RDP of the Gaussian mechanism: α μ²/2 for every order."
     return _orders(orders) * _positive(mu, 'mu') ** 2 / 2
 
 def gaussian_tradeoff(alpha, # type-I error(s) in [0, 1]
                       mu:float, # μ = Δ/σ
                       ) -> np.ndarray:
-    """f-DP trade-off function G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) of the Gaussian mechanism.
-
-    Parameters
-    ----------
-    alpha
-        type-I error(s) in [0, 1]
-    mu : float
-        μ = Δ/σ
-    """
+    "f-DP trade-off function G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) of the Gaussian mechanism."
     a = np.clip(np.asarray(alpha, dtype=float), 0, 1)
     return ndtr(ndtri(1 - a) - _positive(mu, 'mu'))
 
@@ -134,17 +100,7 @@ def rdp_to_dp(rdp, # RDP ρ(α) at each order (already composed)
               orders=DEFAULT_ORDERS, # the orders α > 1
               delta:float=1e-5, # target δ
               ) -> tuple[float, float]:
-    """(ε, best order) from an RDP curve, by the Balle et al. 2020 conversion; ε is never negative.
-
-    Parameters
-    ----------
-    rdp
-        RDP ρ(α) at each order (already composed)
-    orders : default DEFAULT_ORDERS
-        the orders α > 1
-    delta : float, default 1e-5
-        target δ
-    """
+    "(ε, best order) from an RDP curve, by the Balle et al. 2020 conversion; ε is never negative."
     a = _orders(orders); r = np.asarray(rdp, dtype=float); delta = check_delta(delta)
     if r.shape != a.shape: raise ConfigError(f"parameter 'rdp': expected {a.size} values (one per order), got shape {r.shape}")
     if np.any(r < 0) or not np.all(np.isfinite(r) | (r == np.inf)): raise ConfigError("parameter 'rdp': values must be >= 0")
@@ -201,23 +157,7 @@ def gaussian_epsilon(noise_multiplier:float, # σ/Δ
                      method:str="pld", # one of GAUSSIAN_METHODS
                      **kwargs, # passed to the method (orders, discretization, eps_error, which, ...)
                      ) -> float:
-    """ε of DP-SGD's (subsampled) Gaussian mechanism by the chosen accountant.
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        σ/Δ
-    steps : int
-        number of compositions
-    delta : float
-        target δ
-    sampling_prob : float, default 1.0
-        Poisson sampling rate (1: full participation)
-    method : str, default "pld"
-        one of GAUSSIAN_METHODS
-    **kwargs
-        passed to the method (orders, discretization, eps_error, which, ...)
-    """
+    "ε of DP-SGD's (subsampled) Gaussian mechanism by the chosen accountant."
     if method not in GAUSSIAN_METHODS: raise ConfigError(f"parameter 'method': {method!r} is not allowed; choose one of {list(GAUSSIAN_METHODS)}")
     if method == "exact":
         if _q(sampling_prob) != 1: raise ConfigError("method 'exact' needs sampling_prob = 1 (no subsampling)")
@@ -232,22 +172,7 @@ def calibrate_noise(eps_of:Callable[[float], float], # noise scale -> ε, decrea
                     step:float|None=None, # grid step (None: bisection)
                     rtol:float=1e-4, # relative precision of the bisection
                     ) -> float:
-    """The smallest noise scale in [lo, hi] with `eps_of(noise) <= target_eps`.
-
-    Parameters
-    ----------
-    eps_of : Callable[[float], float]
-        noise scale -> ε, decreasing in the noise
-    target_eps : float
-        the ε to meet
-    lo : float, default 0.05
-    hi : float, default 1000.0
-        search interval of the noise scale
-    step : float|None, default None
-        grid step (None: bisection)
-    rtol : float, default 1e-4
-        relative precision of the bisection
-    """
+    "The smallest noise scale in [lo, hi] with `eps_of(noise) <= target_eps`."
     target = _positive(target_eps, 'target_eps'); lo, hi = _positive(lo, 'lo'), _positive(hi, 'hi')
     if lo >= hi: raise ConfigError(f"need lo < hi, got lo={lo}, hi={hi}")
     if eps_of(hi) > target: raise ValueError(f"even the largest noise {hi} gives ε = {eps_of(hi):.4g} > {target}; raise 'hi'")
@@ -277,35 +202,14 @@ def sign_prob(g, # value(s) before noise
               scale:float, # σ (Gaussian) or s (logistic)
               noise:str="gauss", # 'gauss' or 'logistic'
               ) -> np.ndarray:
-    """P(sign(g + noise) = +1) = F(g/scale).
-
-    Parameters
-    ----------
-    g
-        value(s) before noise
-    scale : float
-        σ (Gaussian) or s (logistic)
-    noise : str, default "gauss"
-        'gauss' or 'logistic'
-    """
+    "P(sign(g + noise) = +1) = F(g/scale)."
     x = np.asarray(g, dtype=float) / _positive(scale, 'scale')
     return ndtr(x) if _noise(noise) == "gauss" else expit(x)
 
 def bernoulli_renyi(logp, log1mp, logq, log1mq, # log p, log(1-p), log q, log(1-q), arrays (broadcast)
                     alpha, # Rényi order(s) > 1 (broadcast)
                     ) -> np.ndarray:
-    """D_α(Ber(q) ‖ Ber(p)) computed from log-probabilities.
-
-    Parameters
-    ----------
-    logp
-    log1mp
-    logq
-    log1mq
-        log p, log(1-p), log q, log(1-q), arrays (broadcast)
-    alpha
-        Rényi order(s) > 1 (broadcast)
-    """
+    "D_α(Ber(q) ‖ Ber(p)) computed from log-probabilities."
     alpha = np.asarray(alpha, dtype=float)
     return np.logaddexp(alpha * logq + (1 - alpha) * logp, alpha * log1mq + (1 - alpha) * log1mp) / (alpha - 1)
 
@@ -343,21 +247,7 @@ def sign_rdp(t:float, # shift of one coordinate in noise units, Δ/scale
              bound:float|None=None, # None: offsets unconstrained; B: |g|/scale <= B (offsets in [-B, B - t])
              n_grid:int=2001, # offsets on the search grid (then refined)
              ) -> np.ndarray:
-    """Per-release RDP h_α(t) of sign(g + noise): worst case over offsets, max of both directions; one value per order.
-
-    Parameters
-    ----------
-    t : float
-        shift of one coordinate in noise units, Δ/scale
-    orders : default DEFAULT_ORDERS
-        Rényi orders α > 1
-    noise : str, default "gauss"
-        'gauss' or 'logistic'
-    bound : float|None, default None
-        None: offsets unconstrained; B: |g|/scale <= B (offsets in [-B, B - t])
-    n_grid : int, default 2001
-        offsets on the search grid (then refined)
-    """
+    "Per-release RDP h_α(t) of sign(g + noise): worst case over offsets, max of both directions; one value per order."
     t = _positive(t, 't'); a_ord = _orders(orders); lf = _logF(noise)
     lo, hi = _offset_range(t, bound, reach=max(40.0, float(a_ord.max()) * t + 20.0))
     if hi - lo < 1e-12: return _sym_renyi(np.full(a_ord.shape, lo), t, a_ord, lf)
@@ -387,22 +277,7 @@ def sign_vector_rdp(mu:float, # ℓ2 norm of the shift in noise units, Δ/scale
                     offsets:str="unbounded", # 'unbounded' or 'symmetric' (every coordinate's pair is (F(-t_j/2), F(t_j/2)))
                     dim:int|None=None, # number of coordinates the sensitivity may spread over (None: any number)
                     n_grid:int=2001) -> np.ndarray:
-    """Per-release RDP of the sign vector with ℓ2 sensitivity μ: sup over even spreads k·h_α(μ/√k), k ≤ dim (and the k → ∞ limit when dim is None).
-
-    Parameters
-    ----------
-    mu : float
-        ℓ2 norm of the shift in noise units, Δ/scale
-    orders : default DEFAULT_ORDERS
-        Rényi orders α > 1
-    noise : str, default "gauss"
-        'gauss' or 'logistic'
-    offsets : str, default "unbounded"
-        'unbounded' or 'symmetric' (every coordinate's pair is (F(-t_j/2), F(t_j/2)))
-    dim : int|None, default None
-        number of coordinates the sensitivity may spread over (None: any number)
-    n_grid : int, default 2001
-    """
+    "Per-release RDP of the sign vector with ℓ2 sensitivity μ: sup over even spreads k·h_α(μ/√k), k ≤ dim (and the k → ∞ limit when dim is None)."
     mu = _positive(mu, 'mu'); a_ord = _orders(orders); noise = _noise(noise)
     if offsets not in SIGN_OFFSETS: raise ConfigError(f"parameter 'offsets': {offsets!r} is not allowed; choose one of {list(SIGN_OFFSETS)}")
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1):
@@ -420,17 +295,7 @@ def logistic_pure_epsilon(noise_multiplier:float, # s/Δ, Δ the ℓ2 sensitivit
                           steps:int, # releases
                           dim:int=1, # coordinates of the released vector
                           ) -> float:
-    """Pure-DP ε of `steps` releases of the d-vector sign(g + Logistic(0, s)) by basic composition: √d·T·Δ/s (ℓ1 ≤ √d·ℓ2).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        s/Δ, Δ the ℓ2 sensitivity
-    steps : int
-        releases
-    dim : int, default 1
-        coordinates of the released vector
-    """
+    "Pure-DP ε of `steps` releases of the d-vector sign(g + Logistic(0, s)) by basic composition: √d·T·Δ/s (ℓ1 ≤ √d·ℓ2)."
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1: raise ConfigError(f"parameter 'dim': expected an int >= 1, got {dim!r}")
     return math.sqrt(int(dim)) * _steps(steps) / check_noise_multiplier(noise_multiplier)
 
@@ -445,18 +310,7 @@ def bernoulli_hockey_stick(p, q, eps:float) -> np.ndarray:
 def sign_hockey_stick(eps:float, # ε >= 0
                       t:float, # shift in noise units, Δ/scale
                       noise:str="gauss", bound:float|None=None, n_grid:int=4001) -> float:
-    """δ(ε) of one sign release, worst case over offsets (sup_a of the Bernoulli pair's hockey-stick divergence).
-
-    Parameters
-    ----------
-    eps : float
-        ε >= 0
-    t : float
-        shift in noise units, Δ/scale
-    noise : str, default "gauss"
-    bound : float|None, default None
-    n_grid : int, default 4001
-    """
+    "δ(ε) of one sign release, worst case over offsets (sup_a of the Bernoulli pair's hockey-stick divergence)."
     t = _positive(t, 't'); noise = _noise(noise)
     if eps < 0: raise ConfigError(f"parameter 'eps': must be >= 0, got {eps!r}")
     F = (lambda z: ndtr(z)) if noise == "gauss" else (lambda z: expit(z))
@@ -470,16 +324,7 @@ def sign_hockey_stick(eps:float, # ε >= 0
 def bernoulli_tradeoff(alpha, # type-I error(s) in [0, 1]
                        p:float, q:float, # P = Ber(p) (null), Q = Ber(q) (alternative)
                        ) -> np.ndarray:
-    """Trade-off function T(P, Q)(α): smallest type-II error of a level-α test of P against Q (Neyman–Pearson, randomised).
-
-    Parameters
-    ----------
-    alpha
-        type-I error(s) in [0, 1]
-    p : float
-    q : float
-        P = Ber(p) (null), Q = Ber(q) (alternative)
-    """
+    "Trade-off function T(P, Q)(α): smallest type-II error of a level-α test of P against Q (Neyman–Pearson, randomised)."
     a = np.clip(np.asarray(alpha, dtype=float), 0, 1)
     p, q = float(p), float(q)
     if not (0 <= p <= 1 and 0 <= q <= 1): raise ConfigError(f"p and q must be probabilities, got p={p}, q={q}")
@@ -492,16 +337,7 @@ def bernoulli_tradeoff(alpha, # type-I error(s) in [0, 1]
 # %% ../../nbs/core/09_privacy_accounting.ipynb #c7bd6e27
 def sign_pure_epsilon(t:float, # shift in noise units
                       noise:str="gauss", bound:float|None=None, n_grid:int=20001) -> float:
-    """Pure-DP ε of one sign release: sup over offsets of the absolute log-likelihood ratio (inf when unbounded).
-
-    Parameters
-    ----------
-    t : float
-        shift in noise units
-    noise : str, default "gauss"
-    bound : float|None, default None
-    n_grid : int, default 20001
-    """
+    "Pure-DP ε of one sign release: sup over offsets of the absolute log-likelihood ratio (inf when unbounded)."
     t = _positive(t, 't'); lf = _logF(noise)
     if noise == "gauss" and bound is None: return math.inf
     lo, hi = _offset_range(t, bound, reach=60.0)
@@ -512,17 +348,7 @@ def sign_pure_epsilon(t:float, # shift in noise units
 # %% ../../nbs/core/09_privacy_accounting.ipynb #d8a62db0
 def pld_pair_epsilon(log_pmf_lower:dict, log_pmf_upper:dict, # log-pmfs of the two neighbouring output distributions
                      steps:int, delta:float, discretization:float=1e-4) -> float:
-    """ε of `steps` compositions of one pair of discrete distributions, by dp-accounting's PLD (pessimistic, both directions).
-
-    Parameters
-    ----------
-    log_pmf_lower : dict
-    log_pmf_upper : dict
-        log-pmfs of the two neighbouring output distributions
-    steps : int
-    delta : float
-    discretization : float, default 1e-4
-    """
+    "ε of `steps` compositions of one pair of discrete distributions, by dp-accounting's PLD (pessimistic, both directions)."
     pld = require('dp_accounting.pld.privacy_loss_distribution', 'PLD accounting')
     p = pld.from_two_probability_mass_functions(dict(log_pmf_lower), dict(log_pmf_upper),
                                                 value_discretization_interval=_positive(discretization, 'discretization'))
@@ -531,18 +357,7 @@ def pld_pair_epsilon(log_pmf_lower:dict, log_pmf_upper:dict, # log-pmfs of the t
 def sign_pair_pld_epsilon(t:float, steps:int, delta:float, noise:str="gauss",
                           offset:float|None=None, # a; default -t/2 (the symmetric pair)
                           discretization:float=1e-4) -> float:
-    """ε of `steps` releases of the sign pair (F(a), F(a + t)), composed exactly with PLD.
-
-    Parameters
-    ----------
-    t : float
-    steps : int
-    delta : float
-    noise : str, default "gauss"
-    offset : float|None, default None
-        a; default -t/2 (the symmetric pair)
-    discretization : float, default 1e-4
-    """
+    "ε of `steps` releases of the sign pair (F(a), F(a + t)), composed exactly with PLD."
     t = _positive(t, 't'); lf = _logF(noise); a = -t / 2 if offset is None else float(offset)
     lp, l1p, lq, l1q = (float(v) for v in _pair_logs(np.array(a), t, lf))
     return pld_pair_epsilon({'+': lp, '-': l1p}, {'+': lq, '-': l1q}, steps, delta, discretization)
@@ -556,28 +371,7 @@ def sign_epsilon(noise_multiplier:float, # noise scale over sensitivity: σ/Δ (
                  orders=DEFAULT_ORDERS, n_grid:int=2001, discretization:float=1e-4,
                  dim:int|None=None, # coordinates the ℓ2 sensitivity may spread over (None: any number)
                  ) -> float:
-    """ε(δ) of `steps` releases of the sign vector sign(g + noise) with ℓ2 sensitivity Δ and the given noise multiplier.
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        noise scale over sensitivity: σ/Δ (Gaussian) or s/Δ (logistic)
-    steps : int
-        releases (rounds), full participation
-    delta : float
-        target δ
-    noise : str, default "gauss"
-        'gauss' or 'logistic'
-    offsets : str, default "unbounded"
-        'unbounded' or 'symmetric'
-    method : str, default "rdp"
-        'rdp' (any offsets) or 'pld' (symmetric, one coordinate: dim=1)
-    orders : default DEFAULT_ORDERS
-    n_grid : int, default 2001
-    discretization : float, default 1e-4
-    dim : int|None, default None
-        coordinates the ℓ2 sensitivity may spread over (None: any number)
-    """
+    "ε(δ) of `steps` releases of the sign vector sign(g + noise) with ℓ2 sensitivity Δ and the given noise multiplier."
     t = 1 / check_noise_multiplier(noise_multiplier); T = _steps(steps); delta = check_delta(delta)
     if offsets not in SIGN_OFFSETS: raise ConfigError(f"parameter 'offsets': {offsets!r} is not allowed; choose one of {list(SIGN_OFFSETS)}")
     if method not in ("rdp", "pld"): raise ConfigError(f"parameter 'method': {method!r} is not allowed; choose one of ['rdp', 'pld']")

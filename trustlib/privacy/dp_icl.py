@@ -108,21 +108,7 @@ def epsilon_poisson_gaussian(sigma:float, # noise multiplier (noise std / l2 sen
                              delta:float, # target delta
                              accountant:str="prv", # 'prv' (prv-accountant upper bound), 'prv_estimate' (its estimate, the papers' number) or 'pld' (dp-accounting)
                              ) -> float:
-    """epsilon of a Poisson-subsampled Gaussian mechanism composed `steps` times, at `delta` (cached).
-
-    Parameters
-    ----------
-    sigma : float
-        noise multiplier (noise std / l2 sensitivity)
-    q : float
-        Poisson sampling rate
-    steps : int
-        number of self-compositions
-    delta : float
-        target delta
-    accountant : str, default "prv"
-        'prv' (prv-accountant upper bound), 'prv_estimate' (its estimate, the papers' number) or 'pld' (dp-accounting)
-    """
+    "epsilon of a Poisson-subsampled Gaussian mechanism composed `steps` times, at `delta` (cached)."
     from trustlib.privacy.accounting import gaussian_epsilon
     if accountant not in ("prv", "prv_estimate", "pld"): raise ConfigError(f"parameter 'accountant': {accountant!r} is not allowed; choose one of ['prv', 'prv_estimate', 'pld']")
     kw = (dict(eps_error=0.01, delta_error=1e-10, which="upper" if accountant == "prv" else "estimate") if accountant != "pld"
@@ -136,21 +122,7 @@ def epsilon_fixed_subsample(sigma:float, # noise multiplier (noise std / l2 sens
                             steps:int, # number of self-compositions
                             delta:float, # target delta
                             ) -> float:
-    """epsilon of a Gaussian mechanism on a fixed-size subsample drawn without replacement, `steps` times: dp-accounting's RDP bound, replace-one neighbours.
-
-    Parameters
-    ----------
-    sigma : float
-        noise multiplier (noise std / l2 sensitivity)
-    n : int
-        |D|, the private examples
-    sample_size : int
-        MN, drawn without replacement per token
-    steps : int
-        number of self-compositions
-    delta : float
-        target delta
-    """
+    "epsilon of a Gaussian mechanism on a fixed-size subsample drawn without replacement, `steps` times: dp-accounting's RDP bound, replace-one neighbours."
     import logging
     from trustlib.config import require
     dpa = require('dp_accounting', 'RDP accounting'); rdp = require('dp_accounting.rdp.rdp_privacy_accountant', 'RDP accounting')
@@ -178,27 +150,7 @@ def sigma_for_epsilon(target_eps:float, # target epsilon
                       lo:float=0.3, hi:float=3.0, grid:float=0.01, # the paper's search range and step
                       subsample:str="poisson", # 'poisson' (the accountant above) or 'fixed' (without replacement, `epsilon_fixed_subsample`; n = round(MN/q) is inferred from 1/delta)
                       ) -> float:
-    """The paper's sigma search: the smallest sigma on the grid lo, lo + grid, ..., hi with epsilon <= target_eps.
-
-    Parameters
-    ----------
-    target_eps : float
-        target epsilon
-    q : float
-        Poisson sampling rate
-    steps : int
-        compositions
-    delta : float
-        target delta
-    accountant : str, default "prv"
-        see `epsilon_poisson_gaussian`
-    lo : float, default 0.3
-    hi : float, default 3.0
-    grid : float, default 0.01
-        the paper's search range and step
-    subsample : str, default "poisson"
-        'poisson' (the accountant above) or 'fixed' (without replacement, `epsilon_fixed_subsample`; n = round(MN/q) is inferred from 1/delta)
-    """
+    "The paper's sigma search: the smallest sigma on the grid lo, lo + grid, ..., hi with epsilon <= target_eps."
     from trustlib.privacy.accounting import calibrate_noise
     if subsample == "fixed":
         n = int(round(1 / delta)); m = int(round(q * n))
@@ -220,17 +172,7 @@ def vocab_space_limit(p_pub, # (..., V) public next-token probabilities
                       k, # top-k size (int or array broadcastable to the leading shape), 1 <= k <= V
                       top_p=1.0, # top-p threshold in (0, 1]; 1: no top-p cut
                       ) -> np.ndarray:
-    """Boolean mask (..., V) of V_pub = top-k ∩ top-p of `p_pub`.
-
-    Parameters
-    ----------
-    p_pub
-        (..., V) public next-token probabilities
-    k
-        top-k size (int or array broadcastable to the leading shape), 1 <= k <= V
-    top_p : default 1.0
-        top-p threshold in (0, 1]; 1: no top-p cut
-    """
+    "Boolean mask (..., V) of V_pub = top-k ∩ top-p of `p_pub`."
     p = np.asarray(p_pub, dtype=np.float64)
     V = p.shape[-1]
     k, top_p = np.asarray(k), np.asarray(top_p, dtype=np.float64)
@@ -254,15 +196,7 @@ def _check_alpha(alpha):
 def tang_distributions(p_priv, # (..., M, V) private next-token distributions
                        mask, # (..., V) boolean V_pub
                        ) -> np.ndarray:
-    """Tang et al.: each private distribution restricted to V_pub and renormalised there (zeros outside).
-
-    Parameters
-    ----------
-    p_priv
-        (..., M, V) private next-token distributions
-    mask
-        (..., V) boolean V_pub
-    """
+    "Tang et al.: each private distribution restricted to V_pub and renormalised there (zeros outside)."
     p = np.asarray(p_priv, dtype=np.float64) * np.asarray(mask)[..., None, :]
     s = p.sum(-1, keepdims=True)
     if np.any(s <= 0): raise ValueError("a private distribution has no mass on V_pub")
@@ -273,19 +207,7 @@ def pta_distributions(p_priv, # (..., M, V) private next-token distributions
                       alpha, # amplification exponent alpha > 0 (scalar or broadcastable to the leading shape)
                       p_base=None, # (..., V) base distribution p(v | generated tokens); None: PA3 (no base)
                       ) -> np.ndarray:
-    """PTA, Eq. 13: p_base * (p_priv / p_pub)^alpha, normalised over the full vocabulary (before noise).
-
-    Parameters
-    ----------
-    p_priv
-        (..., M, V) private next-token distributions
-    p_pub
-        (..., V) public next-token distribution (the denominator of the likelihood ratio)
-    alpha
-        amplification exponent alpha > 0 (scalar or broadcastable to the leading shape)
-    p_base : default None
-        (..., V) base distribution p(v | generated tokens); None: PA3 (no base)
-    """
+    "PTA, Eq. 13: p_base * (p_priv / p_pub)^alpha, normalised over the full vocabulary (before noise)."
     a = _check_alpha(alpha)[..., None, None]
     # exact zeros: a token the private prompt rules out gets weight 0 (0^alpha); a zero public probability is floored at the
     # smallest normal float so that the ratio stays finite (no inf - inf = NaN), and a zero base probability gives weight 0
@@ -306,17 +228,7 @@ def noisy_aggregate(dists, # (..., M, V) the M per-group distributions
                     sigma, # noise multiplier sigma >= 0 (scalar or (...,))
                     z, # (..., V) standard normal draws
                     ) -> np.ndarray:
-    """(sum_i dists_i + sqrt(2) sigma z) / M: Gaussian noise of std sqrt(2) sigma on the sum (l2 sensitivity sqrt(2)).
-
-    Parameters
-    ----------
-    dists
-        (..., M, V) the M per-group distributions
-    sigma
-        noise multiplier sigma >= 0 (scalar or (...,))
-    z
-        (..., V) standard normal draws
-    """
+    "(sum_i dists_i + sqrt(2) sigma z) / M: Gaussian noise of std sqrt(2) sigma on the sum (l2 sensitivity sqrt(2))."
     d = np.asarray(dists, dtype=np.float64)
     s = np.asarray(sigma, dtype=np.float64)
     if np.any(s < 0): raise ValueError(f"sigma must be >= 0, got {s.tolist()}")
@@ -344,33 +256,7 @@ def dp_next_token(p_priv, # (M, V) private next-token distributions p(.|S_priv^(
                   p_base=None, # PTA base distribution; None: p_pub
                   details:bool=False, # also return the distributions before/after noise and V_pub
                   ):
-    """One DP next-token step of Tang et al. (B1, BA2) or PTA (P1, PA2, PA3): the chosen token id.
-
-    Parameters
-    ----------
-    p_priv
-        (M, V) private next-token distributions p(.|S_priv^(i))
-    p_pub
-        (V,) public next-token distribution p(.|S_pub)
-    method : str, default "P1"
-        one of METHODS
-    k : int, default 10
-        top-k of V_pub
-    alpha : float, default 1.0
-        PTA exponent (ignored by B1/BA2)
-    top_p : float, default 1.0
-        top-p of V_pub (used by BA2/PA2 only)
-    sigma : float, default 0.0
-        noise multiplier
-    rng : np.random.Generator|None, default None
-        source of the noise (or give z)
-    z : default None
-        (V,) standard normal draws (overrides rng)
-    p_base : default None
-        PTA base distribution; None: p_pub
-    details : bool, default False
-        also return the distributions before/after noise and V_pub
-    """
+    "One DP next-token step of Tang et al. (B1, BA2) or PTA (P1, PA2, PA3): the chosen token id."
     p_priv, p_pub = np.asarray(p_priv, dtype=np.float64), np.asarray(p_pub, dtype=np.float64)
     M, V = p_priv.shape
     check_method(method, V, k, alpha, top_p, sigma)
@@ -388,18 +274,7 @@ def dp_next_token(p_priv, # (M, V) private next-token distributions p(.|S_priv^(
 def draw_groups(rng:np.random.Generator, n_private:int, M:int, N:int, mode:str="fixed",
                 q:float|None=None, # 'poisson': the sampling rate (None: MN/n_private)
                 ) -> list[np.ndarray]:
-    """Indices of the M private groups for one token: MN without replacement ('fixed', Tang's code), or 'poisson': each example sampled with q = MN/n and assigned to a uniform random group, independently.
-
-    Parameters
-    ----------
-    rng : np.random.Generator
-    n_private : int
-    M : int
-    N : int
-    mode : str, default "fixed"
-    q : float|None, default None
-        'poisson': the sampling rate (None: MN/n_private)
-    """
+    "Indices of the M private groups for one token: MN without replacement ('fixed', Tang's code), or 'poisson': each example sampled with q = MN/n and assigned to a uniform random group, independently."
     if mode == "fixed":
         if M * N > n_private: raise ValueError(f"M*N = {M * N} exceeds the {n_private} private examples")
         return list(rng.permutation(n_private)[:M * N].reshape(M, N))
@@ -420,32 +295,7 @@ def dp_generate(lm_next, # callable(prefix: list[int], groups: list[list]) -> (l
                 stop_tokens=(), # token ids that end the demonstration (included in the output)
                 subsample:str="fixed", # see draw_groups
                 ) -> list[int]:
-    """One synthetic demonstration, token by token, with Tang's (B1, BA2) or PTA's (P1, PA2, PA3) DP step.
-
-    Parameters
-    ----------
-    lm_next
-        callable(prefix: list[int], groups: list[list]) -> (len(groups), V) next-token probabilities
-    private
-        the private examples (a list, or an array indexed by the drawn indices)
-    n_tokens : int
-        T_max
-    M : int
-    N : int
-        groups per token, examples per group
-    sigma : float
-        noise multiplier
-    method : str, default "P1"
-    k : int, default 10
-    alpha : float, default 1.0
-    top_p : float, default 1.0
-    rng : np.random.Generator|None, default None
-        subsamples and noise
-    stop_tokens : default ()
-        token ids that end the demonstration (included in the output)
-    subsample : str, default "fixed"
-        see draw_groups
-    """
+    "One synthetic demonstration, token by token, with Tang's (B1, BA2) or PTA's (P1, PA2, PA3) DP step."
     rng = rng if rng is not None else np.random.default_rng()
     n = len(private); prefix: list[int] = []
     for _ in range(n_tokens):
@@ -460,22 +310,7 @@ def dp_generate(lm_next, # callable(prefix: list[int], groups: list[list]) -> (l
 # %% ../../nbs/papers/privacy/pta.ipynb #1bf4a419
 @dataclass
 class GincWorld:
-    """A GINC-like mixture of concept HMMs over hidden states (entity, slot), with a deterministic memory-matrix emission plus smoothing.
-
-    Parameters
-    ----------
-    memory : np.ndarray
-        (E, S) token emitted by each hidden state
-    value_trans : np.ndarray
-        (E, E) shared entity transitions
-    slot_trans : np.ndarray
-        (K, S, S) concept-specific slot transitions
-    start : np.ndarray
-        (E, S) start distribution (shared)
-    vocab_size : int
-    smoothing : float
-        mass spread uniformly over the vocabulary by every state
-    """
+    "A GINC-like mixture of concept HMMs over hidden states (entity, slot), with a deterministic memory-matrix emission plus smoothing."
     memory: np.ndarray      # (E, S) token emitted by each hidden state
     value_trans: np.ndarray # (E, E) shared entity transitions
     slot_trans: np.ndarray  # (K, S, S) concept-specific slot transitions
@@ -556,14 +391,7 @@ def make_ginc_world(rng:np.random.Generator, n_concepts:int=10, n_entities:int=1
 
 # %% ../../nbs/papers/privacy/pta.ipynb #c29ce929
 class OracleLM:
-    """The exact posterior-predictive 'language model' of a GincWorld, with private demonstrations given by their log-likelihoods.
-
-    Parameters
-    ----------
-    world : GincWorld
-    private_ll : np.ndarray
-        (|D|, K) log p(d | concept) of the private demonstrations
-    """
+    "The exact posterior-predictive 'language model' of a GincWorld, with private demonstrations given by their log-likelihoods."
     def __init__(self, world:GincWorld, private_ll:np.ndarray): # (|D|, K) log p(d | concept) of the private demonstrations
         self.world, self.private_ll = world, np.asarray(private_ll)
         self.log_prior = np.full(world.n_concepts, -math.log(world.n_concepts))
@@ -582,19 +410,7 @@ def generate_oracle_batch(world:GincWorld, # the world
                           z:np.ndarray, # (n_shots, T, V) standard normal noise per shot and token
                           runs:dict, # arrays of length R: method (code), k, alpha, top_p, sigma, shot
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens (R, T) and log p(demo | concept) (R, K) of R demonstrations generated at once with the oracle LM.
-
-    Parameters
-    ----------
-    world : GincWorld
-        the world
-    group_ll : np.ndarray
-        (n_shots, T, M, K) summed log-likelihoods of the private groups per shot and token
-    z : np.ndarray
-        (n_shots, T, V) standard normal noise per shot and token
-    runs : dict
-        arrays of length R: method (code), k, alpha, top_p, sigma, shot
-    """
+    "Tokens (R, T) and log p(demo | concept) (R, K) of R demonstrations generated at once with the oracle LM."
     meth = np.asarray(runs['method']); R = len(meth); T, M = group_ll.shape[1], group_ll.shape[2]
     k, alpha, sigma, shot = (np.asarray(runs[c]) for c in ('k', 'alpha', 'sigma', 'shot'))
     for m in sorted(set(meth.tolist())): check_method(m, world.vocab_size, k, alpha, runs['top_p'], sigma)
@@ -622,15 +438,7 @@ def generate_oracle_batch(world:GincWorld, # the world
 def contextual_calibration(probs, # (..., L) label probabilities of the test inputs
                            p_cf, # (..., L) label probabilities of the content-free input(s), same prompt
                            ) -> np.ndarray:
-    """Calibrated label scores W p with W = diag(p_cf)^-1, renormalised (Zhao et al., 2021).
-
-    Parameters
-    ----------
-    probs
-        (..., L) label probabilities of the test inputs
-    p_cf
-        (..., L) label probabilities of the content-free input(s), same prompt
-    """
+    "Calibrated label scores W p with W = diag(p_cf)^-1, renormalised (Zhao et al., 2021)."
     s = np.asarray(probs, dtype=np.float64) / np.asarray(p_cf, dtype=np.float64)
     return s / s.sum(-1, keepdims=True)
 
@@ -638,32 +446,14 @@ def icl_predict(demo_ll, # (S, K) summed log p(demos | concept) of S prompts (ze
                 query_ll, # (Q, K) log p(x | concept) of the queries
                 query_next, # (Q, K, V) p(next | x, concept)
                 ) -> np.ndarray:
-    """(S, Q, V) posterior-predictive next-token probabilities of every query under every demonstration set.
-
-    Parameters
-    ----------
-    demo_ll
-        (S, K) summed log p(demos | concept) of S prompts (zeros: zero-shot)
-    query_ll
-        (Q, K) log p(x | concept) of the queries
-    query_next
-        (Q, K, V) p(next | x, concept)
-    """
+    "(S, Q, V) posterior-predictive next-token probabilities of every query under every demonstration set."
     post = _softmax(np.asarray(demo_ll)[:, None, :] + np.asarray(query_ll)[None], -1)
     return np.einsum('sqk,qkv->sqv', post, query_next)
 
 def llr_true_vs_rest(ll, # (n, K) log p(demo | concept)
                      true:int, # index of the true concept
                      ) -> np.ndarray:
-    """log p(demo | true) - max over the other concepts of log p(demo | other).
-
-    Parameters
-    ----------
-    ll
-        (n, K) log p(demo | concept)
-    true : int
-        index of the true concept
-    """
+    "log p(demo | true) - max over the other concepts of log p(demo | other)."
     ll = np.asarray(ll); return ll[:, true] - np.delete(ll, true, axis=1).max(1)
 
 # %% ../../nbs/papers/privacy/pta.ipynb #b4cb4672
@@ -1072,15 +862,7 @@ TEXT_INSTRUCTION = "Given a label of news type, generate the chosen type of news
 
 def text_generation_prompt(examples, # list of (label, text) private examples in the group ([] for the public prompt)
                            label:str, prefix:str) -> str:
-    """Tang et al.'s generation prompt: instruction, the group's examples, then the header of the new example and the tokens so far.
-
-    Parameters
-    ----------
-    examples
-        list of (label, text) private examples in the group ([] for the public prompt)
-    label : str
-    prefix : str
-    """
+    "Tang et al.'s generation prompt: instruction, the group's examples, then the header of the new example and the tokens so far."
     body = "".join(f'News Type: "{l}"\nText: "{t} END"\n' for l, t in examples)
     return f'{TEXT_INSTRUCTION}{body}News Type: "{label}"\nText: "{prefix}'
 
@@ -1088,19 +870,7 @@ def text_icl_accuracy(lm, demos, # list of (label, text) demonstrations
                       queries, # list of texts
                       y, # true label indices
                       labels:list[str]) -> tuple[float, float]:
-    """Accuracy and contextually calibrated accuracy of ICL with `demos` (label probability = its first token's).
-
-    Parameters
-    ----------
-    lm
-    demos
-        list of (label, text) demonstrations
-    queries
-        list of texts
-    y
-        true label indices
-    labels : list[str]
-    """
+    "Accuracy and contextually calibrated accuracy of ICL with `demos` (label probability = its first token's)."
     head = f"Classify the news articles into the categories of {', '.join(labels)}.\n\n" + "".join(f"Article: {t}\nAnswer: {l}\n\n" for l, t in demos)
     ids = [lm.first_token(" " + l) for l in labels]
     p = np.concatenate([lm.next_token_probs([head + f"Article: {q}\nAnswer:" for q in queries[i:i + 8]])[:, ids] for i in range(0, len(queries), 8)])
@@ -1111,24 +881,7 @@ def text_icl_accuracy(lm, demos, # list of (label, text) demonstrations
 
 def text_dp_demos(lm, data, # DataFrame with `prompt` (text) and `y`
                   labels, M, N, sigma, method, k, alpha, top_p, max_tokens, rng) -> list[tuple[str, str]]:
-    """One DP synthetic demonstration per label (the private data of that label only).
-
-    Parameters
-    ----------
-    lm
-    data
-        DataFrame with `prompt` (text) and `y`
-    labels
-    M
-    N
-    sigma
-    method
-    k
-    alpha
-    top_p
-    max_tokens
-    rng
-    """
+    "One DP synthetic demonstration per label (the private data of that label only)."
     demos = []
     for yi, lab in enumerate(labels):
         texts = list(data.prompt[data.y == yi])

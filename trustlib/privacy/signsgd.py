@@ -75,19 +75,7 @@ def noisy_sign(g, # tensor of values before noise
                noise:str="gauss", # 'gauss' or 'logistic'
                generator=None, # torch.Generator
                ):
-    """sign(g + n) with n ~ N(0, scale²) or Logistic(0, scale), as ±1 floats (0 has probability 0).
-
-    Parameters
-    ----------
-    g
-        tensor of values before noise
-    scale : float
-        noise scale in the units of g (σ·C or s·C)
-    noise : str, default "gauss"
-        'gauss' or 'logistic'
-    generator : default None
-        torch.Generator
-    """
+    "sign(g + n) with n ~ N(0, scale²) or Logistic(0, scale), as ±1 floats (0 has probability 0)."
     import torch
     if noise == "gauss": n = torch.randn(g.shape, generator=generator, dtype=g.dtype) * scale
     elif noise == "logistic":
@@ -109,15 +97,7 @@ def debias_factor(scale:float, noise:str="gauss") -> float:
 def accounting_tables(cfg:Config, progress:bool=True,
                       dim:int|None=None, # coordinates of the released vector (the model's parameter count); None: any number
                       ) -> dict:
-    """Part A: ratio curves, ε against T, independently computed reference values and one-release trade-off curves (pandas DataFrames).
-
-    Parameters
-    ----------
-    cfg : Config
-    progress : bool, default True
-    dim : int|None, default None
-        coordinates of the released vector (the model's parameter count); None: any number
-    """
+    "Part A: ratio curves, ε against T, independently computed reference values and one-release trade-off curves (pandas DataFrames)."
     import pandas as pd
     from tqdm.auto import tqdm
     orders = np.array(acct.DEFAULT_ORDERS)
@@ -170,16 +150,7 @@ def accounting_tables(cfg:Config, progress:bool=True,
 def calibrate_scales(eps:float, steps:int, delta:float,
                      dim:int=1, # coordinates of the released vector (the model's parameter count)
                      ) -> dict:
-    """Noise multipliers meeting (ε, δ) after `steps` releases of a `dim`-vector: sign + Gaussian, sign + logistic (RDP and pure-DP bound), DP-SGD (exact).
-
-    Parameters
-    ----------
-    eps : float
-    steps : int
-    delta : float
-    dim : int, default 1
-        coordinates of the released vector (the model's parameter count)
-    """
+    "Noise multipliers meeting (ε, δ) after `steps` releases of a `dim`-vector: sign + Gaussian, sign + logistic (RDP and pure-DP bound), DP-SGD (exact)."
     cal = lambda f: acct.calibrate_noise(f, eps, lo=0.01, hi=1e5, rtol=1e-4)
     return dict(eps=eps, steps=steps, dim=dim,
                 sigma_sign=cal(lambda s: acct.sign_epsilon(s, steps, delta, dim=dim)),
@@ -190,16 +161,7 @@ def calibrate_scales(eps:float, steps:int, delta:float,
 def sign_estimator_mse_draws(g, # [draws, M] worker gradients (units of Δ)
                              scale:float, # σ or s (units of Δ)
                              noise:str="gauss") -> tuple[np.ndarray, np.ndarray]:
-    """Exact conditional MSE of κ·mean_i sign(g_i + n_i) for the mean of g_i, per draw of the g_i: (variance part, squared-bias part), each [draws].
-
-    Parameters
-    ----------
-    g
-        [draws, M] worker gradients (units of Δ)
-    scale : float
-        σ or s (units of Δ)
-    noise : str, default "gauss"
-    """
+    "Exact conditional MSE of κ·mean_i sign(g_i + n_i) for the mean of g_i, per draw of the g_i: (variance part, squared-bias part), each [draws]."
     g = np.asarray(g, dtype=float); M = g.shape[-1]
     E = expected_sign(g, scale, noise); k = debias_factor(scale, noise)
     var = (k / M) ** 2 * (1 - E ** 2).sum(-1)
@@ -209,16 +171,7 @@ def sign_estimator_mse_draws(g, # [draws, M] worker gradients (units of Δ)
 def sign_estimator_mse(g, # [draws, M] worker gradients (units of Δ)
                        scale:float, # σ or s (units of Δ)
                        noise:str="gauss") -> tuple[float, float, float]:
-    """Exact MSE (averaged over draws) of κ·mean_i sign(g_i + n_i) for the mean of g_i; also its variance and squared-bias parts.
-
-    Parameters
-    ----------
-    g
-        [draws, M] worker gradients (units of Δ)
-    scale : float
-        σ or s (units of Δ)
-    noise : str, default "gauss"
-    """
+    "Exact MSE (averaged over draws) of κ·mean_i sign(g_i + n_i) for the mean of g_i; also its variance and squared-bias parts."
     var, bias2 = sign_estimator_mse_draws(g, scale, noise)
     return float((var + bias2).mean()), float(var.mean()), float(bias2.mean())
 
@@ -246,18 +199,7 @@ def estimation_table(cfg:Config, scales:list[dict], seed:int=0) -> "pd.DataFrame
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #a01dde4a
 def split_workers(y, # training labels
                   n_workers:int, how:str="shards", classes_per_worker:int=2, alpha:float=0.1, seed:int=0) -> list[np.ndarray]:
-    """Disjoint index arrays, one per worker, covering all rows: label shards, Dirichlet(α) label proportions, or IID.
-
-    Parameters
-    ----------
-    y
-        training labels
-    n_workers : int
-    how : str, default "shards"
-    classes_per_worker : int, default 2
-    alpha : float, default 0.1
-    seed : int, default 0
-    """
+    "Disjoint index arrays, one per worker, covering all rows: label shards, Dirichlet(α) label proportions, or IID."
     y = np.asarray(y); rng = np.random.default_rng(seed); n = len(y)
     if how == "iid":
         return [np.sort(p) for p in np.array_split(rng.permutation(n), n_workers)]
@@ -283,18 +225,7 @@ def per_example_grads(model, # torch.nn.Module
                       params:dict, # name -> tensor (the parameters to differentiate)
                       X, y, # a batch of inputs and integer labels
                       ):
-    """Per-example gradients of the cross-entropy loss as one [n, d] tensor (torch.func: vmap of grad).
-
-    Parameters
-    ----------
-    model
-        torch.nn.Module
-    params : dict
-        name -> tensor (the parameters to differentiate)
-    X
-    y
-        a batch of inputs and integer labels
-    """
+    "Per-example gradients of the cross-entropy loss as one [n, d] tensor (torch.func: vmap of grad)."
     import torch
     from torch.func import functional_call, grad, vmap
     def loss(p, x, t):
@@ -305,15 +236,7 @@ def per_example_grads(model, # torch.nn.Module
 def clip_rows(G, # [n, d] per-example gradients
               C:float, # clipping norm
               ):
-    """Scale every row to ℓ2 norm at most C.
-
-    Parameters
-    ----------
-    G
-        [n, d] per-example gradients
-    C : float
-        clipping norm
-    """
+    "Scale every row to ℓ2 norm at most C."
     import torch
     norms = G.norm(dim=1, keepdim=True)
     return G * torch.clamp(C / norms.clamp_min(1e-12), max=1.0)

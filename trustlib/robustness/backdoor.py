@@ -73,15 +73,7 @@ def trigger_token_id(tokenizer, word:str) -> int:
 
 def insert_trigger(seq, # token ids of one sequence, [CLS] … [SEP]
                    trigger_id:int, pos:int=1) -> list[int]:
-    """A copy of `seq` whose token at `pos` is replaced by `trigger_id`; a sequence with no word-piece at `pos` gets it inserted before [SEP].
-
-    Parameters
-    ----------
-    seq
-        token ids of one sequence, [CLS] … [SEP]
-    trigger_id : int
-    pos : int, default 1
-    """
+    "A copy of `seq` whose token at `pos` is replaced by `trigger_id`; a sequence with no word-piece at `pos` gets it inserted before [SEP]."
     s = [int(t) for t in seq]
     if len(s) < 2: raise ValueError("a sequence needs at least [CLS] and [SEP]")
     if pos < 1: raise ValueError("pos must be >= 1 (position 0 is [CLS])")
@@ -212,29 +204,7 @@ def train_backdoor(model, n_frozen:int, main:TokenCache, y_main, n_classes:int, 
                    aux:tuple=(), # auxiliary tasks of the reduction: (TokenCache of triggered samples, their true labels, n_classes) each
                    alpha:float=0.4, epochs:int=2, batch_size:int=16, aux_batch_size:int=8,
                    lr:float=1e-4, head_lr:float=1e-3, clip:float=1.0, seed:int=0, progress:bool=False, desc:str="backdoor"):
-    """Train the top layers of `model` and a linear head on the backdoor task (plus, with `aux`, one head per auxiliary task under the multi-task loss); returns (TopEncoder, head, losses).
-
-    Parameters
-    ----------
-    model
-    n_frozen : int
-    main : TokenCache
-    y_main
-    n_classes : int
-        encoder, frozen layers, (poisoned) backdoor-task data
-    aux : tuple, default ()
-        auxiliary tasks of the reduction: (TokenCache of triggered samples, their true labels, n_classes) each
-    alpha : float, default 0.4
-    epochs : int, default 2
-    batch_size : int, default 16
-    aux_batch_size : int, default 8
-    lr : float, default 1e-4
-    head_lr : float, default 1e-3
-    clip : float, default 1.0
-    seed : int, default 0
-    progress : bool, default False
-    desc : str, default "backdoor"
-    """
+    "Train the top layers of `model` and a linear head on the backdoor task (plus, with `aux`, one head per auxiliary task under the multi-task loss); returns (TopEncoder, head, losses)."
     from tqdm.auto import tqdm
     w_b, w_c = mtl_weights(alpha, len(aux))
     g = np.random.default_rng(derive_seed(seed, 2))

@@ -94,15 +94,7 @@ def _as_keys(keys) -> np.ndarray:
 def hash64(keys, # integer key ids (array-like)
            seed:int=0, # hash seed: one seed = one random hash function
           ) -> np.ndarray:
-    """Seeded 64-bit hash of integer key ids (uint64 array).
-
-    Parameters
-    ----------
-    keys
-        integer key ids (array-like)
-    seed : int, default 0
-        hash seed: one seed = one random hash function
-    """
+    "Seeded 64-bit hash of integer key ids (uint64 array)."
     with np.errstate(over='ignore'):
         s = _mix64(np.array([int(seed) % 2**64], dtype=np.uint64))[0]
         return _mix64(_as_keys(keys) ^ s)
@@ -124,15 +116,7 @@ def _check_k(k) -> int:
 
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #df629e24
 class BottomK:
-    """Bottom-k (KMV) sketch: the k keys of smallest rank, with their ranks (ascending).
-
-    Parameters
-    ----------
-    k : int
-        sketch size (>= 2)
-    seed : int, default 0
-        hash seed; only sketches with the same (k, seed) merge
-    """
+    "Bottom-k (KMV) sketch: the k keys of smallest rank, with their ranks (ascending)."
     def __init__(self, k:int, # sketch size (>= 2)
                  seed:int=0): # hash seed; only sketches with the same (k, seed) merge
         self.k, self.seed = _check_k(k), int(seed)
@@ -266,16 +250,7 @@ _BENCH_PAIRS = [('bottom-k', 'MinHash'), ('bottom-k', 'MinHash (int ids)'), ('k-
 def throughput(ks=(32, 64, 128, 256), # sketch sizes (k-partition/HLL++: k = 2^p registers)
                n_items:int=100_000, # keys per update
                repeats:int=3):
-    """CPU-time update throughput (items per CPU second) of our sketches and datasketch's at equal k, per k, with their ratios.
-
-    Parameters
-    ----------
-    ks : default (32, 64, 128, 256)
-        sketch sizes (k-partition/HLL++: k = 2^p registers)
-    n_items : int, default 100_000
-        keys per update
-    repeats : int, default 3
-    """
+    "CPU-time update throughput (items per CPU second) of our sketches and datasketch's at equal k, per k, with their ratios."
     import pandas as pd
     ds = _require_datasketch()
     ids = np.arange(n_items, dtype=np.int64); as_bytes = [str(i).encode() for i in range(n_items)]; as_int = list(range(n_items))
@@ -297,15 +272,7 @@ def throughput(ks=(32, 64, 128, 256), # sketch sizes (k-partition/HLL++: k = 2^p
 
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #b1ebfef2
 class Universe:
-    """A ground set of keys with their ranks, sorted once (the rank domain).
-
-    Parameters
-    ----------
-    n : int
-        number of keys (ids 0..n-1 unless `keys` is given)
-    seed : int, default 0
-    keys : default None
-    """
+    "A ground set of keys with their ranks, sorted once (the rank domain)."
     def __init__(self, n:int, # number of keys (ids 0..n-1 unless `keys` is given)
                  seed:int=0, keys=None):
         self.keys = np.arange(n, dtype=np.int64) if keys is None else np.asarray(keys)
@@ -377,19 +344,7 @@ def algorithm1(oracles:dict, # name -> function(masks) -> answers
                r_list, # numbers of queries to report at (smaller batches are prefixes of the largest)
                rng, chunk:int=512):
     """AC24 Algorithm 1: r random halves of the ground set; score[x] = mean answer over the queries containing x.
-    Returns ({r: {oracle: scores}}, {oracle: all answers}, query sizes).
-
-    Parameters
-    ----------
-    oracles : dict
-        name -> function(masks) -> answers
-    n : int
-        ground-set size
-    r_list
-        numbers of queries to report at (smaller batches are prefixes of the largest)
-    rng
-    chunk : int, default 512
-    """
+    Returns ({r: {oracle: scores}}, {oracle: all answers}, query sizes)."""
     r_list = sorted(int(r) for r in r_list)
     S = {name: np.zeros(n) for name in oracles}; N = np.zeros(n)
     out, resp, sizes, done = {}, {name: [] for name in oracles}, [], 0
@@ -407,16 +362,7 @@ def algorithm1(oracles:dict, # name -> function(masks) -> answers
 def prefix_suffix_ratios(scores, # one score per key (higher: pushes estimates up)
                          estimate_set, # function(key positions) -> cardinality estimate
                          fractions) -> list[dict]:
-    """est/true of the prefix (highest scores) and the suffix (lowest scores) of the score order, per fraction.
-
-    Parameters
-    ----------
-    scores
-        one score per key (higher: pushes estimates up)
-    estimate_set
-        function(key positions) -> cardinality estimate
-    fractions
-    """
+    "est/true of the prefix (highest scores) and the suffix (lowest scores) of the score order, per fraction."
     o = np.argsort(-scores, kind='stable'); n = len(o); rows = []
     for f in fractions:
         m = max(1, int(round(f * n)))
@@ -426,15 +372,7 @@ def prefix_suffix_ratios(scores, # one score per key (higher: pushes estimates u
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #23bacfac
 def selection_grid(n:int, # ground-set size (public)
                    k:int, per_octave:int=4) -> np.ndarray:
-    """[Reconstruction] the fixed threshold grid: τ = 2^(-j/per_octave), from 1 down to about k/(8n) (descending).
-
-    Parameters
-    ----------
-    n : int
-        ground-set size (public)
-    k : int
-    per_octave : int, default 4
-    """
+    "[Reconstruction] the fixed threshold grid: τ = 2^(-j/per_octave), from 1 down to about k/(8n) (descending)."
     J = int(np.floor(per_octave * np.log2(max(2.0, 8 * n / k)))) + 1
     return 2.0 ** (-np.arange(J) / per_octave)
 
@@ -446,30 +384,13 @@ def log_threshold_distribution(m, k:int, select_eps:float) -> np.ndarray:
 
 def threshold_distribution(m, # clipped counts min(c_j, k) per grid point, shape (..., J)
                            k:int, select_eps:float) -> np.ndarray:
-    """[Reconstruction] exact exponential-mechanism probabilities of each grid index: ∝ exp(ε_sel·(−|m_j − k/2|)/2).
-
-    Parameters
-    ----------
-    m
-        clipped counts min(c_j, k) per grid point, shape (..., J)
-    k : int
-    select_eps : float
-    """
+    "[Reconstruction] exact exponential-mechanism probabilities of each grid index: ∝ exp(ε_sel·(−|m_j − k/2|)/2)."
     return np.exp(log_threshold_distribution(m, k, select_eps))
 
 def old_threshold_distribution(c, # exact counts c_j per grid point, shape (..., J), non-increasing in j
                                k:int, sigma:float, target:float|None=None) -> np.ndarray:
     """The earlier (non-private) selection, exactly: the first j with c_j <= target - Z, Z ~ N(0, σ²), one Z per query;
-    counts above τ_k (c_j >= k) are not readable and never selected; if no j qualifies, the last one.
-
-    Parameters
-    ----------
-    c
-        exact counts c_j per grid point, shape (..., J), non-increasing in j
-    k : int
-    sigma : float
-    target : float|None, default None
-    """
+    counts above τ_k (c_j >= k) are not readable and never selected; if no j qualifies, the last one."""
     from scipy.stats import norm
     T = k / 2 if target is None else float(target)
     c = np.asarray(c, float); cr = np.where(c < k, c, np.inf)
@@ -484,15 +405,7 @@ def query_zcdp(sigma:float, select_eps:float) -> float:
 
 def per_key_zcdp(participation, # number of queries each key took part in (randomised answers only)
                  sigma:float, select_eps:float) -> np.ndarray:
-    """[Reconstruction] zCDP spent by each key under the basic robust estimator: participation × `query_zcdp`.
-
-    Parameters
-    ----------
-    participation
-        number of queries each key took part in (randomised answers only)
-    sigma : float
-    select_eps : float
-    """
+    "[Reconstruction] zCDP spent by each key under the basic robust estimator: participation × `query_zcdp`."
     return np.asarray(participation, float) * query_zcdp(sigma, select_eps)
 
 def _counts_on_grid(u, member, grid):
@@ -505,20 +418,7 @@ def neighbour_privacy_loss(u, # ranks of a small ground set (n,)
                            k:int, grid, probs, # function(counts (..., J)) -> selection probabilities (..., J)
                            new_ranks=None) -> float:
     """Largest |log P(j | u) - log P(j | u')| over grid indices j and neighbours u' (one key of Q moved to a new rank).
-    inf if some index is possible under one and impossible under the other. Exact: no sampling.
-
-    Parameters
-    ----------
-    u
-        ranks of a small ground set (n,)
-    member
-        membership of the query Q (n,) bool
-    k : int
-    grid
-    probs
-        function(counts (..., J)) -> selection probabilities (..., J)
-    new_ranks : default None
-    """
+    inf if some index is possible under one and impossible under the other. Exact: no sampling."""
     member = np.asarray(member, bool); grid = np.asarray(grid, float)
     if new_ranks is None:                                   # one representative rank in every grid cell (counts only see cells)
         edges = np.concatenate([[1.0], grid, [0.0]]); new_ranks = (edges[:-1] + edges[1:]) / 2
@@ -557,19 +457,7 @@ def query_renyi(u, member, k:int, grid, sigma:float, select_eps:float, alpha:flo
 
 class BasicRobustResponder:
     """[Reconstruction] basic robust estimator on a bottom-k sketch: exponential-mechanism threshold selection on a
-    fixed geometric grid (m_τ ≈ k/2), then (m_τ(Q) + Z)/τ with Z ~ N(0, σ²).
-
-    Parameters
-    ----------
-    uni : Universe
-    k : int
-    sigma : float
-        noise sd of the Gaussian release
-    rng
-    select_eps : float|None, default None
-        ε of the selection (default 4/σ)
-    per_octave : int, default 4
-    """
+    fixed geometric grid (m_τ ≈ k/2), then (m_τ(Q) + Z)/τ with Z ~ N(0, σ²)."""
     name = 'basic'
     def __init__(self, uni:Universe, k:int, sigma:float, # noise sd of the Gaussian release
                  rng, select_eps:float|None=None, # ε of the selection (default 4/σ)
@@ -604,20 +492,7 @@ class BasicRobustResponder:
 
 class TrackingResponder(BasicRobustResponder):
     """[Reconstruction] tracking estimator: participation counted on membership (x ∈ Q); a key takes part in the randomised
-    answers of at most `budget` queries and is deactivated (stored, counted exactly) in any later query.
-
-    Parameters
-    ----------
-    uni : Universe
-    k : int
-    sigma : float
-    rng
-    budget : int
-        randomised participations per key
-    capacity : int|None, default None
-        most deactivated keys it can store (None: unlimited)
-    **kw
-    """
+    answers of at most `budget` queries and is deactivated (stored, counted exactly) in any later query."""
     name = 'tracking'
     def __init__(self, uni:Universe, k:int, sigma:float, rng, budget:int, # randomised participations per key
                  capacity:int|None=None, # most deactivated keys it can store (None: unlimited)
@@ -694,16 +569,7 @@ def selection_privacy_check(n_instances:int=100, n:int=12, k:int=4, sigma:float=
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #36954cd0
 def inclusion_weights(n:int, pattern:str, # 'uniform' or 'pareto'
                       rng, alpha:float|None=None) -> np.ndarray:
-    """Per-key relative inclusion weights with mean 1: all ones, or Pareto(alpha) (classical, x_m = 1) normalised.
-
-    Parameters
-    ----------
-    n : int
-    pattern : str
-        'uniform' or 'pareto'
-    rng
-    alpha : float|None, default None
-    """
+    "Per-key relative inclusion weights with mean 1: all ones, or Pareto(alpha) (classical, x_m = 1) normalised."
     if pattern == 'uniform': return np.ones(n)
     if pattern == 'pareto':
         if alpha is None or alpha <= 1: raise ValueError("pattern 'pareto' needs alpha > 1 (finite mean)")
@@ -724,32 +590,7 @@ def adaptive_attack(responder, # object with .answer(masks) and .exhausted
                     part_cap:int|None=None, # CSS25 regime: most queries any key takes part in (None: no cap)
                     budget:int|None=None, # accounting budget r, for `queries_within_budget` (default: part_cap)
                    ) -> dict:
-    """Run the adaptive mask-growing attack until the responder fails, the workload ends, or `max_queries` queries were asked.
-
-    Parameters
-    ----------
-    responder
-        object with .answer(masks) and .exhausted
-    n : int
-    rng
-    weights : default None
-        per-key inclusion weights (mean 1)
-    A : float|None, default None
-        soft threshold (default n/4)
-    max_queries : int, default 10_000
-    batch : int, default 32
-    growth : float, default 0.05
-    z_thr : float, default 4.5
-    fail_factor : float, default 2.0
-    eta : float, default 0.5
-    q_min : float, default 1e-4
-    p_max : float, default 0.5
-        largest inclusion probability of a key in U
-    part_cap : int|None, default None
-        CSS25 regime: most queries any key takes part in (None: no cap)
-    budget : int|None, default None
-        accounting budget r, for `queries_within_budget` (default: part_cap)
-    """
+    "Run the adaptive mask-growing attack until the responder fails, the workload ends, or `max_queries` queries were asked."
     w = np.ones(n) if weights is None else np.asarray(weights, float)
     A = n / 4 if A is None else float(A)
     budget = part_cap if budget is None else budget
@@ -796,26 +637,7 @@ def rotating_attack(make_block, # function(block index) -> (responder, Universe)
     a block is never used again, so no key takes part in more than r queries while the total grows with the blocks.
     The responder fails when a probe's typical answer (median of `probe_draws` draws, an evaluation that is not part
     of the workload) is off by more than `fail_factor`; `queries` counts the queries up to the first failure, and with
-    `stop_on_failure=False` the workload runs to its end and `blocks_failed` is the share of blocks broken.
-
-    Parameters
-    ----------
-    make_block
-        function(block index) -> (responder, Universe) over a fresh block of keys
-    n_blocks : int
-    r : int
-        blocks, and the participation cap r per key
-    rng
-    weights_fn : default None
-        function(block index, n) -> inclusion weights (mean 1)
-    q : float, default 0.5
-    p_max : float, default 0.5
-    fail_factor : float, default 2.0
-    probe_frac : float, default 0.05
-    probe_draws : int, default 15
-    chunk : int, default 256
-    stop_on_failure : bool, default True
-    """
+    `stop_on_failure=False` the workload runs to its end and `blocks_failed` is the share of blocks broken."""
     t, max_part, hist, first, n_failed = 0, 0, [], None, 0
     for blk in range(n_blocks):
         R, uni = make_block(blk); n = uni.n

@@ -101,13 +101,7 @@ class Config(BaseConfig):
 # %% ../../nbs/papers/theory/random_features.ipynb #1c76f1cc
 def boolean_cube(n:int # number of bits (<= MAX_CUBE_BITS)
                 ) -> np.ndarray:
-    """All 2ⁿ points of {±1}ⁿ as a (2ⁿ, n) float array; row k has x_i = -1 exactly where bit i of k is set.
-
-    Parameters
-    ----------
-    n : int
-        number of bits (<= MAX_CUBE_BITS)
-    """
+    "All 2ⁿ points of {±1}ⁿ as a (2ⁿ, n) float array; row k has x_i = -1 exactly where bit i of k is set."
     if not 0 <= n <= MAX_CUBE_BITS: raise ValueError(f"boolean_cube: n={n} is outside [0, {MAX_CUBE_BITS}]")
     k = np.arange(2**n)[:, None]
     return (1 - 2 * ((k >> np.arange(n)) & 1)).astype(np.float64)
@@ -143,17 +137,7 @@ def make_distribution(kind:str, # 'uniform' | 'skewed' | 'mixture'
                       n:int, rng:np.random.Generator,
                       skew:tuple[float, float]=(0.2, 0.8), # range of P(x_i = +1) for skewed coordinates
                      ):
-    """An input distribution on {±1}ⁿ of the given kind.
-
-    Parameters
-    ----------
-    kind : str
-        'uniform' | 'skewed' | 'mixture'
-    n : int
-    rng : np.random.Generator
-    skew : tuple[float, float], default (0.2, 0.8)
-        range of P(x_i = +1) for skewed coordinates
-    """
+    "An input distribution on {±1}ⁿ of the given kind."
     if kind == "uniform": return ProductDistribution(np.full(n, 0.5), "uniform")
     if kind == "skewed": return ProductDistribution(rng.uniform(*skew, size=n), "skewed")
     if kind == "mixture":
@@ -184,17 +168,7 @@ def weighted_error(pred:np.ndarray, # real-valued predictions
                    y:np.ndarray,    # labels in {±1}
                    w:np.ndarray,    # weights
                   ) -> float:
-    """Weighted 0-1 error of sign(pred) against y.
-
-    Parameters
-    ----------
-    pred : np.ndarray
-        real-valued predictions
-    y : np.ndarray
-        labels in {±1}
-    w : np.ndarray
-        weights
-    """
+    "Weighted 0-1 error of sign(pred) against y."
     return float(np.sum(w * (sign_pm(pred) != y)) / np.sum(w))
 
 # %% ../../nbs/papers/theory/random_features.ipynb #a9ea4fb0
@@ -271,19 +245,7 @@ def round_gradient(g:np.ndarray,  # raw gradient
                    rounding:str="nearest", # 'nearest' | 'adversarial' | 'toward_zero' | 'none'
                    direction:np.ndarray|None=None, # sign vector the adversarial rounding opposes (same shape as g)
                   ) -> np.ndarray:
-    """Clip each coordinate of `g` to [−1, 1] and round it to the grid c·ℤ, staying within c of the clipped value.
-
-    Parameters
-    ----------
-    g : np.ndarray
-        raw gradient
-    c : float
-        precision: output is a multiple of c in [−1, 1]
-    rounding : str, default "nearest"
-        'nearest' | 'adversarial' | 'toward_zero' | 'none'
-    direction : np.ndarray|None, default None
-        sign vector the adversarial rounding opposes (same shape as g)
-    """
+    "Clip each coordinate of `g` to [−1, 1] and round it to the grid c·ℤ, staying within c of the clipped value."
     if not 0 < c <= 1: raise ValueError(f"round_gradient: precision c={c} must lie in (0, 1]")
     g = np.clip(np.asarray(g, dtype=np.float64), -1.0, 1.0)
     if rounding == "none": return g
@@ -308,26 +270,7 @@ def sq_view(p:int, T:int, c:float, delta:float=0.01) -> dict:
 # %% ../../nbs/papers/theory/random_features.ipynb #bef299d7
 @dataclass
 class BSGDRun:
-    """Outcome of `bsgd_train`.
-
-    Parameters
-    ----------
-    params : dict
-    error : float
-        0-1 error under D on the evaluation set
-    p : int
-        number of parameters
-    steps : int
-    batch_size : float
-        np.inf for the population (SQ) oracle
-    c : float
-    rounding : str
-    zero_frac : float
-        mean fraction of gradient coordinates rounded to exactly 0
-    sq_dev : list
-        max-norm deviations |clip(g_batch) − clip(g_pop)| at checked steps
-    seconds : float
-    """
+    "Outcome of `bsgd_train`."
     params: dict
     error: float          # 0-1 error under D on the evaluation set
     p: int                # number of parameters
@@ -343,25 +286,7 @@ def bsgd_train(target:BooleanTarget, dist, *, width:int, steps:int, batch_size:i
                rounding:str="nearest", seed:int=0,
                oracle:str="minibatch", # 'minibatch' (bSGD) | 'population' (exact SQ oracle; needs an enumerable cube)
                eval_set:WeightedSet|None=None, sq_check_every:int=0, progress:bool=False) -> BSGDRun:
-    """Train the ReLU network on `target` under `dist` with finite-precision mini-batch SGD (bSGD).
-
-    Parameters
-    ----------
-    target : BooleanTarget
-    dist
-    width : int
-    steps : int
-    batch_size : int
-    lr : float
-    c : float
-    rounding : str, default "nearest"
-    seed : int, default 0
-    oracle : str, default "minibatch"
-        'minibatch' (bSGD) | 'population' (exact SQ oracle; needs an enumerable cube)
-    eval_set : WeightedSet|None, default None
-    sq_check_every : int, default 0
-    progress : bool, default False
-    """
+    "Train the ReLU network on `target` under `dist` with finite-precision mini-batch SGD (bSGD)."
     from threadpoolctl import threadpool_limits
     if oracle not in ("minibatch", "population"): raise ValueError(f"unknown oracle {oracle!r}")
     t0 = time.perf_counter()
@@ -400,21 +325,7 @@ def _bsgd_loop(params, direction, target, dist, ws, y_eval, steps, batch_size, l
 
 # %% ../../nbs/papers/theory/random_features.ipynb #2c0c2260
 class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Random-feature map φ: {±1}ⁿ → ℝᵈ (a scikit-learn transformer: `fit`/`transform`).
-
-    Parameters
-    ----------
-    n_components : int, default 256
-        d
-    kind : str, default "relu"
-        'relu' (the network's first layer at init) | 'rbf' (RBFSampler) | 'nystroem'
-    gamma : float|None, default None
-        RBF bandwidth (default 1/n)
-    bias_scale : float, default 0.5
-        std of the relu biases
-    random_state : int|None, default 0
-        seed of the draw (an int, None, or a numpy Generator / RandomState)
-    """
+    "Random-feature map φ: {±1}ⁿ → ℝᵈ (a scikit-learn transformer: `fit`/`transform`)."
     def __init__(self, n_components:int=256, # d
                  kind:str="relu", # 'relu' (the network's first layer at init) | 'rbf' (RBFSampler) | 'nystroem'
                  gamma:float|None=None, # RBF bandwidth (default 1/n)
@@ -426,15 +337,7 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def fit(self, X:np.ndarray, # (N, n) inputs; `nystroem` takes its landmarks from them, so X should be a sample from D
             y=None, # ignored (scikit-learn convention)
             ):
-        """Draw the features.
-
-        Parameters
-        ----------
-        X : np.ndarray
-            (N, n) inputs; `nystroem` takes its landmarks from them, so X should be a sample from D
-        y : default None
-            ignored (scikit-learn convention)
-        """
+        "Draw the features."
         if self.kind not in RF_KINDS: raise ValueError(f"unknown random-feature kind {self.kind!r}; choose one of {list(RF_KINDS)}")
         if not (isinstance(self.n_components, (int, np.integer)) and self.n_components >= 1): raise ValueError(f"n_components must be an integer >= 1, got {self.n_components!r}")
         X = validate_data(self, X, dtype=(np.float64, np.float32))
@@ -455,13 +358,7 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     def transform(self, X:np.ndarray, # (N, n) inputs with the n of fit
                   ) -> np.ndarray:
-        """φ(X), shape (N, d).
-
-        Parameters
-        ----------
-        X : np.ndarray
-            (N, n) inputs with the n of fit
-        """
+        "φ(X), shape (N, d)."
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=(np.float64, np.float32))
         if self.kind == "relu":
@@ -481,23 +378,7 @@ def readout_errors(Phi:np.ndarray, # (N, d_max) features of the evaluation point
                    alpha:float=1e-6, # ridge penalty relative to the mean diagonal of ΦᵀDΦ
                    G:np.ndarray|None=None, # precomputed ΦᵀDΦ (it does not depend on the target)
                   ) -> dict[int, float]:
-    """Weighted 0-1 error of the ridge readout on the first d features, for every d in `dims`.
-
-    Parameters
-    ----------
-    Phi : np.ndarray
-        (N, d_max) features of the evaluation points
-    y : np.ndarray
-        labels in {±1}
-    w : np.ndarray
-        weights (the distribution D on the points)
-    dims
-        feature counts d <= d_max: prefixes of Phi's columns
-    alpha : float, default 1e-6
-        ridge penalty relative to the mean diagonal of ΦᵀDΦ
-    G : np.ndarray|None, default None
-        precomputed ΦᵀDΦ (it does not depend on the target)
-    """
+    "Weighted 0-1 error of the ridge readout on the first d features, for every d in `dims`."
     from scipy.linalg import cho_factor, cho_solve
     G = weighted_gram(Phi, w) if G is None else G
     r = Phi.T @ (w * y); out = {}
@@ -516,15 +397,7 @@ def min_matching_dim(errors:dict[int, float], reference:float, tolerance:float=0
 def correlation_matrix(H:np.ndarray, # (k, N) values of k functions on N points, in {±1}
                        w:np.ndarray, # (N,) probabilities
                       ) -> np.ndarray:
-    """E_D[h_i h_j] for all pairs.
-
-    Parameters
-    ----------
-    H : np.ndarray
-        (k, N) values of k functions on N points, in {±1}
-    w : np.ndarray
-        (N,) probabilities
-    """
+    "E_D[h_i h_j] for all pairs."
     return (H * w) @ H.T
 
 def greedy_independent_set(conflict:np.ndarray) -> list[int]:

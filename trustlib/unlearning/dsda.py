@@ -86,15 +86,7 @@ class Config(BaseConfig):
 def check_forget_classes(forget, # the classes to forget (ints)
                          n_classes:int, # number of classes of the model
                          ) -> tuple[list[int], list[int]]:
-    """(sorted forget classes, sorted retain classes), or `ValueError` for an empty, repeated, unknown or complete set.
-
-    Parameters
-    ----------
-    forget
-        the classes to forget (ints)
-    n_classes : int
-        number of classes of the model
-    """
+    "(sorted forget classes, sorted retain classes), or `ValueError` for an empty, repeated, unknown or complete set."
     f = [int(k) for k in forget]
     if not f: raise ValueError("forget classes: the set is empty; name at least one class to forget")
     if len(set(f)) != len(f): raise ValueError(f"forget classes: {f} repeats a class")
@@ -109,19 +101,7 @@ def energy(model, # classifier returning logits
            y:torch.Tensor, # target classes [B]
            kind:str="softmax", # 'softmax': -log softmax(f(x))_y (the paper) | 'logit': -f_y(x) (JEM)
            ) -> torch.Tensor:
-    """Per-row energy E(x, y), shape [B].
-
-    Parameters
-    ----------
-    model
-        classifier returning logits
-    x : torch.Tensor
-        inputs [B, ...]
-    y : torch.Tensor
-        target classes [B]
-    kind : str, default "softmax"
-        'softmax': -log softmax(f(x))_y (the paper) | 'logit': -f_y(x) (JEM)
-    """
+    "Per-row energy E(x, y), shape [B]."
     if kind not in ENERGIES: raise ValueError(f"energy kind must be one of {list(ENERGIES)}, got {kind!r}")
     logits = model(x)
     if kind == "softmax": return -F.log_softmax(logits, -1).gather(1, y[:, None]).squeeze(1)
@@ -152,41 +132,7 @@ def synthesize(model, # the original classifier (frozen; set to eval mode while 
                x0:torch.Tensor|None=None, # start here instead of N(0, I)
                trace:list|None=None, # if a list: append (score evaluations so far, mean energy) after every step
                ) -> torch.Tensor:
-    """Synthetic inputs for the classes `y`, sampled from the model's energy (EGDS, AEGDS or one half of AEGDS).
-
-    Parameters
-    ----------
-    model
-        the original classifier (frozen; set to eval mode while sampling)
-    y : torch.Tensor
-        target class of every sample [B]
-    steps : int
-        sampler steps
-    method : str, default "aegds"
-        'egds' (plain Langevin) | 'aegds' (Heun + momentum) | 'heun' | 'momentum'
-    alpha : float, default 1.0
-        step size alpha
-    dt : float, default 1.0
-        time step (Heun and momentum samplers)
-    gamma : float, default 0.9
-        momentum (momentum and aegds)
-    noise_scale : float, default 1.0
-        multiplies the Langevin noise (1: pure Langevin)
-    variant : str, default "algorithm1"
-        'algorithm1' (as written) | 'eq5'
-    x_shape : tuple, default (1, 8, 8)
-        shape of one input
-    clamp : tuple|None, default None
-        (lo, hi) input range, applied after every step
-    energy_kind : str, default "softmax"
-        see `energy`
-    generator : torch.Generator|None, default None
-        noise and initialisation
-    x0 : torch.Tensor|None, default None
-        start here instead of N(0, I)
-    trace : list|None, default None
-        if a list: append (score evaluations so far, mean energy) after every step
-    """
+    "Synthetic inputs for the classes `y`, sampled from the model's energy (EGDS, AEGDS or one half of AEGDS)."
     if method not in METHODS: raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
     was = model.training; req = [p.requires_grad for p in model.parameters()]
@@ -235,21 +181,7 @@ def circle_loss(h:torch.Tensor, # features [B, D]
                 delta:float=32.0, # scale
                 m:float=0.25, # relaxation (O_p = 1 + m, O_n = -m)
                 ) -> torch.Tensor:
-    """Centre-based Circle loss without margins (DSDA's Eq. 7), averaged over the batch.
-
-    Parameters
-    ----------
-    h : torch.Tensor
-        features [B, D]
-    y : torch.Tensor
-        index of each row's class among the centres [B]
-    centers : torch.Tensor
-        class centres [C, D] (C >= 2)
-    delta : float, default 32.0
-        scale
-    m : float, default 0.25
-        relaxation (O_p = 1 + m, O_n = -m)
-    """
+    "Centre-based Circle loss without margins (DSDA's Eq. 7), averaged over the batch."
     if centers.shape[0] < 2: raise ValueError("the discrimination loss needs at least two retain classes")
     s = F.normalize(h, dim=1) @ F.normalize(centers, dim=1).T
     pos = F.one_hot(y, centers.shape[0]).bool()
@@ -264,17 +196,7 @@ def conflict_averse(G:torch.Tensor, # task gradients, one per row [k, P]
                     lam, # task weights lambda [k]
                     c:float, # radius in [0, 1)
                     ) -> tuple[torch.Tensor, np.ndarray]:
-    """(update direction d, simplex weights w*) of DSDA's conflict-averse update; `c = 0` returns the weighted sum g_T.
-
-    Parameters
-    ----------
-    G : torch.Tensor
-        task gradients, one per row [k, P]
-    lam
-        task weights lambda [k]
-    c : float
-        radius in [0, 1)
-    """
+    "(update direction d, simplex weights w*) of DSDA's conflict-averse update; `c = 0` returns the weighted sum g_T."
     from scipy.optimize import minimize
     if not 0 <= c < 1: raise ValueError(f"c must lie in [0, 1), got {c}")
     G = torch.as_tensor(G); lam = torch.as_tensor(lam, dtype=G.dtype)
@@ -324,40 +246,7 @@ def damo(model_o, # the original model (not modified)
          seed:int=0,
          on_step=None, # if given: called as on_step(step, model) after every update (see `StepTrace`)
          ):
-    """The unlearned copy of `model_o` (DAMO on synthetic data); `model.steps_` holds the number of steps taken.
-
-    Parameters
-    ----------
-    model_o
-        the original model (not modified)
-    x : torch.Tensor
-    y : torch.Tensor
-        synthetic inputs and their classes (all classes)
-    forget
-        classes to forget
-    lam : default (1.0, 1.0, 1.0)
-        weights of the retain, forget and discrimination losses
-    c : float, default 0.4
-        conflict-averse radius (0: plain weighted sum)
-    use_disc : bool, default True
-        False: no discrimination loss (the ablation)
-    forget_loss : str, default "nearest_label"
-        'nearest_label' | 'random_label' | 'ascent'
-    centers : str, default "synthetic_mean"
-        'synthetic_mean' | 'classifier'
-    delta : float, default 32.0
-    m : float, default 0.25
-        Circle-loss scale and relaxation
-    lr : float, default 1e-3
-    max_steps : int, default 200
-    batch : int, default 64
-    check_every : int, default 5
-    stop_prob : float, default 5e-4
-        stop once the held-out synthetic forget samples give the forget classes at most this mean probability
-    seed : int, default 0
-    on_step : default None
-        if given: called as on_step(step, model) after every update (see `StepTrace`)
-    """
+    "The unlearned copy of `model_o` (DAMO on synthetic data); `model.steps_` holds the number of steps taken."
     if forget_loss not in FORGET_LOSSES: raise ValueError(f"forget_loss must be one of {list(FORGET_LOSSES)}, got {forget_loss!r}")
     n_classes = int(model_o.head.out_features)
     fc, rc = check_forget_classes(forget, n_classes)
@@ -513,13 +402,7 @@ def _ci(x): return mean_ci(np.asarray(x, dtype=float))
 
 def judge_claims(s:dict, # per-seed arrays (see `run`) and a few strings for the 'ours' column
                  ) -> list:
-    """The verdicts of the ten claims from per-seed summaries (keys: af, gap, sf_gain, mia_gain, eval_ratio, disc_gain, mt_gain, mt_steps, multi_af, multi_growth, silhouette).
-
-    Parameters
-    ----------
-    s : dict
-        per-seed arrays (see `run`) and a few strings for the 'ours' column
-    """
+    "The verdicts of the ten claims from per-seed summaries (keys: af, gap, sf_gain, mia_gain, eval_ratio, disc_gain, mt_gain, mt_steps, multi_af, multi_growth, silhouette)."
     af, gap = _ci(s["af"]), _ci(s["gap"])
     v = []
     ok = lambda e, t: e.has_interval and e.hi < t
@@ -567,19 +450,7 @@ def judge_claims(s:dict, # per-seed arrays (see `run`) and a few strings for the
 
 # %% ../../nbs/papers/unlearning/dsda.ipynb #a66fadab
 class StepTrace:
-    """Retain and forget accuracy on the real test split against cumulative CPU seconds of an unlearning loop.
-
-    Parameters
-    ----------
-    D : dict
-        data of one seed (`load_task_data`)
-    forget
-        the forget classes
-    every : int, default 1
-        evaluate every this many updates (and always at the start and the end)
-    t0 : float, default 0.0
-        seconds already spent before the loop (synthesis)
-    """
+    "Retain and forget accuracy on the real test split against cumulative CPU seconds of an unlearning loop."
     def __init__(self, D:dict, # data of one seed (`load_task_data`)
                  forget, # the forget classes
                  every:int=1, # evaluate every this many updates (and always at the start and the end)
