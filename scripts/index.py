@@ -129,9 +129,10 @@
 # registry), `trustlib.data` (offline-first dataset registry), `trustlib.models` (small networks, a
 # seeded training loop, MiniLM), `trustlib.metrics` (calibration and group-fairness metrics,
 # cross-checked against torchmetrics and fairlearn), `trustlib.results`, `trustlib.runs`,
-# `trustlib.report` and the `trustlib` command line. `help(obj)` and IDE hovers list every parameter:
-# the docments written once in the notebooks (`x:int=3, # what x is`) are exported as numpy-style
-# `Parameters` sections of the docstrings.
+# `trustlib.report` and the `trustlib` command line. `help(obj)`, IPython's `obj?` and Jupyter's inspector
+# list every parameter: importing `trustlib` installs a small hook that adds the docments, written once in the
+# notebooks (`x:int=3, # what x is`), to each `__doc__` as a numpy-style `Parameters` section. The files keep
+# the docments only, so editors that read the source without running it show them as comments in the signature.
 #
 # ## Data, offline first
 #
