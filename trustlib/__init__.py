@@ -6,11 +6,11 @@ __version__ = "0.1.0"
 # %% auto #0
 __all__ = ['parameter_section', 'document_module']
 
-# %% ../nbs/core/12_package.ipynb #4361cfc9
+# %% ../nbs/core/12_package.ipynb #8133ce36
 import sys
-import importlib.abc, importlib.machinery
+import importlib.machinery
 
-# %% ../nbs/core/12_package.ipynb #9739ac20
+# %% ../nbs/core/12_package.ipynb #c0d536de
 _SECTION = 'Parameters\n----------'
 
 def _header(lines:list[str], start:int) -> tuple[int|None, dict]:
@@ -195,7 +195,7 @@ def parameter_section(obj, method:bool|None=None) -> tuple[str|None, bool]:
     lines = linecache.getlines(code.co_filename)
     return (_func_section(lines, code.co_firstlineno, method) if lines else None), obj.__doc__ is not None
 
-# %% ../nbs/core/12_package.ipynb #46b3dd6a
+# %% ../nbs/core/12_package.ipynb #02c823d9
 def _members(module):
     "(object, is a method, is a static method) for each function and class `module` defines, recursing into classes; each once."
     seen = set()
@@ -226,7 +226,7 @@ def document_module(module) -> int:
         n += 1
     return n
 
-# %% ../nbs/core/12_package.ipynb #7d1fb2eb
+# %% ../nbs/core/12_package.ipynb #2b4793e5
 class _DocumentingLoader(importlib.machinery.SourceFileLoader):
     "Python's source loader, then `document_module` on the executed module."
     def exec_module(self, module):
@@ -234,8 +234,8 @@ class _DocumentingLoader(importlib.machinery.SourceFileLoader):
         try: document_module(module)
         except Exception: pass      # documentation must never break an import (the tests check every module)
 
-class _Finder(importlib.abc.MetaPathFinder):
-    "Finds `trustlib.*` modules as the path finder does, loading the source ones with `_DocumentingLoader`."
+class _Finder:
+    "A `sys.meta_path` finder: `trustlib.*` modules found as the path finder does, the source ones loaded by `_DocumentingLoader`."
     def find_spec(self, name, path=None, target=None):
         if not name.startswith(__name__ + '.'): return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
@@ -244,10 +244,9 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 def _install():
-    "Put `_Finder` first on `sys.meta_path` (once), and document this module (nothing in the notebook that defines it)."
+    "Put `_Finder` first on `sys.meta_path`, once (not from the notebook that defines it)."
     if __name__ == '__main__': return
     if not any(type(f).__name__ == '_Finder' and type(f).__module__ == __name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
-    if __name__ in sys.modules: document_module(sys.modules[__name__])
 
 _install()

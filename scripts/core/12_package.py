@@ -41,7 +41,7 @@
 # %%
 #| export
 import sys
-import importlib.abc, importlib.machinery
+import importlib.machinery
 
 # %%
 #| hide
@@ -381,8 +381,8 @@ class _DocumentingLoader(importlib.machinery.SourceFileLoader):
         try: document_module(module)
         except Exception: pass      # documentation must never break an import (the tests check every module)
 
-class _Finder(importlib.abc.MetaPathFinder):
-    "Finds `trustlib.*` modules as the path finder does, loading the source ones with `_DocumentingLoader`."
+class _Finder:
+    "A `sys.meta_path` finder: `trustlib.*` modules found as the path finder does, the source ones loaded by `_DocumentingLoader`."
     def find_spec(self, name, path=None, target=None):
         if not name.startswith(__name__ + '.'): return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
@@ -391,11 +391,10 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 def _install():
-    "Put `_Finder` first on `sys.meta_path` (once), and document this module (nothing in the notebook that defines it)."
+    "Put `_Finder` first on `sys.meta_path`, once (not from the notebook that defines it)."
     if __name__ == '__main__': return
     if not any(type(f).__name__ == '_Finder' and type(f).__module__ == __name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
-    if __name__ in sys.modules: document_module(sys.modules[__name__])
 
 _install()
 
