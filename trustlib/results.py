@@ -12,8 +12,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['VERDICTS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable', 'write_json', 'Verdict',
-           'Estimate', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci',
-           'verdict_flags', 'Result', 'deterministic_metrics', 'record', 'verdict_counts', 'run_experiment']
+           'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge', 'check_headline', 'side',
+           'settle', 'joint_ci', 'verdict_flags', 'Result', 'deterministic_metrics', 'record', 'verdict_counts',
+           'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -89,19 +90,29 @@ class Estimate:
         if not self.has_interval: return f"{self.value:.3g} (n = {self.n}, no interval)"
         lv = f"{self.level:.1%}".replace(".0%", "%")   # 95%, but 97.5% or 98.3% for Bonferroni-adjusted levels
         return f"{self.value:.3g} ({lv} CI {self.lo:.3g} to {self.hi:.3g}, n = {self.n})"
+    def __format__(self, spec:str) -> str:
+        "Compact form for tables and claim texts: `f'{e:+.3f}'` gives '+0.120 [+0.050, +0.190]' (no spec: `str(e)`)."
+        if not spec: return str(self)
+        if not self.has_interval: return f"{format(self.value, spec)} (n = {self.n}, no interval)"
+        return f"{format(self.value, spec)} [{format(self.lo, spec)}, {format(self.hi, spec)}]"
 
 def _sample(x) -> np.ndarray:
     x = np.asarray(x, dtype=float).ravel()
     if x.size == 0: raise ValueError("an estimate needs at least one observation")
     return x
 
+def mean_ci_from_moments(mean:float, sd:float, n:int, level:float=0.95) -> Estimate:
+    "The Student-t interval of a mean from its sample mean, sample sd (ddof=1) and size; no interval for n < 2 or a NaN sd."
+    from scipy import stats
+    mean, sd, n = float(mean), float(sd), int(n)
+    if n < 2 or not math.isfinite(sd): return Estimate(mean, math.nan, math.nan, n, level)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return Estimate(mean, mean - half, mean + half, n, level)
+
 def mean_ci(x, level:float=0.95) -> Estimate:
     "Mean of `x` (one value per seed) with its Student-t confidence interval; n = 1 gives lo = hi = NaN."
-    from scipy import stats
-    x = _sample(x); n = len(x); m = float(x.mean())
-    if n == 1: return Estimate(m, math.nan, math.nan, 1, level)
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
-    return Estimate(m, m - half, m + half, n, level)
+    x = _sample(x)
+    return mean_ci_from_moments(x.mean(), x.std(ddof=1) if len(x) > 1 else math.nan, len(x), level)
 
 def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, seed:int=0) -> Estimate:
     "`stat(x)` with a seeded percentile-bootstrap interval over `n_boot` resamples; n = 1 gives lo = hi = NaN."

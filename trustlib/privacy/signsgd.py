@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci, run_experiment, side, settle, verdict_flags
+from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci, mean_ci_from_moments, run_experiment, side, settle, verdict_flags
 from . import accounting as acct
 
 # %% auto #0
@@ -387,13 +387,6 @@ def learning_summary(C) -> "pd.DataFrame":
 
 VERDICT_LEVEL = 0.95   # joint coverage of the intervals one rule reads (Bonferroni over its comparisons)
 
-def _est_from_moments(mean:float, sd:float, n:int, level:float) -> Estimate:
-    "Student-t interval of a mean from its sample mean, sd and size (no interval for n < 2 or a NaN sd)."
-    from scipy.stats import t as student_t
-    if n < 2 or not math.isfinite(sd): return Estimate(mean, math.nan, math.nan, n, level)
-    half = float(student_t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-    return Estimate(mean, mean - half, mean + half, n, level)
-
 def _claim_amplification(E, tradeoff_gap:float) -> tuple[dict, Verdict]:
     "Claim 1 (headline): the sign's ε is below DP-SGD's exact ε at every (σ/Δ, T) (partially: only below its RDP ε)."
     r_rdp, r_exact = E.sign_gauss / E.dpsgd_rdp, E.sign_gauss / E.dpsgd_exact
@@ -415,7 +408,7 @@ def _claim_amplification(E, tradeoff_gap:float) -> tuple[dict, Verdict]:
 def _claim_estimation(B) -> tuple[dict, Verdict]:
     "Claim 2: the interval of MSE(Gauss) − MSE(logistic) lies below 0 at every (ε, τ) (partially: at some); Bonferroni over the points."
     lvl = 1 - (1 - VERDICT_LEVEL) / max(len(B), 1)
-    est = [_est_from_moments(r.diff_mean, r.diff_sd, int(r.n_draws), lvl) for r in B.itertuples()]
+    est = [mean_ci_from_moments(r.diff_mean, r.diff_sd, int(r.n_draws), lvl) for r in B.itertuples()]
     sides = [side(Estimate(-e.value, -e.hi, -e.lo, e.n, e.level)) for e in est]    # '+': Gaussian significantly lower
     v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
     frac = float((B.mse_gauss < B.mse_logistic).mean())

@@ -962,10 +962,6 @@ test_eq(_tree_depth(np.array([[0, 1, 1, 2], [2, 3, 2, 2], [4, 5, 3, 4]])), 2)
 
 # %%
 #| export
-def _ci(e:Estimate) -> str:
-    "Compact 'mean [lo, hi]' for an Estimate (no interval: the mean and n)."
-    return f"{e.value:+.3f} [{e.lo:+.3f}, {e.hi:+.3f}]" if e.has_interval else f"{e.value:+.3f} (n = {e.n}, no interval)"
-
 def _yes(x:bool) -> str: return "yes" if x else "no"
 
 def _seed_table(df, values:str, columns:str) -> pd.DataFrame:
@@ -998,8 +994,8 @@ def _claim_logits_tree(cfg, planted) -> Verdict:
     return judge("A tree built from a flat model's logits alone recovers the hierarchy as well as methods that use features",
                  PAPER['dp_cifar100'],
                  f"planted {cfg.n_super}x{cfg.n_sub}, {e_feat.n} seeds; L2H minus other trees, mean [95% CI]: DP(coarse) vs best "
-                 f"feature-based ({best}) {_ci(e_feat)}, vs random tree {_ci(e_rand)}; vs the logits-only average-cosine baseline: "
-                 f"DP(coarse) {_ci(e_sdp)}, cut ARI {_ci(e_sari)} (means: L2H DP {dp[L2H_NAME].mean():.3f}, ARI {ar[L2H_NAME].mean():.3f}; "
+                 f"feature-based ({best}) {e_feat:+.3f}, vs random tree {e_rand:+.3f}; vs the logits-only average-cosine baseline: "
+                 f"DP(coarse) {e_sdp:+.3f}, cut ARI {e_sari:+.3f} (means: L2H DP {dp[L2H_NAME].mean():.3f}, ARI {ar[L2H_NAME].mean():.3f}; "
                  f"average-cosine DP {dp[SOFTMAX_NAME].mean():.3f}, ARI {ar[SOFTMAX_NAME].mean():.3f}; {best} DP {dp[best].mean():.3f})",
                  reproduced=bool(ok and beats_random and near_feat and soft_ok), partially=bool(ok and beats_random and within_feat),
                  inconclusive=bool(not ok or not fails),
@@ -1050,7 +1046,7 @@ def _claim_coarse_cut(cfg, planted, leafdf) -> Verdict:
     e = mean_ci(gain)
     return judge(claim, paper,
                  f"ARI vs superclasses: L2H cut {cut.mean():.3f} vs direct {cfg.n_super}-cluster model {direct.mean():.3f}; per-seed gain "
-                 f"{_ci(e)} over {e.n} seeds; L2H better in {(cut > direct).mean():.0%} of runs",
+                 f"{e:+.3f} over {e.n} seeds; L2H better in {(cut > direct).mean():.0%} of runs",
                  rule=Rule('>', 0.0, what="mean per-seed ARI gain of the L2H cut over the direct coarse model"), value=e,
                  reason="GMM/k-means on planted data instead of TURTLE on iNaturalist")
 
@@ -1060,7 +1056,7 @@ def _claim_supervised(digits) -> Verdict:
     e = mean_ci(digits[digits.setting == "clean model, clean test"].rho_pixel)
     ok = e.has_interval
     return judge("On a supervised classifier, the tree recovers a meaningful hierarchy", PAPER['wordnet'],
-                 f"digits MLP: Spearman rho(merge step, distance of class-mean images) = {_ci(e)} over {e.n} seeds",
+                 f"digits MLP: Spearman rho(merge step, distance of class-mean images) = {e:+.3f} over {e.n} seeds",
                  reproduced=False, partially=bool(ok and e.lo > r), inconclusive=bool(not ok or e.hi >= r),
                  rule_text=f"partially if the 95% CI of the mean rho lies above {r:g}; not reproduced if it lies below {r:g}; "
                            "else inconclusive; never reproduced (an analogue)",
@@ -1078,7 +1074,7 @@ def _claim_spurious(cfg, digits) -> Verdict:
     lo = float(binomtest(k, n).proportion_ci(0.95, method='wilson').low)
     return judge("The tree of a supervised model exposes a spurious correlation", PAPER['spurious'],
                  f"digits {A} and {B} watermarked in {cfg.watermark_frac:.0%} of images: they join at merge step {wm.pair_step.mean():.1f} "
-                 f"(watermarked model) vs {cl.pair_step.mean():.1f} (clean model) of 9; earlier by {_ci(e)} steps over {n} seeds; "
+                 f"(watermarked model) vs {cl.pair_step.mean():.1f} (clean model) of 9; earlier by {e:+.3f} steps over {n} seeds; "
                  f"joined directly in {k}/{n} seeds (Wilson 95% lower bound {lo:.2f})",
                  reproduced=bool(g == 'reproduced' and lo > R['spurious_direct_frac']), partially=bool(g == 'reproduced'),
                  inconclusive=bool(g == 'inconclusive'),
@@ -1100,7 +1096,7 @@ def _claim_aggregators(aggdf) -> Verdict:
     pm = f"; point_mean {tab['point_mean'].mean():.3f} (our reading of the paper's 'mean' variant, not in the rule)" if 'point_mean' in tab else ""
     return judge("The choice of aggregator barely changes dendrogram purity", PAPER['agg'],
                  f"DP(coarse), GMM logits, T = {T:g}: cluster_mean {tab['cluster_mean'].mean():.3f}, point_sum {tab['point_sum'].mean():.3f}; "
-                 f"per-seed difference {_ci(e)} over {e.n} seeds{pm}",
+                 f"per-seed difference {e:+.3f} over {e.n} seeds{pm}",
                  reproduced=bool(ok and bound <= R['agg_spread']), partially=bool(ok and bound <= R['agg_partial']),
                  inconclusive=bool(not ok or floor <= R['agg_partial']),
                  rule_text=f"reproduced if the 95% CI of DP(cluster_mean) - DP(point_sum) lies within +-{R['agg_spread']:g}; partially if within "
@@ -1123,7 +1119,7 @@ def _claim_misspecified_k(kdf) -> Verdict:
     worst_hi = max(e.hi for e in drops.values()) if ok else np.inf
     worst_lo = max(e.lo for e in drops.values()) if ok else -np.inf
     return judge(claim, paper, f"drop of DP(coarse) from the true K (true K: {tab[true[0]].mean():.3f}), by K/K_true: "
-                 + ", ".join(f"{f:g}: {_ci(e)}" for f, e in drops.items()) + f" over {tab.shape[0]} seeds",
+                 + ", ".join(f"{f:g}: {e:+.3f}" for f, e in drops.items()) + f" over {tab.shape[0]} seeds",
                  reproduced=bool(ok and worst_hi < R['k_drop']), partially=bool(ok and worst_hi < R['k_partial']),
                  inconclusive=bool(not ok or worst_lo <= R['k_partial']),
                  rule_text=f"reproduced if the 95% CI of the drop lies below {R['k_drop']:g} for every misspecified K; partially if below "

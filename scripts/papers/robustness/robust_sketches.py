@@ -1263,9 +1263,6 @@ def _levels(st) -> dict:
     part = not rep and 'clear' in st and 'short' in st
     return dict(reproduced=rep, partially=part, inconclusive=not rep and not part and 'short' not in st and bool(st))
 
-def _ci_text(e) -> str:
-    return f"{e.value:.2f}" + (f" [{e.lo:.2f}, {e.hi:.2f}]" if e.has_interval else " (1 seed, no interval)")
-
 def _per_k(d, oracle:str, frac:float, col:str):
     "Per k: the per-seed values of `col` for `oracle` at score fraction `frac`."
     g = d[(d.oracle == oracle) & np.isclose(d.fraction, frac)]
@@ -1280,8 +1277,8 @@ def _claim_algorithm1(ex1, cfg:Config) -> Verdict:
     return judge(
         "AC24: a single batch of O(k) random queries (Algorithm 1) makes the standard bottom-k estimator over-estimate prefixes and under-estimate suffixes of the score order",
         "O(k) queries suffice; research prototype (k=64): top-5% prefix ~2x at 4k queries, ~20x at 64k",
-        f"top-5% prefix at {min(cfg.query_mults)}k (mean [95% CI]): " + ", ".join(f"k={k}: {_ci_text(a)}" for k, (a, b) in E.items())
-        + "; bottom-10% suffix: " + ", ".join(f"k={k}: {_ci_text(b)}" for k, (a, b) in E.items())
+        f"top-5% prefix at {min(cfg.query_mults)}k (mean [95% CI]): " + ", ".join(f"k={k}: {a:.2f}" for k, (a, b) in E.items())
+        + "; bottom-10% suffix: " + ", ".join(f"k={k}: {b:.2f}" for k, (a, b) in E.items())
         + f"; prefix at {max(cfg.query_mults)}k: " + ", ".join(f"k={k}: {np.mean(v):.1f}x" for k, v in p5_big.items()),
         **_levels(st.values()),
         rule_text=f"per k at r = {min(cfg.query_mults)}k: top-5% prefix interval above 1.5 and bottom-10% suffix interval below 1; "
@@ -1299,7 +1296,7 @@ def _claim_hll(ex1, cfg:Config) -> Verdict:
     return judge(
         "AC24: the same attack with 4k queries gives large errors on HyperLogLog++ (prefixes/suffixes mis-estimated by about 40%)",
         "~40% error at 4k queries, k = 2^6 ... 2^11 registers",
-        f"error max(prefix5-1, 1-suffix10) at {min(cfg.query_mults)}k (mean [95% CI]): " + ", ".join(f"k={k}: {_ci_text(e)}" for k, e in E.items()),
+        f"error max(prefix5-1, 1-suffix10) at {min(cfg.query_mults)}k (mean [95% CI]): " + ", ".join(f"k={k}: {e:.2f}" for k, e in E.items()),
         **_levels(st.values()),
         rule_text=f"per k: the interval of the error max(prefix5 - 1, 1 - suffix10) at r = {min(cfg.query_mults)}k above 0.2; "
                   "reproduced if for every k, partially if for some k while others fall short, inconclusive if none falls short but some interval is unclear",
@@ -1325,7 +1322,7 @@ def _claim_scaling(ex2, cfg:Config) -> Verdict:
     return judge(
         "AC24/Hassidim: under adaptive queries the standard estimator fails after ~k queries, while the generic private-median wrapper survives ~k^2",
         "O(k) for standard estimators (Algorithm 1); Theta~(k^2) generic upper/lower bound",
-        f"standard log-log slope {_ci_text(sl)} (n = {sl.n} seeds); wrapper (k copies, {cfg.wrapper_k0}x memory) >= k^2 in "
+        f"standard log-log slope {sl:.2f} (n = {sl.n} seeds); wrapper (k copies, {cfg.wrapper_k0}x memory) >= k^2 in "
         f"{int((j.queries_med >= j.index.get_level_values('k') ** 2).sum()) if len(j) else 0}/{len(j)} runs ({int(np.sum(cens))} censored: lower bounds), "
         f"longer than standard in {int((j.queries_med > j.queries_std).sum()) if len(j) else 0}/{len(j)}; at equal memory (k/{cfg.wrapper_k0} copies) longer in {eq_longer}",
         reproduced=rep, partially=longer and not rep and not inc, inconclusive=inc,
@@ -1359,7 +1356,7 @@ def _claim_capped(ex3, cfg:Config) -> Verdict:
         "CSS25: with per-key accounting (tracking estimator), a bottom-k sketch stays accurate for a total number of adaptive queries far beyond k^2 when every key takes part in at most r <= k^2 of them, where the standard estimator fails",
         "exponentially many adaptive queries when per-key participation r = O~(k^2)",
         "capped at r = " + f"{r} = {r / k**2:g}k^2: log10(tracking/standard queries survived), mean [95% CI]: "
-        + ", ".join(f"{p}: {_ci_text(E[p])}" for p in pats)
+        + ", ".join(f"{p}: {E[p]:.2f}" for p in pats)
         + f"; tracking survived {tq.min() / k**2:.1f}-{tq.max() / k**2:.1f} k^2 queries (censored: {int(d[d.estimator == 'tracking'].censored.sum())}/{len(tq)})"
         + ("; share of blocks broken, standard vs tracking: " + ", ".join(f"{p}: {_bf(d, p, 'standard'):.0%} vs {_bf(d, p, 'tracking'):.0%}" for p in pats)
            if 'blocks_failed' in d else "")
@@ -1384,7 +1381,7 @@ def _claim_patterns(ex3, cfg:Config) -> Verdict:
     return judge(
         "CSS25 simulations: under skewed (Pareto) participation the estimator with per-key accounting survives far more adaptive queries than the standard one, more so than under uniform participation",
         "simulations with Uniform and Pareto query patterns: up to ~100x more queries survived",
-        "uncapped, log10(tracking/standard queries survived), mean [95% CI]: " + ", ".join(f"{p}: {_ci_text(E[p])}" for p in pats),
+        "uncapped, log10(tracking/standard queries survived), mean [95% CI]: " + ", ".join(f"{p}: {E[p]:.2f}" for p in pats),
         reproduced=rep, partially=part, inconclusive=inc,
         rule_text="log10(tracking/standard) per seed, uncapped participation; reproduced if its interval lies above 1 (10x) under every Pareto pattern and above "
                   "the uniform interval; partially if above 0 under every Pareto pattern; inconclusive if no Pareto pattern falls short of 0",
