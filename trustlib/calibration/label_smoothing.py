@@ -175,12 +175,6 @@ def _take_label_share_(P, rows, cols, share):
     "In place P[rows, cols] −= share (the label's part of the target; a number or one value per row), computed in float32 or better."
     P.index_put_((rows, cols), (P[rows, cols].to(acc_dtype(P.dtype)) - share).to(P.dtype))
 
-def _add_(acc, part):
-    "acc += part, where `acc` may be wider than `part` (done in cache-sized row blocks)."
-    if acc.dtype == part.dtype: return acc.add_(part)
-    for r in range(0, len(acc), _ACC_ROWS): acc[r:r + _ACC_ROWS].add_(part[r:r + _ACC_ROWS])
-    return acc
-
 def _col_sum(Cw, adt):
     "Σ_v C_v (a D-vector): one matrix-vector product in the compute dtype, returned in the accumulation dtype."
     import torch

@@ -860,8 +860,6 @@ PAPER = dict(dp_cifar100="L2H-TURTLE DP 0.803 vs TreeVAE 0.103, DeepECT 0.052 (C
 
 # %%
 #| export
-def _mean_sd(x): x = np.asarray(x, float); return f"{x.mean():.3f} ± {x.std(ddof=1) if len(x) > 1 else 0:.3f}"
-
 def _exp_planted(cfg, seeds, bar):
     import pandas as pd
     rows, leaf_rows = [], []
