@@ -90,7 +90,7 @@ bench_items: Optional[int] = None  # throughput benchmark: keys per update
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `2f52b0b`, 215 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `d0b6893`, 269 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
