@@ -9,7 +9,7 @@
 # %% [markdown]
 # Each row links to the paper's page; the badges count its claims by verdict in the latest published `cpu` run (details, intervals and rules on the [results dashboard](dashboard.ipynb)). <span class="verdict v-reproduced" style="background:#2e7d32;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">reproduced</span> <span class="verdict v-partially" style="background:#f9a825;color:#212121;padding:0 .45em;border-radius:.35em;white-space:nowrap">partially</span> <span class="verdict v-not_reproduced" style="background:#c62828;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not reproduced</span> <span class="verdict v-inconclusive" style="background:#6a1b9a;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">inconclusive</span> <span class="verdict v-illustrated" style="background:#1565c0;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">illustrated</span> <span class="verdict v-not_testable_offline" style="background:#757575;color:#ffffff;padding:0 .45em;border-radius:.35em;white-space:nowrap">not testable offline</span>
 #
-# Built by `trustlib report --publish` on 2026-12-01 17:10 UTC.
+# Built by `trustlib report --publish` on 2026-12-01 19:21 UTC.
 
 # %% [markdown]
 # ## Fairness
