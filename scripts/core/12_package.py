@@ -1,7 +1,7 @@
 # %% [markdown]
 # # package — the version, and parameter documentation in help()
 #
-# > The package's __init__: its version, and an import hook that adds each signature's docments to the docstrings, so help() lists the parameters.
+# > The package's `__init__`: its version, and an import hook that adds each signature's docments to the docstrings, so help() lists the parameters.
 
 # %% [markdown]
 # Every parameter in this library is documented once, where it is declared, as a *docment*: a comment after the
@@ -223,10 +223,10 @@ def _code(f):
         f = f.__wrapped__
     return getattr(f, '__code__', None)
 
-def parameter_section(obj, method:bool|None=None) -> tuple[str|None, bool]:
-    """(the numpy-style Parameters/Returns section built from `obj`'s docments, whether `obj` has a docstring of its own).
-    `obj`: a function, or a class (documented through its `__init__`, or a dataclass through its fields); `method`:
-    drop the first parameter (None: when the function is defined in a class)."""
+def parameter_section(obj, # a function, or a class (documented through its `__init__`, a dataclass through its fields)
+                      method:bool|None=None, # drop the first parameter (None: when `obj` is defined in a class)
+                      ) -> tuple[str|None, bool]: # (the section or None, whether `obj` has a docstring of its own)
+    "The numpy-style Parameters/Returns section built from the docments of `obj`, read from its source."
     import linecache
     if isinstance(obj, type):
         if '__dataclass_params__' in vars(obj):
@@ -337,8 +337,9 @@ def _members(module):
                 yield f, bool(prefix), isinstance(o, staticmethod)
     yield from walk(dict(vars(module)), '')
 
-def document_module(module) -> int:
-    "Append the docments' Parameters/Returns section to the `__doc__` of each function, class and method `module` defines; return how many."
+def document_module(module, # a module loaded from a `.py` file
+                    ) -> int: # how many objects got a section
+    "Append the docments' Parameters/Returns section to the `__doc__` of each function, class and method `module` defines."
     import inspect
     n = 0
     for o, is_method, static in _members(module):
@@ -391,10 +392,11 @@ class _Finder:
         return spec
 
 def _install():
-    "Put `_Finder` first on `sys.meta_path`, once (not from the notebook that defines it)."
+    "Put `_Finder` first on `sys.meta_path` (once), and document this module (not from the notebook that defines it)."
     if __name__ == '__main__': return
     if not any(type(f).__name__ == '_Finder' and type(f).__module__ == __name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+    document_module(sys.modules[__name__])   # imports `inspect`, which every trustlib module needs anyway
 
 _install()
 
@@ -409,4 +411,5 @@ from trustlib.results import judge
 # %%
 test_eq(sum(type(f).__name__ == '_Finder' for f in sys.meta_path), 1)
 assert 'Parameters\n----------' in inspect.getdoc(judge)
+assert inspect.getdoc(trustlib.parameter_section).endswith('Returns\n-------\ntuple[str|None, bool]\n    (the section or None, whether `obj` has a docstring of its own)')
 print(inspect.getdoc(judge)[:600])
