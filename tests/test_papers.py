@@ -45,6 +45,11 @@ def test_same_seed_same_metrics(paper, offline_env, smoke_records, tmp_path):
     kw = {"progress": False} if "progress" in mod.run.__code__.co_varnames else {}
     r = mod.run(cfg, **kw)
     assert isinstance(r, Result) and r.paper == paper.name == saved["paper"]
+    if hasattr(mod, "CLAIMS"):                   # run() measures; the one grader grades the claims table
+        assert not r.verdicts, f"{paper.name}: run() returned verdicts; it must return measurements only"
+        r.grade(mod.CLAIMS)
+        assert saved.get("claims_hash") == r.claims_hash, "the notebook's run was not graded with the module's CLAIMS"
+        assert [v.id for v in r.verdicts] == [c.id for c in mod.CLAIMS]
     m1 = to_jsonable(deterministic_metrics(r.metrics))
     m0 = deterministic_metrics(saved["metrics"])
     assert m0, "the recorded result has no deterministic metrics to compare"

@@ -11,9 +11,13 @@ from typing import Any, Callable
 import numpy as np
 
 # %% auto #0
-__all__ = ['VERDICTS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable', 'write_json', 'Verdict',
-           'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge', 'check_headline', 'side',
-           'settle', 'joint_ci', 'verdict_flags', 'Result', 'deterministic_metrics', 'record', 'verdict_counts',
+__all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable',
+           'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'Rule', 'judge',
+           'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags', 'Outcome', 'as_estimate', 'short_repr',
+           'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost', 'AllOf', 'AnyOf', 'BestAmong', 'Each',
+           'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text', 'grade_claim', 'grade', 'claims_table',
+           'synthetic_metrics', 'Result', 'deterministic_metrics', 'record', 'ledger_path', 'load_ledger',
+           'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history', 'verdict_counts',
            'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
@@ -64,9 +68,14 @@ class Verdict:
     reason: str  # why: scale, substitutions, what the numbers show
     rule: str = ""          # the explicit rule that produced the verdict ('' for ungraded claims)
     headline: bool = False  # True for the paper's one headline claim
+    id: str = ""            # the claim's id in its paper's claims table
+    claim_hash: str = ""    # the claim's content hash (rule, conditions, status) when it was graded
+    conditions: str = ""    # the claim's conditions in words ('' if none)
+    condition_met: bool|None = None  # whether the conditions held (None: no conditions, or not graded)
+    changes: list = field(default_factory=list)  # the claim's change log: dicts with date, old, new, why
     def __post_init__(self):
         if self.verdict not in VERDICTS: raise ValueError(f"verdict {self.verdict!r} is not allowed; choose one of {list(VERDICTS)}")
-        for k in ('claim', 'paper', 'ours', 'reason', 'rule'):
+        for k in ('claim', 'paper', 'ours', 'reason', 'rule', 'id', 'claim_hash', 'conditions'):
             if not isinstance(getattr(self, k), str): raise TypeError(f"Verdict.{k} must be a string")
         if not isinstance(self.headline, (bool, np.bool_)): raise TypeError("Verdict.headline must be True or False")
         self.headline = bool(self.headline)
@@ -255,23 +264,404 @@ def verdict_flags(v:str) -> dict:
     "`judge`'s reproduced=/partially=/inconclusive= keywords for the verdict word `v` (anything else: not reproduced)."
     return dict(reproduced=v == "reproduced", partially=v == "partially", inconclusive=v == "inconclusive")
 
-# %% ../nbs/core/04_results.ipynb #50fee1fa
-@dataclass
-class Result:
-    paper: str                                            # notebook stem, e.g. 'disparate_benefits'
-    config: dict[str, Any]                                # the validated config (`cfg.to_dict()`)
-    metrics: dict[str, Any] = field(default_factory=dict) # JSON-able scalars (or small lists)
-    verdicts: list[Verdict] = field(default_factory=list)
-    tables: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame
-    figures: dict[str, Any] = field(default_factory=dict) # name -> matplotlib Figure
-    timings: dict[str, float] = field(default_factory=dict) # wall/CPU seconds (machine-dependent; never in `metrics`)
-    def to_json(self) -> dict[str, Any]:
-        return to_jsonable(dict(paper=self.paper, config=self.config, metrics=self.metrics,
-                                verdicts=[asdict(v) for v in self.verdicts], tables=sorted(self.tables), figures=sorted(self.figures),
-                                timings=self.timings))
-    def verdict_table(self):
-        "The verdicts as a pandas DataFrame (shown in notebooks without truncating the text columns)."
-        return _verdict_frame()([asdict(v) for v in self.verdicts], columns=['claim', 'paper', 'ours', 'verdict', 'rule', 'reason'])
+# %% ../nbs/core/04_results.ipynb #81af7067
+import fnmatch, hashlib, string
+from typing import NamedTuple
+
+_LEVEL = {2: 'reproduced', 1: 'partially', 0: 'not_reproduced'}
+_OPS = {'>': 'above', '>=': 'at least', '<': 'below', '<=': 'at most'}
+
+class Outcome(NamedTuple):
+    "What a test says about the measurements: the lowest and highest verdict levels the data allow (0 not reproduced, 1 partially, 2 reproduced), whether they show a significant effect against the claim, and a note."
+    lo: int
+    hi: int
+    opposite: bool = False
+    note: str = ""
+    @property
+    def verdict(self) -> str:
+        "The verdict word: not reproduced if against the claim or nothing more is possible; the established level; else inconclusive."
+        if self.opposite or self.hi <= 0: return 'not_reproduced'
+        return _LEVEL[self.lo] if self.lo >= 1 else 'inconclusive'
+    @property
+    def settled(self) -> tuple[int, int]:
+        "The range a combination uses: an established partially or reproduced counts as that level."
+        return (self.lo, self.lo) if self.lo >= 1 else (self.lo, self.hi)
+
+def as_estimate(x, level:float=0.95) -> Estimate|float:
+    "A stored metric as the grader reads it: an `Estimate` (from an Estimate, a dict with value/lo/hi, or a list of per-seed values: Student-t interval at `level`), or a float (NaN for None)."
+    if isinstance(x, Estimate): return x
+    if isinstance(x, dict) and 'value' in x:
+        nan = lambda v: math.nan if v is None else float(v)
+        return Estimate(nan(x['value']), nan(x.get('lo')), nan(x.get('hi')), int(x.get('n') or 0), float(x.get('level') or level))
+    if isinstance(x, (list, tuple, np.ndarray)):
+        v = np.asarray([math.nan if a is None else a for a in np.ravel(np.asarray(x, dtype=object))], dtype=float)
+        if v.size == 0 or np.isnan(v).any(): return Estimate(math.nan, math.nan, math.nan, int(v.size), level)
+        return mean_ci(v, level)
+    if x is None: return math.nan
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"a graded metric must be a number, a list of per-seed numbers or an Estimate, got {type(x).__name__}: {short_repr(x)}")
+    return float(x)
+
+def short_repr(x, n:int=60) -> str:
+    s = repr(x); return s if len(s) <= n else s[:n - 1] + "…"
+
+def _fmt(x, spec:str="") -> str:
+    "A measured value for texts: an Estimate as 'v [lo, hi] (n = …)', a float with `spec` (default 3 significant digits)."
+    if isinstance(x, Estimate):
+        if math.isnan(x.value): return "not measured"
+        s = spec or ".3g"
+        return f"{x:{s}} (n = {x.n})" if x.has_interval else f"{x:{s}}"
+    if isinstance(x, float) and math.isnan(x): return "not measured"
+    return format(x, spec or ".3g") if isinstance(x, (int, float, np.integer, np.floating)) else str(x)
+
+# %% ../nbs/core/04_results.ipynb #787de16f
+@dataclass(frozen=True)
+class Diff:
+    "The paired difference `a − b` of two metrics stored as per-seed lists of the same length (seed i of a with seed i of b)."
+    a: str   # metric key of the first per-seed list
+    b: str   # metric key of the second per-seed list
+    def keys(self) -> tuple[str, ...]: return (self.a, self.b)
+    def name(self) -> str: return f"{self.a} − {self.b}"
+    def spec(self) -> dict: return dict(diff=[self.a, self.b])
+    def read(self, metrics:dict, level:float=0.95) -> Estimate|float:
+        a, b = metrics.get(self.a), metrics.get(self.b)
+        if a is None or b is None: return math.nan
+        if not (isinstance(a, (list, tuple, np.ndarray)) and isinstance(b, (list, tuple, np.ndarray))):
+            raise TypeError(f"Diff({self.a!r}, {self.b!r}) needs two per-seed lists, got {type(a).__name__} and {type(b).__name__}")
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if a.shape != b.shape: raise ValueError(f"Diff({self.a!r}, {self.b!r}): {a.size} and {b.size} seeds cannot be paired")
+        return as_estimate(list(a - b), level)
+
+def _read(of, metrics:dict, level:float):
+    if isinstance(of, Diff): return of.read(metrics, level)
+    return as_estimate(metrics[of], level) if of in metrics else math.nan
+
+class Test:
+    "A rule, or part of one: `evaluate(metrics) -> Outcome`, its text, the metric keys it reads and a canonical spec (for hashing)."
+    def evaluate(self, metrics:dict) -> Outcome: raise NotImplementedError
+    def text(self) -> str: raise NotImplementedError
+    def keys(self) -> tuple[str, ...]: raise NotImplementedError
+    def spec(self) -> dict: raise NotImplementedError
+    def leaves(self) -> list: raise NotImplementedError
+    def has_partial(self) -> bool: return any(l.partially is not None for l in self.leaves())
+    def concrete(self, metrics:dict) -> list: return self.leaves()   # the comparisons made on these metrics (Each: one per matching key)
+
+def _num(name:str, v, allow_none:bool=False):
+    if v is None and allow_none: return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return float(v)
+
+@dataclass(frozen=True)
+class Compare(Test):
+    "One metric (or a paired difference) against a threshold: `op` is '>' or '>=' (larger supports the claim), '<' or '<='."
+    of: str|Diff                  # metric key, or Diff(a, b)
+    op: str                       # '>', '>=', '<', '<='
+    reproduced: float             # threshold for reproduced
+    partially: float|None = None  # weaker threshold for partially (None: no partial level)
+    null: float|None = None       # no-effect value: an interval wholly beyond it on the wrong side is an effect against the claim (default: the weakest threshold)
+    what: str = ""                # the measured quantity in words, for the rule's text
+    tol: float = 0.0              # a plain number within `tol` of a threshold is within noise of it (numbers that differ between machines)
+    level: float = 0.95           # interval level for per-seed lists
+    def __post_init__(self):
+        if self.op not in _OPS: raise ValueError(f"Compare.op must be one of {list(_OPS)}, got {self.op!r}")
+        if not (isinstance(self.of, Diff) or (isinstance(self.of, str) and self.of)):
+            raise TypeError(f"Compare.of must be a metric key or Diff(a, b), got {self.of!r}")
+        object.__setattr__(self, 'reproduced', _num('reproduced', self.reproduced))
+        object.__setattr__(self, 'partially', _num('partially', self.partially, True))
+        object.__setattr__(self, 'tol', _num('tol', self.tol))
+        if self.tol < 0: raise ValueError(f"tol must be >= 0, got {self.tol}")
+        if not 0 < self.level < 1: raise ValueError(f"level must be in (0, 1), got {self.level}")
+        weakest = self.reproduced if self.partially is None else self.partially
+        if self.partially is not None and not self._beyond(self.reproduced, self.partially, strict=True):
+            raise ValueError(f"partially ({self.partially:g}) must be weaker than reproduced ({self.reproduced:g}): "
+                             f"with {self.op!r} it must be {'smaller' if self.up else 'larger'}")
+        null = weakest if self.null is None else _num('null', self.null)
+        if self._beyond(null, weakest, strict=True):
+            raise ValueError(f"null ({null:g}) must not lie beyond the weakest threshold ({weakest:g}) in the claim's direction")
+        object.__setattr__(self, 'null', null)
+    @property
+    def up(self) -> bool: return self.op in ('>', '>=')
+    def _beyond(self, x, t, strict=None) -> bool:
+        strict = self.op in ('>', '<') if strict is None else strict
+        if self.up: return x > t if strict else x >= t
+        return x < t if strict else x <= t
+    def keys(self): return self.of.keys() if isinstance(self.of, Diff) else (self.of,)
+    def leaves(self): return [self]
+    def name(self) -> str: return self.what or (self.of.name() if isinstance(self.of, Diff) else self.of)
+    def spec(self) -> dict:
+        return dict(test='compare', of=self.of.spec() if isinstance(self.of, Diff) else self.of, op=self.op, reproduced=self.reproduced,
+                    partially=self.partially, null=self.null, tol=self.tol, level=self.level)
+    def text(self) -> str:
+        s = f"{self.name()} {self.op} {self.reproduced:g}"
+        if self.partially is not None: s += f" (partially: {self.op} {self.partially:g})"
+        if self.tol: s += f" (± {self.tol:g} is within noise)"
+        return s
+    def _level(self, x) -> int:
+        if self._beyond(x, self.reproduced): return 2
+        return 1 if self.partially is not None and self._beyond(x, self.partially) else 0
+    def evaluate(self, metrics:dict) -> Outcome:
+        x = _read(self.of, metrics, self.level); w = self.name()
+        if isinstance(x, float):
+            if math.isnan(x): return Outcome(0, 2, False, f"{w} not measured")
+            lo, hi, shown = x - self.tol, x + self.tol, f"{w} = {_fmt(x)}" + (f" (± {self.tol:g})" if self.tol else "")
+        else:
+            if math.isnan(x.value): return Outcome(0, 2, False, f"{w} not measured")
+            if not x.has_interval: return Outcome(0, 2, False, f"{w} = {_fmt(x.value)} from n = {x.n}: no interval, so it cannot be told from noise")
+            lo, hi, shown = x.lo, x.hi, f"{w} = {_fmt(x)}"
+        near, far = (lo, hi) if self.up else (hi, lo)
+        a, b = self._level(near), self._level(far)
+        opposite = (far < self.null) if self.up else (far > self.null)
+        o = Outcome(a, b, bool(opposite), "")
+        v = o.verdict
+        if opposite: note = f"{shown}: wholly {'below' if self.up else 'above'} {self.null:g}, an effect against the claim"
+        elif v == 'inconclusive': note = f"{shown}: within noise of the {'partially' if self.partially is not None else 'reproduced'} threshold"
+        elif v == 'not_reproduced': note = f"{shown}: short of the {'partially' if self.partially is not None else 'reproduced'} threshold"
+        else:
+            note = f"{shown}: clears the {v} threshold"
+            if b > a: note += " (within noise of the reproduced threshold)"
+        return o._replace(note=note)
+
+def Above(of, reproduced, partially=None, **kw) -> Compare:
+    "Supports the claim when the metric (or `Diff`) lies strictly above `reproduced` (`partially`: a weaker threshold)."
+    return Compare(of, '>', reproduced, partially, **kw)
+def Below(of, reproduced, partially=None, **kw) -> Compare:
+    "Supports the claim when the metric (or `Diff`) lies strictly below `reproduced` (`partially`: a weaker threshold)."
+    return Compare(of, '<', reproduced, partially, **kw)
+def AtLeast(of, reproduced, partially=None, **kw) -> Compare:
+    "Like `Above`, but a value equal to the threshold clears it (for counts and shares: '≥ 80 % of seeds')."
+    return Compare(of, '>=', reproduced, partially, **kw)
+def AtMost(of, reproduced, partially=None, **kw) -> Compare:
+    "Like `Below`, but a value equal to the threshold clears it."
+    return Compare(of, '<=', reproduced, partially, **kw)
+
+# %% ../nbs/core/04_results.ipynb #3089db3d
+def _combine(parts:list[Outcome], f:Callable, veto:bool=True) -> Outcome:
+    "Combine outcomes with a monotone `f` over levels: a verdict only where the undecided parts cannot change it; any part against the claim vetoes."
+    if not parts: return Outcome(0, 2, False, "nothing to grade")
+    rng = [p.settled for p in parts]
+    opposite = veto and any(p.opposite for p in parts)
+    return Outcome(f([r[0] for r in rng]), f([r[1] for r in rng]), opposite, "; ".join(p.note for p in parts if p.note))
+
+def _some(levels): return 2 if all(l == 2 for l in levels) else 1 if any(l >= 1 for l in levels) else 0
+
+@dataclass(frozen=True, init=False)
+class AllOf(Test):
+    "Every part must hold: reproduced if all are; partially if all are at least partially (`partial='any'`: if some part is)."
+    parts: tuple
+    partial: str = 'all'
+    def __init__(self, *parts, partial:str='all'):
+        if not parts or not all(isinstance(p, Test) for p in parts): raise TypeError(f"AllOf needs one or more tests, got {parts!r}")
+        if partial not in ('all', 'any'): raise ValueError(f"AllOf: partial must be 'all' or 'any', got {partial!r}")
+        object.__setattr__(self, 'parts', tuple(parts)); object.__setattr__(self, 'partial', partial)
+    def keys(self): return tuple(dict.fromkeys(k for p in self.parts for k in p.keys()))
+    def leaves(self): return [l for p in self.parts for l in p.leaves()]
+    def concrete(self, metrics): return [l for p in self.parts for l in p.concrete(metrics)]
+    def spec(self): return dict(test='all', partial=self.partial, parts=[p.spec() for p in self.parts])
+    def text(self):
+        s = " and ".join(f"({p.text()})" for p in self.parts)
+        return s + ("; partially if some part holds" if self.partial == 'any' and len(self.parts) > 1 else "")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self.parts], min if self.partial == 'all' else _some)
+
+@dataclass(frozen=True, init=False)
+class AnyOf(Test):
+    "Some part must hold, and none may show a significant effect against the claim."
+    parts: tuple
+    def __init__(self, *parts):
+        if not parts or not all(isinstance(p, Test) for p in parts): raise TypeError(f"AnyOf needs one or more tests, got {parts!r}")
+        object.__setattr__(self, 'parts', tuple(parts))
+    def keys(self): return tuple(dict.fromkeys(k for p in self.parts for k in p.keys()))
+    def leaves(self): return [l for p in self.parts for l in p.leaves()]
+    def concrete(self, metrics): return [l for p in self.parts for l in p.concrete(metrics)]
+    def spec(self): return dict(test='any', parts=[p.spec() for p in self.parts])
+    def text(self): return " or ".join(f"({p.text()})" for p in self.parts) + ("; none against the claim" if len(self.parts) > 1 else "")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self.parts], max)
+
+@dataclass(frozen=True)
+class BestAmong(Test):
+    "`target` beats each of `others` on paired per-seed differences, with Bonferroni-adjusted joint intervals at `level`."
+    target: str                # metric key (per-seed list) of the method the claim favours
+    others: tuple              # metric keys (per-seed lists) of the alternatives
+    op: str = '>'              # '>': larger is better; '<': smaller is better
+    margin: float = 0.0        # the difference must clear this margin
+    level: float = 0.95        # joint level over all comparisons
+    what: str = ""             # the compared quantity in words
+    def __post_init__(self):
+        if isinstance(self.others, str) or not self.others: raise TypeError("BestAmong.others must be a non-empty tuple of metric keys")
+        object.__setattr__(self, 'others', tuple(self.others))
+        if self.op not in ('>', '<'): raise ValueError(f"BestAmong.op must be '>' or '<', got {self.op!r}")
+    def _parts(self):
+        lvl = 1 - (1 - self.level) / len(self.others)
+        return [Compare(Diff(self.target, o), self.op, self.margin, level=lvl, null=0.0 if self._ok_null() else None,
+                        what=f"{self.what + ': ' if self.what else ''}{self.target} − {o}") for o in self.others]
+    def _ok_null(self) -> bool: return (self.margin >= 0) if self.op == '>' else (self.margin <= 0)
+    def keys(self): return tuple(dict.fromkeys((self.target,) + self.others))
+    def leaves(self): return self._parts()
+    def spec(self): return dict(test='best', target=self.target, others=list(self.others), op=self.op, margin=self.margin, level=self.level)
+    def text(self):
+        better = 'larger' if self.op == '>' else 'smaller'
+        return (f"{self.what + ' of ' if self.what else ''}{self.target} {better} than each of {', '.join(self.others)}"
+                f"{f' by more than {self.margin:g}' if self.margin else ''} (paired over seeds, {self.level:.0%} joint Bonferroni intervals)")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self._parts()], min)
+
+@dataclass(frozen=True)
+class Each(Test):
+    "One comparison for every metric whose key matches `pattern` (a glob, e.g. 'sae_gain/k*'): all must hold (`mode='any'`: some)."
+    pattern: str
+    op: str
+    reproduced: float
+    partially: float|None = None
+    mode: str = 'all'
+    what: str = ""
+    null: float|None = None
+    def __post_init__(self):
+        if '*' not in self.pattern: raise ValueError(f"Each.pattern must contain '*', got {self.pattern!r}")
+        if self.mode not in ('all', 'any'): raise ValueError(f"Each.mode must be 'all' or 'any', got {self.mode!r}")
+        self.template('probe')   # validates the thresholds
+    def template(self, key:str) -> Compare:
+        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "")
+    def keys(self): return (self.pattern,)
+    def leaves(self): return [self.template(self.pattern)]
+    def spec(self): return dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
+    def text(self):
+        s = f"{'every' if self.mode == 'all' else 'some'} {self.what or 'metric'} matching '{self.pattern}' {self.op} {self.reproduced:g}"
+        return s + (f" (partially: {self.op} {self.partially:g})" if self.partially is not None else "")
+    def matches(self, metrics:dict) -> list[str]: return sorted(k for k in metrics if fnmatch.fnmatchcase(k, self.pattern))
+    def concrete(self, metrics): return [self.template(k) for k in self.matches(metrics)]
+    def evaluate(self, metrics):
+        keys = self.matches(metrics)
+        if not keys: return Outcome(0, 2, False, f"no metric matches '{self.pattern}'")
+        return _combine([self.template(k).evaluate(metrics) for k in keys], min if self.mode == 'all' else max)
+
+# %% ../nbs/core/04_results.ipynb #c8146351
+UNGRADED = ("illustrated", "not_testable_offline")
+
+@dataclass(frozen=True)
+class Change:
+    "A dated entry in a claim's change log: the rule before, the rule after (the claim's rule text from then on), and why."
+    date: str   # ISO date of the change, e.g. '2026-12-01'
+    old: str    # the rule (or verdict status) before
+    new: str    # the rule after: the claim's `rule_text()` as of this change
+    why: str    # the reason, in a sentence a reader can check
+    def __post_init__(self):
+        import datetime as _dt
+        try: _dt.date.fromisoformat(self.date)
+        except (TypeError, ValueError): raise ValueError(f"Change.date must be an ISO date 'YYYY-MM-DD', got {self.date!r}") from None
+        for k in ('old', 'new', 'why'):
+            if not (isinstance(getattr(self, k), str) and getattr(self, k).strip()): raise ValueError(f"Change.{k} must be a non-empty string")
+
+@dataclass(frozen=True)
+class Claim:
+    "One claim of a paper, declared before the run: what it says, the paper's number, and how it is graded (or why it is not)."
+    id: str                   # stable identifier within the paper (lowercase, digits, '_')
+    claim: str                # the claim, in one sentence
+    paper: str                # the paper's statement or number for it
+    rule: Test|None = None    # how it is graded (None for an ungraded claim)
+    requires: tuple = ()      # conditions: tests that must hold for the experiment to test the claim
+    headline: bool = False    # the abstract's main finding (exactly one per paper)
+    status: str = "graded"    # 'graded', or 'illustrated' / 'not_testable_offline' for a claim that is not graded
+    reason: str = ""          # context for the verdict; for an ungraded claim, why it is not graded
+    ours: str = ""            # template of the "ours" column, e.g. 'Δacc {delta_acc:+.4f}' (default: the rule's measured values)
+    log: tuple = ()           # Change entries, oldest first
+    def __post_init__(self):
+        import re
+        if not (isinstance(self.id, str) and re.fullmatch(r"[a-z0-9][a-z0-9_]*", self.id)):
+            raise ValueError(f"Claim.id must be lowercase letters, digits and '_', got {self.id!r}")
+        for k in ('claim', 'paper', 'reason', 'ours'):
+            if not isinstance(getattr(self, k), str): raise TypeError(f"Claim {self.id}: {k} must be a string")
+        if not self.claim.strip(): raise ValueError(f"Claim {self.id}: the claim text is empty")
+        requires = (self.requires,) if isinstance(self.requires, Test) else tuple(self.requires)
+        object.__setattr__(self, 'requires', requires); object.__setattr__(self, 'log', tuple(self.log))
+        if self.status == "graded":
+            if not isinstance(self.rule, Test): raise TypeError(f"Claim {self.id}: a graded claim needs rule=<a Test>, got {self.rule!r}")
+        elif self.status in UNGRADED:
+            if self.rule is not None or requires: raise ValueError(f"Claim {self.id}: an {self.status} claim has no rule or conditions")
+            if not self.reason.strip(): raise ValueError(f"Claim {self.id}: an {self.status} claim needs a reason (why it is not graded)")
+        else: raise ValueError(f"Claim {self.id}: status must be 'graded' or one of {list(UNGRADED)}, got {self.status!r}")
+        for c in requires:
+            if not isinstance(c, Test): raise TypeError(f"Claim {self.id}: requires= takes tests, got {c!r}")
+            if c.has_partial(): raise ValueError(f"Claim {self.id}: a condition has no partial level; it holds or it does not")
+        if not isinstance(self.headline, (bool, np.bool_)): raise TypeError(f"Claim {self.id}: headline must be True or False")
+        if not all(isinstance(e, Change) for e in self.log): raise TypeError(f"Claim {self.id}: log= takes Change entries")
+        if [e.date for e in self.log] != sorted(e.date for e in self.log): raise ValueError(f"Claim {self.id}: log entries must be oldest first")
+    def keys(self) -> tuple[str, ...]:
+        "Every metric key the rule and the conditions read."
+        tests = ([self.rule] if self.rule else []) + list(self.requires)
+        return tuple(dict.fromkeys(k for t in tests for k in t.keys()))
+    def rule_text(self) -> str:
+        "The rule in words, written from the rule itself ('' for an ungraded claim)."
+        if self.rule is None: return ""
+        s = f"reproduced if {self.rule.text()}"
+        if self.rule.has_partial() or (isinstance(self.rule, AllOf) and self.rule.partial == 'any'): s += "; partially at the weaker level"
+        return s + "; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced"
+    def condition_text(self) -> str:
+        "The conditions in words ('' if none)."
+        return " and ".join(c.text() for c in self.requires)
+    def spec(self) -> dict:
+        "What grading depends on, canonically: rule, conditions, status and headline (not the wording of the texts)."
+        return dict(id=self.id, status=self.status, headline=bool(self.headline),
+                    rule=self.rule.spec() if self.rule else None, requires=[c.spec() for c in self.requires])
+    def hash(self) -> str:
+        "A short content hash of `spec()`: it changes exactly when the rule, a condition, the status or the headline flag does."
+        return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:12]
+
+def check_claims(claims) -> list[Claim]:
+    "Validate a claims table: Claim objects, unique ids, exactly one headline; returns it as a list."
+    claims = list(claims)
+    if not claims: raise ValueError("a claims table needs at least one claim")
+    bad = [c for c in claims if not isinstance(c, Claim)]
+    if bad: raise TypeError(f"a claims table holds Claim objects, got {short_repr(bad[0])}")
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup: raise ValueError(f"claim ids must be unique; repeated: {dup}")
+    heads = [c.id for c in claims if c.headline]
+    if len(heads) != 1: raise ValueError(f"exactly one claim must be the headline; found {len(heads)}: {heads}")
+    return claims
+
+def claims_hash(claims) -> str:
+    "A short content hash of a whole claims table (the claims' hashes, in order)."
+    return hashlib.sha256("|".join(f"{c.id}:{c.hash()}" for c in check_claims(claims)).encode()).hexdigest()[:12]
+
+# %% ../nbs/core/04_results.ipynb #cc85045d
+class _Fields(dict):
+    "Metric lookup for `str.format_map` in 'ours' templates: Estimates and per-seed lists format as intervals, missing keys as 'n/a'."
+    def __missing__(self, k): return _Shown(None)
+
+class _Shown:
+    def __init__(self, x): self.x = x
+    def __format__(self, spec):
+        if self.x is None: return "n/a"
+        try: x = as_estimate(self.x)
+        except TypeError: return format(self.x, spec) if spec and not isinstance(self.x, str) else str(self.x)
+        return _fmt(x, spec)
+
+def ours_text(claim:Claim, metrics:dict) -> str:
+    "The 'ours' column of a claim: its template filled from `metrics`, or the measured value of each quantity the rule reads."
+    if claim.ours: return string.Formatter().vformat(claim.ours, (), _Fields({k: _Shown(v) for k, v in metrics.items()}))
+    if claim.rule is None: return ""
+    return "; ".join(dict.fromkeys(f"{l.name()} = {_fmt(_read(l.of, metrics, l.level))}" for l in claim.rule.concrete(metrics)))
+
+def grade_claim(claim:Claim, metrics:dict) -> Verdict:
+    "The verdict of one claim on `metrics`: ungraded claims keep their status; a failed condition makes it inconclusive."
+    base = dict(claim=claim.claim, paper=claim.paper, headline=bool(claim.headline), id=claim.id, claim_hash=claim.hash(),
+                conditions=claim.condition_text(), changes=[asdict(e) for e in claim.log])
+    ours = ours_text(claim, metrics)
+    if claim.status in UNGRADED:
+        return Verdict(ours=ours, verdict=claim.status, reason=claim.reason, rule="", **base)
+    o = claim.rule.evaluate(metrics)
+    failed = [(c, oc) for c in claim.requires for oc in [c.evaluate(metrics)] if oc.verdict != 'reproduced']
+    if failed:
+        why = "; ".join(f"{c.text()} — {oc.note}" for c, oc in failed)
+        reason = "; ".join(s for s in (f"condition not met: {why}", f"the rule alone would give {o.verdict.replace('_', ' ')} ({o.note})", claim.reason) if s)
+        return Verdict(ours=ours, verdict='inconclusive', reason=reason, rule=claim.rule_text(), condition_met=False, **base)
+    return Verdict(ours=ours, verdict=o.verdict, reason="; ".join(s for s in (claim.reason, o.note) if s), rule=claim.rule_text(),
+                   condition_met=True if claim.requires else None, **base)
+
+def grade(claims, metrics:dict) -> list[Verdict]:
+    "The one grader: the verdict of every claim of a claims table on one run's `metrics`."
+    claims = check_claims(claims)
+    metrics = dict(metrics)
+    return [grade_claim(c, metrics) for c in claims]
 
 def _verdict_frame():
     import pandas as pd
@@ -284,6 +674,95 @@ def _verdict_frame():
         def __repr__(self):
             with pd.option_context('display.max_colwidth', None): return super().__repr__()
     return VerdictTable
+
+def claims_table(claims):
+    "The claims table as a reader sees it: id, claim, the paper's number, the rule and conditions (written from the rules), status and change log."
+    import pandas as pd
+    rows = [dict(id=c.id, headline='★' if c.headline else '', claim=c.claim, paper=c.paper,
+                 rule=c.rule_text() or f"not graded: {c.status.replace('_', ' ')} — {c.reason}", conditions=c.condition_text(),
+                 changes=" | ".join(f"{e.date}: {e.old} → {e.new} ({e.why})" for e in c.log)) for c in check_claims(claims)]
+    return _verdict_frame()(rows)
+
+# %% ../nbs/core/04_results.ipynb #fba9dea9
+POSITIONS = ("clear", "partial", "at", "straddle", "short", "opposite", "nan", "single")
+
+def _placement(leaf:Compare, where:str) -> tuple[float, float]|None:
+    "An interval [lo, hi] that puts `leaf`'s measured value at `where` relative to its thresholds (None if impossible)."
+    sgn = 1.0 if leaf.up else -1.0
+    R, N = sgn * leaf.reproduced, sgn * leaf.null
+    W = sgn * (leaf.partially if leaf.partially is not None else leaf.reproduced)
+    d = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R)))
+    iv = {"clear": (R + d, R + 2 * d), "at": (R, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d, N - d),
+          "partial": (W + (R - W) / 4, W + 3 * (R - W) / 4) if R > W else None,
+          "short": (N + (W - N) / 4, N + 3 * (W - N) / 4) if W > N else None}.get(where)
+    if iv is None: return None
+    lo, hi = iv
+    return (lo, hi) if sgn > 0 else (-hi, -lo)
+
+def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
+    "Metrics that put every comparison of `tests` at a position of `POSITIONS` (`where`: one for all, or {comparison index: position}, others 'clear'); None if two comparisons that share a key cannot both be placed."
+    from scipy import stats
+    tests = [tests] if isinstance(tests, Test) else list(tests)
+    leaves, metrics, made = [], {}, {}
+    for t in tests:
+        if isinstance(t, Test):
+            for l in t.leaves():
+                if isinstance(l.of, str) and '*' in l.of:   # an Each pattern: two concrete keys
+                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what) for s in ("syn_a", "syn_b")]
+                else: leaves.append(l)
+    z = np.arange(n, dtype=float); z = (z - z.mean()) / z.std(ddof=1) if n > 1 else np.zeros(1)
+    for i, l in enumerate(leaves):
+        pos = where if isinstance(where, str) else where.get(i, "clear")
+        if pos not in POSITIONS: raise ValueError(f"position {pos!r} is not one of {POSITIONS}")
+        iv = _placement(l, "clear" if pos in ("nan", "single") else pos)
+        if iv is None: return None
+        lo, hi = iv; mid = (lo + hi) / 2
+        if isinstance(l.of, Diff):
+            if pos == "nan": d = None
+            elif pos == "single": d = np.array([mid])
+            else: d = mid + (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + l.level / 2, n - 1)) * z
+            a, b = l.of.a, l.of.b
+            if d is None:
+                if a in made and made[a] != "nan": return None
+                metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
+                continue
+            if a in made and b in made:
+                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+            else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
+        else:
+            v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
+                 else dict(value=mid, lo=lo, hi=hi, n=n, level=l.level))
+            if l.of in made and metrics[l.of] != v: return None
+            metrics[l.of] = v; made[l.of] = pos
+    return metrics
+
+
+
+# %% ../nbs/core/04_results.ipynb #50fee1fa
+@dataclass
+class Result:
+    paper: str                                            # notebook stem, e.g. 'disparate_benefits'
+    config: dict[str, Any]                                # the validated config (`cfg.to_dict()`)
+    metrics: dict[str, Any] = field(default_factory=dict) # JSON-able scalars (or small lists)
+    verdicts: list[Verdict] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame
+    figures: dict[str, Any] = field(default_factory=dict) # name -> matplotlib Figure
+    timings: dict[str, float] = field(default_factory=dict) # wall/CPU seconds (machine-dependent; never in `metrics`)
+    claims_hash: str = ""                                 # content hash of the claims table that graded `verdicts`
+    def to_json(self) -> dict[str, Any]:
+        return to_jsonable(dict(paper=self.paper, config=self.config, metrics=self.metrics,
+                                verdicts=[asdict(v) for v in self.verdicts], claims_hash=self.claims_hash,
+                                tables=sorted(self.tables), figures=sorted(self.figures), timings=self.timings))
+    def grade(self, claims) -> "Result":
+        "Grade a claims table on this result's metrics with the one grader: sets `verdicts` and `claims_hash`; returns the result."
+        self.verdicts, self.claims_hash = grade(claims, self.metrics), claims_hash(claims)
+        return self
+    def verdict_table(self):
+        "The verdicts as a pandas DataFrame (shown in notebooks without truncating the text columns)."
+        cols = ['claim', 'paper', 'ours', 'verdict', 'rule'] + (['conditions'] if any(v.conditions for v in self.verdicts) else []) + ['reason']
+        return _verdict_frame()([asdict(v) for v in self.verdicts], columns=cols)
 
 TIMING_MARKERS = ("seconds", "throughput", "speed/", "wall_time", "bench_")
 
@@ -303,6 +782,72 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     write_json(run_dir/'result.json', result.to_json())
     return run_dir
 
+# %% ../nbs/core/04_results.ipynb #f6961e90
+def ledger_path(paper:str, root:str|Path|None=None) -> Path:
+    "The committed ledger of `paper`'s publications: `<root>/nbs/results/ledger/<paper>.json` (root: the checkout)."
+    if root is None:
+        from trustlib.runs import find_root
+        root = find_root()
+    return Path(root)/'nbs'/'results'/'ledger'/f'{paper}.json'
+
+def load_ledger(paper:str, root:str|Path|None=None) -> list[dict]:
+    "The publications of `paper`, oldest first ([] if it was never published)."
+    p = ledger_path(paper, root)
+    return json.loads(p.read_text(encoding='utf-8'))['publications'] if p.exists() else []
+
+def ledger_entry(run:dict) -> dict:
+    "A ledger entry from a complete run's `metrics.json` (or `result.json` plus run facts): run, commit, date, claims hash, per-claim verdicts."
+    vs = run.get('verdicts') or []
+    return dict(run_id=run.get('run_id'), date=(run.get('finished') or run.get('started') or '')[:10] or None,
+                commit=run.get('git_commit'), profile=run.get('profile'), claims_hash=run.get('claims_hash') or None,
+                cpu_seconds=(run.get('timings') or {}).get('cpu_seconds'),
+                verdicts=[dict(id=v.get('id') or None, claim_hash=v.get('claim_hash') or None, verdict=v.get('verdict'),
+                               claim=v.get('claim'), rule=v.get('rule', ''), ours=v.get('ours', ''), headline=bool(v.get('headline')))
+                          for v in vs])
+
+def append_ledger(paper:str, entry:dict, root:str|Path|None=None) -> Path:
+    "Append a publication to `paper`'s ledger (atomically); the same run published twice is recorded once."
+    pubs = load_ledger(paper, root)
+    if entry.get('run_id') and any(p.get('run_id') == entry['run_id'] and p.get('commit') == entry.get('commit') for p in pubs):
+        return ledger_path(paper, root)
+    p = ledger_path(paper, root)
+    atomic_write_text(p, json.dumps(dict(paper=paper, publications=pubs + [entry]), indent=1, ensure_ascii=False) + "\n")
+    return p
+
+def check_preregistration(claims, publications:list[dict]) -> list[str]:
+    "Problems with a claims table against its last publication: a claim whose rule, condition, status or headline changed after it was published needs a change-log entry dated on or after that publication whose `new` is the current rule."
+    claims = check_claims(claims)
+    pubs = [p for p in publications if not p.get('legacy') and p.get('claims_hash')]
+    if not pubs: return []
+    last = pubs[-1]; date = last.get('date') or ''
+    if claims_hash(claims) == last['claims_hash']: return []
+    published = {v['id']: v for v in last['verdicts'] if v.get('id')}
+    problems = []
+    for c in claims:
+        v = published.get(c.id)
+        if v is None or v.get('claim_hash') == c.hash(): continue
+        now = c.rule_text() or c.status
+        entries = [e for e in c.log if e.date >= date]
+        if not entries: problems.append(f"claim {c.id!r} changed after run {last['run_id']} was published ({date}) without a change-log entry")
+        elif entries[-1].new != now: problems.append(f"claim {c.id!r}: its last change-log entry's new rule is not the current rule {now!r}")
+    return problems
+
+def verdict_history(publications:list[dict], claims=None) -> list[dict]:
+    "Every verdict that changed between consecutive publications: claim id, runs, old → new verdict and rule, and why (change-log entries in between, from `claims`)."
+    logs = {c.id: c.log for c in (claims or [])}
+    out = []
+    for a, b in zip(publications, publications[1:]):
+        old = {v['id']: v for v in a['verdicts'] if v.get('id')}
+        for v in b['verdicts']:
+            o = old.get(v.get('id'))
+            if o is None or o['verdict'] == v['verdict']: continue
+            why = [f"{e.date}: {e.why}" for e in logs.get(v['id'], ()) if (a.get('date') or '') <= e.date <= (b.get('date') or '9999')]
+            if not why: why = ["same rule; the measurements changed" if o.get('rule') == v.get('rule') else "the rule was rewritten"]
+            out.append(dict(id=v['id'], claim=v.get('claim'), from_run=a.get('run_id'), to_run=b.get('run_id'), from_date=a.get('date'),
+                            to_date=b.get('date'), old=o['verdict'], new=v['verdict'], old_rule=o.get('rule', ''), new_rule=v.get('rule', ''),
+                            why="; ".join(why)))
+    return out
+
 # %% ../nbs/core/04_results.ipynb #a495eab3
 def _cpu_now() -> float:
     t = os.times()
@@ -315,12 +860,17 @@ def verdict_counts(verdicts) -> str:
     parts = [f"{names.count(k)} {k}" for k in VERDICTS if k in names]
     return head + (": " + ", ".join(parts) if parts else "")
 
-def run_experiment(run:Callable, cfg, **kwargs) -> Result:
-    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), summarised in one printed line, recorded; returns the `Result`."
+def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
+    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
+    if claims is not None: check_claims(claims)
     w0, c0 = time.perf_counter(), _cpu_now()
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
+    if claims is not None:
+        if result.verdicts: raise ValueError("run_experiment: run() returned verdicts, but a paper never grades itself: "
+                                             "run() returns measurements and the claims table is graded here")
+        result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")

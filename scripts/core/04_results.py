@@ -117,9 +117,14 @@ class Verdict:
     reason: str  # why: scale, substitutions, what the numbers show
     rule: str = ""          # the explicit rule that produced the verdict ('' for ungraded claims)
     headline: bool = False  # True for the paper's one headline claim
+    id: str = ""            # the claim's id in its paper's claims table
+    claim_hash: str = ""    # the claim's content hash (rule, conditions, status) when it was graded
+    conditions: str = ""    # the claim's conditions in words ('' if none)
+    condition_met: bool|None = None  # whether the conditions held (None: no conditions, or not graded)
+    changes: list = field(default_factory=list)  # the claim's change log: dicts with date, old, new, why
     def __post_init__(self):
         if self.verdict not in VERDICTS: raise ValueError(f"verdict {self.verdict!r} is not allowed; choose one of {list(VERDICTS)}")
-        for k in ('claim', 'paper', 'ours', 'reason', 'rule'):
+        for k in ('claim', 'paper', 'ours', 'reason', 'rule', 'id', 'claim_hash', 'conditions'):
             if not isinstance(getattr(self, k), str): raise TypeError(f"Verdict.{k} must be a string")
         if not isinstance(self.headline, (bool, np.bool_)): raise TypeError("Verdict.headline must be True or False")
         self.headline = bool(self.headline)
@@ -547,6 +552,680 @@ test_fail(lambda: check_headline(vs[1:]), contains="found 0 of 1")
 test_fail(lambda: check_headline(vs + [judge("c", "p", "o", rule=rho, value=0.1, headline=True)]), contains="found 2 of 3: ['a', 'c']")
 vs
 
+# %% [markdown]
+# ## Claims as data
+#
+# A paper declares its claims once, as data, before any number exists: `CLAIMS = [Claim(...), ...]`, exported
+# with the paper's module. A claim names the metric keys it reads and its rule, built from a small algebra;
+# `grade(CLAIMS, metrics)` is the one grader, the same semantics for all 19 papers, and it writes the rule's
+# text from the rule itself. `run(cfg)` returns measurements only.
+#
+# **What a rule reads.** A metric is read as
+# - an `Estimate` (stored as a dict with `value`, `lo`, `hi`, `n`, `level`): its interval is graded;
+# - a list of per-seed values: graded by its Student-t interval (`mean_ci`) at the test's `level`;
+#   two such lists give a paired difference, `Diff(a, b)`;
+# - a plain number: graded as it is, or within `tol` of it when the test declares a tolerance (for numbers
+#   that differ between machines in the last digits);
+# - `None`, NaN or a missing key: *not measured*, which grades as inconclusive.
+#
+# **Tests.** `Above(of, reproduced, partially=None, ...)` and `Below(...)` compare strictly (`AtLeast`,
+# `AtMost` inclusively) one metric or paired difference with a threshold; `AllOf(...)`, `AnyOf(...)` combine
+# tests; `BestAmong(target, others)` says one method beats each other one, on paired per-seed differences
+# with Bonferroni-adjusted joint intervals; `Each(pattern, ...)` applies one comparison to every metric whose
+# key matches a glob pattern (such as every `k` of a sweep). A `Claim` may also `require` conditions: tests
+# that must hold for the experiment to test the claim at all.
+#
+# **One semantics.** Each test yields the range of verdict levels the data allow — not reproduced (0),
+# partially (1), reproduced (2) — and whether the data show a *significant effect against the claim*
+# (the whole interval beyond the no-effect value `null` on the wrong side; by default `null` is the weakest
+# threshold). A level is *established* when the whole interval clears its threshold.
+# - A comparison is reproduced (or partially) when its interval wholly clears the reproduced (or partially)
+#   threshold; an interval across the weakest threshold, one seed (no interval) or a missing number is
+#   inconclusive; one wholly short of it is not reproduced. Partially with an interval that reaches across the
+#   reproduced threshold says so ("within noise of the reproduced threshold").
+# - `AllOf` is reproduced when every part is, partially when every part is at least partially
+#   (`partial='any'`: when some part is), not reproduced when a part fails; `AnyOf` is reproduced when some
+#   part is. A verdict is given only when it does not depend on where the undecided parts would fall;
+#   otherwise it is inconclusive.
+# - A significant effect against the claim in any part makes the whole claim *not reproduced*: a rule never
+#   rewards the opposite of the claim, and `AnyOf` cannot hide a contrary part behind a supporting one.
+# - A claim whose condition is not established is *inconclusive — condition not met*, never reproduced;
+#   the reason says what the rule alone would have given.
+
+# %%
+#| export
+import fnmatch, hashlib, string
+from typing import NamedTuple
+
+_LEVEL = {2: 'reproduced', 1: 'partially', 0: 'not_reproduced'}
+_OPS = {'>': 'above', '>=': 'at least', '<': 'below', '<=': 'at most'}
+
+class Outcome(NamedTuple):
+    "What a test says about the measurements: the lowest and highest verdict levels the data allow (0 not reproduced, 1 partially, 2 reproduced), whether they show a significant effect against the claim, and a note."
+    lo: int
+    hi: int
+    opposite: bool = False
+    note: str = ""
+    @property
+    def verdict(self) -> str:
+        "The verdict word: not reproduced if against the claim or nothing more is possible; the established level; else inconclusive."
+        if self.opposite or self.hi <= 0: return 'not_reproduced'
+        return _LEVEL[self.lo] if self.lo >= 1 else 'inconclusive'
+    @property
+    def settled(self) -> tuple[int, int]:
+        "The range a combination uses: an established partially or reproduced counts as that level."
+        return (self.lo, self.lo) if self.lo >= 1 else (self.lo, self.hi)
+
+def as_estimate(x, level:float=0.95) -> Estimate|float:
+    "A stored metric as the grader reads it: an `Estimate` (from an Estimate, a dict with value/lo/hi, or a list of per-seed values: Student-t interval at `level`), or a float (NaN for None)."
+    if isinstance(x, Estimate): return x
+    if isinstance(x, dict) and 'value' in x:
+        nan = lambda v: math.nan if v is None else float(v)
+        return Estimate(nan(x['value']), nan(x.get('lo')), nan(x.get('hi')), int(x.get('n') or 0), float(x.get('level') or level))
+    if isinstance(x, (list, tuple, np.ndarray)):
+        v = np.asarray([math.nan if a is None else a for a in np.ravel(np.asarray(x, dtype=object))], dtype=float)
+        if v.size == 0 or np.isnan(v).any(): return Estimate(math.nan, math.nan, math.nan, int(v.size), level)
+        return mean_ci(v, level)
+    if x is None: return math.nan
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"a graded metric must be a number, a list of per-seed numbers or an Estimate, got {type(x).__name__}: {short_repr(x)}")
+    return float(x)
+
+def short_repr(x, n:int=60) -> str:
+    s = repr(x); return s if len(s) <= n else s[:n - 1] + "…"
+
+def _fmt(x, spec:str="") -> str:
+    "A measured value for texts: an Estimate as 'v [lo, hi] (n = …)', a float with `spec` (default 3 significant digits)."
+    if isinstance(x, Estimate):
+        if math.isnan(x.value): return "not measured"
+        s = spec or ".3g"
+        return f"{x:{s}} (n = {x.n})" if x.has_interval else f"{x:{s}}"
+    if isinstance(x, float) and math.isnan(x): return "not measured"
+    return format(x, spec or ".3g") if isinstance(x, (int, float, np.integer, np.floating)) else str(x)
+
+
+# %%
+_o = Outcome(1, 2, False, "n")
+test_eq((_o.verdict, _o.settled), ("partially", (1, 1)))          # an established level counts as that level
+test_eq([Outcome(*r).verdict for r in ((2, 2), (0, 2), (0, 1), (0, 0))], ["reproduced", "inconclusive", "inconclusive", "not_reproduced"])
+test_eq(Outcome(2, 2, True).verdict, "not_reproduced")             # an effect against the claim is never rewarded
+test_eq(as_estimate(dict(value=0.5, lo=0.1, hi=0.9, n=4, level=0.9)), Estimate(0.5, 0.1, 0.9, 4, 0.9))
+test_eq(as_estimate(to_jsonable(Estimate(0.5, math.nan, math.nan, 1))).has_interval, False)   # NaN stored as None comes back as NaN
+test_eq(as_estimate([0.12, 0.05, 0.20, 0.08, 0.15]), mean_ci([0.12, 0.05, 0.20, 0.08, 0.15]))   # per-seed values: the t-interval
+test_eq(as_estimate([1., 2., 3.], 0.9), mean_ci([1., 2., 3.], 0.9))
+assert math.isnan(as_estimate([1., None]).value) and math.isnan(as_estimate(None))            # a missing seed: not measured
+test_eq(as_estimate(np.int64(3)), 3.0)
+test_fail(lambda: as_estimate("0.5"), contains="must be a number"); test_fail(lambda: as_estimate(True), contains="must be a number")
+test_eq(_fmt(Estimate(0.12, 0.05, 0.19, 5), "+.2f"), "+0.12 [+0.05, +0.19] (n = 5)"); test_eq(_fmt(math.nan), "not measured")
+
+
+# %%
+#| export
+@dataclass(frozen=True)
+class Diff:
+    "The paired difference `a − b` of two metrics stored as per-seed lists of the same length (seed i of a with seed i of b)."
+    a: str   # metric key of the first per-seed list
+    b: str   # metric key of the second per-seed list
+    def keys(self) -> tuple[str, ...]: return (self.a, self.b)
+    def name(self) -> str: return f"{self.a} − {self.b}"
+    def spec(self) -> dict: return dict(diff=[self.a, self.b])
+    def read(self, metrics:dict, level:float=0.95) -> Estimate|float:
+        a, b = metrics.get(self.a), metrics.get(self.b)
+        if a is None or b is None: return math.nan
+        if not (isinstance(a, (list, tuple, np.ndarray)) and isinstance(b, (list, tuple, np.ndarray))):
+            raise TypeError(f"Diff({self.a!r}, {self.b!r}) needs two per-seed lists, got {type(a).__name__} and {type(b).__name__}")
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if a.shape != b.shape: raise ValueError(f"Diff({self.a!r}, {self.b!r}): {a.size} and {b.size} seeds cannot be paired")
+        return as_estimate(list(a - b), level)
+
+def _read(of, metrics:dict, level:float):
+    if isinstance(of, Diff): return of.read(metrics, level)
+    return as_estimate(metrics[of], level) if of in metrics else math.nan
+
+class Test:
+    "A rule, or part of one: `evaluate(metrics) -> Outcome`, its text, the metric keys it reads and a canonical spec (for hashing)."
+    def evaluate(self, metrics:dict) -> Outcome: raise NotImplementedError
+    def text(self) -> str: raise NotImplementedError
+    def keys(self) -> tuple[str, ...]: raise NotImplementedError
+    def spec(self) -> dict: raise NotImplementedError
+    def leaves(self) -> list: raise NotImplementedError
+    def has_partial(self) -> bool: return any(l.partially is not None for l in self.leaves())
+    def concrete(self, metrics:dict) -> list: return self.leaves()   # the comparisons made on these metrics (Each: one per matching key)
+
+def _num(name:str, v, allow_none:bool=False):
+    if v is None and allow_none: return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return float(v)
+
+@dataclass(frozen=True)
+class Compare(Test):
+    "One metric (or a paired difference) against a threshold: `op` is '>' or '>=' (larger supports the claim), '<' or '<='."
+    of: str|Diff                  # metric key, or Diff(a, b)
+    op: str                       # '>', '>=', '<', '<='
+    reproduced: float             # threshold for reproduced
+    partially: float|None = None  # weaker threshold for partially (None: no partial level)
+    null: float|None = None       # no-effect value: an interval wholly beyond it on the wrong side is an effect against the claim (default: the weakest threshold)
+    what: str = ""                # the measured quantity in words, for the rule's text
+    tol: float = 0.0              # a plain number within `tol` of a threshold is within noise of it (numbers that differ between machines)
+    level: float = 0.95           # interval level for per-seed lists
+    def __post_init__(self):
+        if self.op not in _OPS: raise ValueError(f"Compare.op must be one of {list(_OPS)}, got {self.op!r}")
+        if not (isinstance(self.of, Diff) or (isinstance(self.of, str) and self.of)):
+            raise TypeError(f"Compare.of must be a metric key or Diff(a, b), got {self.of!r}")
+        object.__setattr__(self, 'reproduced', _num('reproduced', self.reproduced))
+        object.__setattr__(self, 'partially', _num('partially', self.partially, True))
+        object.__setattr__(self, 'tol', _num('tol', self.tol))
+        if self.tol < 0: raise ValueError(f"tol must be >= 0, got {self.tol}")
+        if not 0 < self.level < 1: raise ValueError(f"level must be in (0, 1), got {self.level}")
+        weakest = self.reproduced if self.partially is None else self.partially
+        if self.partially is not None and not self._beyond(self.reproduced, self.partially, strict=True):
+            raise ValueError(f"partially ({self.partially:g}) must be weaker than reproduced ({self.reproduced:g}): "
+                             f"with {self.op!r} it must be {'smaller' if self.up else 'larger'}")
+        null = weakest if self.null is None else _num('null', self.null)
+        if self._beyond(null, weakest, strict=True):
+            raise ValueError(f"null ({null:g}) must not lie beyond the weakest threshold ({weakest:g}) in the claim's direction")
+        object.__setattr__(self, 'null', null)
+    @property
+    def up(self) -> bool: return self.op in ('>', '>=')
+    def _beyond(self, x, t, strict=None) -> bool:
+        strict = self.op in ('>', '<') if strict is None else strict
+        if self.up: return x > t if strict else x >= t
+        return x < t if strict else x <= t
+    def keys(self): return self.of.keys() if isinstance(self.of, Diff) else (self.of,)
+    def leaves(self): return [self]
+    def name(self) -> str: return self.what or (self.of.name() if isinstance(self.of, Diff) else self.of)
+    def spec(self) -> dict:
+        return dict(test='compare', of=self.of.spec() if isinstance(self.of, Diff) else self.of, op=self.op, reproduced=self.reproduced,
+                    partially=self.partially, null=self.null, tol=self.tol, level=self.level)
+    def text(self) -> str:
+        s = f"{self.name()} {self.op} {self.reproduced:g}"
+        if self.partially is not None: s += f" (partially: {self.op} {self.partially:g})"
+        if self.tol: s += f" (± {self.tol:g} is within noise)"
+        return s
+    def _level(self, x) -> int:
+        if self._beyond(x, self.reproduced): return 2
+        return 1 if self.partially is not None and self._beyond(x, self.partially) else 0
+    def evaluate(self, metrics:dict) -> Outcome:
+        x = _read(self.of, metrics, self.level); w = self.name()
+        if isinstance(x, float):
+            if math.isnan(x): return Outcome(0, 2, False, f"{w} not measured")
+            lo, hi, shown = x - self.tol, x + self.tol, f"{w} = {_fmt(x)}" + (f" (± {self.tol:g})" if self.tol else "")
+        else:
+            if math.isnan(x.value): return Outcome(0, 2, False, f"{w} not measured")
+            if not x.has_interval: return Outcome(0, 2, False, f"{w} = {_fmt(x.value)} from n = {x.n}: no interval, so it cannot be told from noise")
+            lo, hi, shown = x.lo, x.hi, f"{w} = {_fmt(x)}"
+        near, far = (lo, hi) if self.up else (hi, lo)
+        a, b = self._level(near), self._level(far)
+        opposite = (far < self.null) if self.up else (far > self.null)
+        o = Outcome(a, b, bool(opposite), "")
+        v = o.verdict
+        if opposite: note = f"{shown}: wholly {'below' if self.up else 'above'} {self.null:g}, an effect against the claim"
+        elif v == 'inconclusive': note = f"{shown}: within noise of the {'partially' if self.partially is not None else 'reproduced'} threshold"
+        elif v == 'not_reproduced': note = f"{shown}: short of the {'partially' if self.partially is not None else 'reproduced'} threshold"
+        else:
+            note = f"{shown}: clears the {v} threshold"
+            if b > a: note += " (within noise of the reproduced threshold)"
+        return o._replace(note=note)
+
+def Above(of, reproduced, partially=None, **kw) -> Compare:
+    "Supports the claim when the metric (or `Diff`) lies strictly above `reproduced` (`partially`: a weaker threshold)."
+    return Compare(of, '>', reproduced, partially, **kw)
+def Below(of, reproduced, partially=None, **kw) -> Compare:
+    "Supports the claim when the metric (or `Diff`) lies strictly below `reproduced` (`partially`: a weaker threshold)."
+    return Compare(of, '<', reproduced, partially, **kw)
+def AtLeast(of, reproduced, partially=None, **kw) -> Compare:
+    "Like `Above`, but a value equal to the threshold clears it (for counts and shares: '≥ 80 % of seeds')."
+    return Compare(of, '>=', reproduced, partially, **kw)
+def AtMost(of, reproduced, partially=None, **kw) -> Compare:
+    "Like `Below`, but a value equal to the threshold clears it."
+    return Compare(of, '<=', reproduced, partially, **kw)
+
+
+# %%
+rho2 = Above('rho', 0.5, 0.0, what='ρ')
+test_eq(rho2.text(), "ρ > 0.5 (partially: > 0)")
+G = lambda t, x: t.evaluate(dict(rho=x, gap=x)).verdict
+# plain numbers at, just above and just below each threshold
+test_eq([G(rho2, x) for x in (0.51, 0.5, 0.49, 0.01, 0.0, -0.01)],
+        ['reproduced', 'partially', 'partially', 'partially', 'not_reproduced', 'not_reproduced'])
+test_eq(G(AtLeast('rho', 0.5), 0.5), 'reproduced'); test_eq(G(Above('rho', 0.5), 0.5), 'not_reproduced')
+test_eq(G(AtMost('rho', 0.5), 0.5), 'reproduced'); test_eq(G(Below('rho', 0.5), 0.5), 'not_reproduced')
+test_eq(G(rho2, math.nan), 'inconclusive'); test_eq(G(rho2, None), 'inconclusive')
+test_eq(Above('absent', 0).evaluate({}).note, "absent not measured")
+# intervals: the whole interval must clear a threshold
+E = lambda lo, hi, n=5: Estimate((lo + hi) / 2, lo, hi, n)
+test_eq([G(rho2, E(*iv)) for iv in ((0.55, 0.8), (0.1, 0.4), (0.3, 0.7), (-0.1, 0.3), (0.5, 0.9), (0.0, 0.3), (-0.3, 0.0), (-0.9, -0.4))],
+        ['reproduced', 'partially', 'partially', 'inconclusive', 'partially', 'inconclusive', 'not_reproduced', 'not_reproduced'])
+assert "within noise of the reproduced threshold" in rho2.evaluate(dict(rho=E(0.3, 0.7))).note
+assert rho2.evaluate(dict(rho=E(-0.9, -0.4))).opposite and not rho2.evaluate(dict(rho=E(-0.3, 0.0))).opposite
+test_eq(G(rho2, Estimate(0.9, math.nan, math.nan, 1)), 'inconclusive')          # one seed
+test_eq(G(rho2, [0.9]), 'inconclusive'); test_eq(G(rho2, [0.6, 0.7, 0.65, 0.7]), 'reproduced')
+# the same interval logic as the Rule above, on every case of its tests
+for r, t in ((rho, rho2), (Rule('<', -0.01, 0.0), Below('rho', -0.01, 0.0))):
+    for e in (E(0.55, 0.8), E(0.1, 0.4), E(0.3, 0.7), E(-0.1, 0.3), E(-0.04, -0.02), E(-0.02, -0.004), E(0.001, 0.01), 0.3, -0.005):
+        test_eq(t.evaluate(dict(rho=e)).verdict, r.grade(e)[0])
+# a no-effect value below the weakest threshold: short of it is not reproduced, beyond the null is against the claim
+sp = Above('speedup', 1.3, null=1.0, what='speed-up')
+test_eq([sp.evaluate(dict(speedup=E(*iv))).opposite for iv in ((1.05, 1.2), (0.7, 0.9))], [False, True])
+test_eq(G(Above('rho', 0.5, tol=0.02), 0.51), 'inconclusive')                   # within the tolerance of the threshold
+test_eq(G(Above('rho', 0.5, tol=0.02), 0.53), 'reproduced')
+# paired differences of per-seed lists
+m = dict(a=[0.80, 0.82, 0.81, 0.83, 0.80], b=[0.78, 0.79, 0.80, 0.80, 0.77])
+d = Above(Diff('a', 'b'), 0.0, what='Δacc')
+test_eq(d.evaluate(m).verdict, 'reproduced'); test_eq(d.keys(), ('a', 'b'))
+test_close(as_estimate([x - y for x, y in zip(m['a'], m['b'])]).lo, float(d.evaluate(m).note.split('[')[1].split(',')[0]), eps=1e-3)
+test_fail(lambda: Above(Diff('a', 'b'), 0).evaluate(dict(a=[1., 2.], b=[1.])), contains="cannot be paired")
+test_fail(lambda: Above(Diff('a', 'b'), 0).evaluate(dict(a=0.5, b=[1.])), contains="needs two per-seed lists")
+# declarations that cannot be right are refused
+test_fail(lambda: Above('x', 0.5, 0.7), contains="must be weaker"); test_fail(lambda: Below('x', 0.1, 0.05), contains="must be larger")
+test_fail(lambda: Above('x', 0.5, null=0.6), contains="must not lie beyond"); test_fail(lambda: Compare('x', '=>', 1), contains="op must be")
+test_fail(lambda: Above('x', float('nan')), contains="finite number"); test_fail(lambda: Above('', 0), contains="metric key")
+rho2.evaluate(dict(rho=E(0.3, 0.7)))
+
+
+# %%
+#| export
+def _combine(parts:list[Outcome], f:Callable, veto:bool=True) -> Outcome:
+    "Combine outcomes with a monotone `f` over levels: a verdict only where the undecided parts cannot change it; any part against the claim vetoes."
+    if not parts: return Outcome(0, 2, False, "nothing to grade")
+    rng = [p.settled for p in parts]
+    opposite = veto and any(p.opposite for p in parts)
+    return Outcome(f([r[0] for r in rng]), f([r[1] for r in rng]), opposite, "; ".join(p.note for p in parts if p.note))
+
+def _some(levels): return 2 if all(l == 2 for l in levels) else 1 if any(l >= 1 for l in levels) else 0
+
+@dataclass(frozen=True, init=False)
+class AllOf(Test):
+    "Every part must hold: reproduced if all are; partially if all are at least partially (`partial='any'`: if some part is)."
+    parts: tuple
+    partial: str = 'all'
+    def __init__(self, *parts, partial:str='all'):
+        if not parts or not all(isinstance(p, Test) for p in parts): raise TypeError(f"AllOf needs one or more tests, got {parts!r}")
+        if partial not in ('all', 'any'): raise ValueError(f"AllOf: partial must be 'all' or 'any', got {partial!r}")
+        object.__setattr__(self, 'parts', tuple(parts)); object.__setattr__(self, 'partial', partial)
+    def keys(self): return tuple(dict.fromkeys(k for p in self.parts for k in p.keys()))
+    def leaves(self): return [l for p in self.parts for l in p.leaves()]
+    def concrete(self, metrics): return [l for p in self.parts for l in p.concrete(metrics)]
+    def spec(self): return dict(test='all', partial=self.partial, parts=[p.spec() for p in self.parts])
+    def text(self):
+        s = " and ".join(f"({p.text()})" for p in self.parts)
+        return s + ("; partially if some part holds" if self.partial == 'any' and len(self.parts) > 1 else "")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self.parts], min if self.partial == 'all' else _some)
+
+@dataclass(frozen=True, init=False)
+class AnyOf(Test):
+    "Some part must hold, and none may show a significant effect against the claim."
+    parts: tuple
+    def __init__(self, *parts):
+        if not parts or not all(isinstance(p, Test) for p in parts): raise TypeError(f"AnyOf needs one or more tests, got {parts!r}")
+        object.__setattr__(self, 'parts', tuple(parts))
+    def keys(self): return tuple(dict.fromkeys(k for p in self.parts for k in p.keys()))
+    def leaves(self): return [l for p in self.parts for l in p.leaves()]
+    def concrete(self, metrics): return [l for p in self.parts for l in p.concrete(metrics)]
+    def spec(self): return dict(test='any', parts=[p.spec() for p in self.parts])
+    def text(self): return " or ".join(f"({p.text()})" for p in self.parts) + ("; none against the claim" if len(self.parts) > 1 else "")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self.parts], max)
+
+@dataclass(frozen=True)
+class BestAmong(Test):
+    "`target` beats each of `others` on paired per-seed differences, with Bonferroni-adjusted joint intervals at `level`."
+    target: str                # metric key (per-seed list) of the method the claim favours
+    others: tuple              # metric keys (per-seed lists) of the alternatives
+    op: str = '>'              # '>': larger is better; '<': smaller is better
+    margin: float = 0.0        # the difference must clear this margin
+    level: float = 0.95        # joint level over all comparisons
+    what: str = ""             # the compared quantity in words
+    def __post_init__(self):
+        if isinstance(self.others, str) or not self.others: raise TypeError("BestAmong.others must be a non-empty tuple of metric keys")
+        object.__setattr__(self, 'others', tuple(self.others))
+        if self.op not in ('>', '<'): raise ValueError(f"BestAmong.op must be '>' or '<', got {self.op!r}")
+    def _parts(self):
+        lvl = 1 - (1 - self.level) / len(self.others)
+        return [Compare(Diff(self.target, o), self.op, self.margin, level=lvl, null=0.0 if self._ok_null() else None,
+                        what=f"{self.what + ': ' if self.what else ''}{self.target} − {o}") for o in self.others]
+    def _ok_null(self) -> bool: return (self.margin >= 0) if self.op == '>' else (self.margin <= 0)
+    def keys(self): return tuple(dict.fromkeys((self.target,) + self.others))
+    def leaves(self): return self._parts()
+    def spec(self): return dict(test='best', target=self.target, others=list(self.others), op=self.op, margin=self.margin, level=self.level)
+    def text(self):
+        better = 'larger' if self.op == '>' else 'smaller'
+        return (f"{self.what + ' of ' if self.what else ''}{self.target} {better} than each of {', '.join(self.others)}"
+                f"{f' by more than {self.margin:g}' if self.margin else ''} (paired over seeds, {self.level:.0%} joint Bonferroni intervals)")
+    def evaluate(self, metrics): return _combine([p.evaluate(metrics) for p in self._parts()], min)
+
+@dataclass(frozen=True)
+class Each(Test):
+    "One comparison for every metric whose key matches `pattern` (a glob, e.g. 'sae_gain/k*'): all must hold (`mode='any'`: some)."
+    pattern: str
+    op: str
+    reproduced: float
+    partially: float|None = None
+    mode: str = 'all'
+    what: str = ""
+    null: float|None = None
+    def __post_init__(self):
+        if '*' not in self.pattern: raise ValueError(f"Each.pattern must contain '*', got {self.pattern!r}")
+        if self.mode not in ('all', 'any'): raise ValueError(f"Each.mode must be 'all' or 'any', got {self.mode!r}")
+        self.template('probe')   # validates the thresholds
+    def template(self, key:str) -> Compare:
+        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "")
+    def keys(self): return (self.pattern,)
+    def leaves(self): return [self.template(self.pattern)]
+    def spec(self): return dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
+    def text(self):
+        s = f"{'every' if self.mode == 'all' else 'some'} {self.what or 'metric'} matching '{self.pattern}' {self.op} {self.reproduced:g}"
+        return s + (f" (partially: {self.op} {self.partially:g})" if self.partially is not None else "")
+    def matches(self, metrics:dict) -> list[str]: return sorted(k for k in metrics if fnmatch.fnmatchcase(k, self.pattern))
+    def concrete(self, metrics): return [self.template(k) for k in self.matches(metrics)]
+    def evaluate(self, metrics):
+        keys = self.matches(metrics)
+        if not keys: return Outcome(0, 2, False, f"no metric matches '{self.pattern}'")
+        return _combine([self.template(k).evaluate(metrics) for k in keys], min if self.mode == 'all' else max)
+
+
+# %%
+acc, fair = Above('dacc', 0.0, what='Δacc'), Below('dunf', 0.01, what='Δunfairness')
+both = AllOf(acc, fair)
+V = lambda t, **m: t.evaluate(m).verdict
+test_eq(V(both, dacc=E(.01, .02), dunf=E(-.01, 0.)), 'reproduced')
+test_eq(V(both, dacc=E(.01, .02), dunf=E(-.01, .02)), 'inconclusive')           # one part undecided
+test_eq(V(both, dacc=E(.01, .02), dunf=E(.02, .03)), 'not_reproduced')          # one part fails
+test_eq(V(AllOf(acc, fair, partial='any'), dacc=E(.01, .02), dunf=E(.011, .02)), 'not_reproduced')   # fails against the claim: no partial credit
+test_eq(V(AllOf(acc, Below('dunf', 0.01, null=0.05), partial='any'), dacc=E(.01, .02), dunf=E(.011, .02)), 'partially')  # short, not against
+test_eq(V(AllOf(acc, fair, partial='any'), dacc=E(.01, .02), dunf=E(-.01, .02)), 'partially')   # some part holds: partially is established
+test_eq(V(AllOf(rho2, acc), rho=E(.1, .4), dacc=E(.01, .02)), 'partially')
+grow = AnyOf(*[Above(k, 0.0) for k in ('spd', 'eod', 'aod')])
+test_eq(V(grow, spd=E(.01, .02), eod=E(-.01, .01), aod=E(-.01, .01)), 'reproduced')   # one grows, none shrinks
+test_eq(V(grow, spd=E(.01, .02), eod=E(-.03, -.01), aod=E(-.01, .01)), 'not_reproduced')   # a significant shrink vetoes
+test_eq(V(grow, spd=E(-.01, .02), eod=E(-.01, .01), aod=E(-.01, .01)), 'inconclusive')
+test_eq(V(grow, spd=E(-.02, -.01), eod=E(-.03, -.01), aod=E(-.02, -.01)), 'not_reproduced')
+# best among, on paired per-seed values with Bonferroni-adjusted joint intervals
+rng = np.random.default_rng(0)
+base = rng.normal(0.7, 0.02, 8)
+best = BestAmong('mine', ('x', 'y'), what='AUC')
+mm = dict(mine=list(base + 0.03 + rng.normal(0, .005, 8)), x=list(base), y=list(base + 0.01))
+test_eq(best.evaluate(mm).verdict, 'reproduced')
+test_eq(best.evaluate({**mm, 'y': list(base + 0.06)}).verdict, 'not_reproduced')    # another method is significantly better
+test_eq(best.evaluate({**mm, 'y': list(np.asarray(mm['mine']) + rng.normal(0, .01, 8))}).verdict, 'inconclusive')
+_lv = best._parts()[0].level; test_close(_lv, 1 - 0.05 / 2)
+test_eq(mean_ci(np.asarray(mm['mine']) - base, _lv), as_estimate(list(np.asarray(mm['mine']) - base), _lv))
+# every metric that matches a pattern
+ek = Each('gain/k*', '>', 0.01, what='SAE − random AUC')
+test_eq(V(ek, **{'gain/k16': E(.02, .03), 'gain/k128': E(.005, .015)}), 'inconclusive')
+test_eq(V(ek, **{'gain/k16': E(.02, .03), 'gain/k128': E(.012, .02)}), 'reproduced')
+test_eq(ek.evaluate({}).verdict, 'inconclusive'); test_eq(ek.matches({'gain/k16': 1, 'gain/x': 2, 'other': 3}), ['gain/k16'])
+test_fail(lambda: Each('gain', '>', 0), contains="must contain '*'"); test_fail(lambda: AllOf(), contains="one or more tests")
+print(both.text()); print(grow.text()); print(best.text()); print(ek.text())
+
+# %%
+#| export
+UNGRADED = ("illustrated", "not_testable_offline")
+
+@dataclass(frozen=True)
+class Change:
+    "A dated entry in a claim's change log: the rule before, the rule after (the claim's rule text from then on), and why."
+    date: str   # ISO date of the change, e.g. '2026-12-01'
+    old: str    # the rule (or verdict status) before
+    new: str    # the rule after: the claim's `rule_text()` as of this change
+    why: str    # the reason, in a sentence a reader can check
+    def __post_init__(self):
+        import datetime as _dt
+        try: _dt.date.fromisoformat(self.date)
+        except (TypeError, ValueError): raise ValueError(f"Change.date must be an ISO date 'YYYY-MM-DD', got {self.date!r}") from None
+        for k in ('old', 'new', 'why'):
+            if not (isinstance(getattr(self, k), str) and getattr(self, k).strip()): raise ValueError(f"Change.{k} must be a non-empty string")
+
+@dataclass(frozen=True)
+class Claim:
+    "One claim of a paper, declared before the run: what it says, the paper's number, and how it is graded (or why it is not)."
+    id: str                   # stable identifier within the paper (lowercase, digits, '_')
+    claim: str                # the claim, in one sentence
+    paper: str                # the paper's statement or number for it
+    rule: Test|None = None    # how it is graded (None for an ungraded claim)
+    requires: tuple = ()      # conditions: tests that must hold for the experiment to test the claim
+    headline: bool = False    # the abstract's main finding (exactly one per paper)
+    status: str = "graded"    # 'graded', or 'illustrated' / 'not_testable_offline' for a claim that is not graded
+    reason: str = ""          # context for the verdict; for an ungraded claim, why it is not graded
+    ours: str = ""            # template of the "ours" column, e.g. 'Δacc {delta_acc:+.4f}' (default: the rule's measured values)
+    log: tuple = ()           # Change entries, oldest first
+    def __post_init__(self):
+        import re
+        if not (isinstance(self.id, str) and re.fullmatch(r"[a-z0-9][a-z0-9_]*", self.id)):
+            raise ValueError(f"Claim.id must be lowercase letters, digits and '_', got {self.id!r}")
+        for k in ('claim', 'paper', 'reason', 'ours'):
+            if not isinstance(getattr(self, k), str): raise TypeError(f"Claim {self.id}: {k} must be a string")
+        if not self.claim.strip(): raise ValueError(f"Claim {self.id}: the claim text is empty")
+        requires = (self.requires,) if isinstance(self.requires, Test) else tuple(self.requires)
+        object.__setattr__(self, 'requires', requires); object.__setattr__(self, 'log', tuple(self.log))
+        if self.status == "graded":
+            if not isinstance(self.rule, Test): raise TypeError(f"Claim {self.id}: a graded claim needs rule=<a Test>, got {self.rule!r}")
+        elif self.status in UNGRADED:
+            if self.rule is not None or requires: raise ValueError(f"Claim {self.id}: an {self.status} claim has no rule or conditions")
+            if not self.reason.strip(): raise ValueError(f"Claim {self.id}: an {self.status} claim needs a reason (why it is not graded)")
+        else: raise ValueError(f"Claim {self.id}: status must be 'graded' or one of {list(UNGRADED)}, got {self.status!r}")
+        for c in requires:
+            if not isinstance(c, Test): raise TypeError(f"Claim {self.id}: requires= takes tests, got {c!r}")
+            if c.has_partial(): raise ValueError(f"Claim {self.id}: a condition has no partial level; it holds or it does not")
+        if not isinstance(self.headline, (bool, np.bool_)): raise TypeError(f"Claim {self.id}: headline must be True or False")
+        if not all(isinstance(e, Change) for e in self.log): raise TypeError(f"Claim {self.id}: log= takes Change entries")
+        if [e.date for e in self.log] != sorted(e.date for e in self.log): raise ValueError(f"Claim {self.id}: log entries must be oldest first")
+    def keys(self) -> tuple[str, ...]:
+        "Every metric key the rule and the conditions read."
+        tests = ([self.rule] if self.rule else []) + list(self.requires)
+        return tuple(dict.fromkeys(k for t in tests for k in t.keys()))
+    def rule_text(self) -> str:
+        "The rule in words, written from the rule itself ('' for an ungraded claim)."
+        if self.rule is None: return ""
+        s = f"reproduced if {self.rule.text()}"
+        if self.rule.has_partial() or (isinstance(self.rule, AllOf) and self.rule.partial == 'any'): s += "; partially at the weaker level"
+        return s + "; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced"
+    def condition_text(self) -> str:
+        "The conditions in words ('' if none)."
+        return " and ".join(c.text() for c in self.requires)
+    def spec(self) -> dict:
+        "What grading depends on, canonically: rule, conditions, status and headline (not the wording of the texts)."
+        return dict(id=self.id, status=self.status, headline=bool(self.headline),
+                    rule=self.rule.spec() if self.rule else None, requires=[c.spec() for c in self.requires])
+    def hash(self) -> str:
+        "A short content hash of `spec()`: it changes exactly when the rule, a condition, the status or the headline flag does."
+        return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:12]
+
+def check_claims(claims) -> list[Claim]:
+    "Validate a claims table: Claim objects, unique ids, exactly one headline; returns it as a list."
+    claims = list(claims)
+    if not claims: raise ValueError("a claims table needs at least one claim")
+    bad = [c for c in claims if not isinstance(c, Claim)]
+    if bad: raise TypeError(f"a claims table holds Claim objects, got {short_repr(bad[0])}")
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup: raise ValueError(f"claim ids must be unique; repeated: {dup}")
+    heads = [c.id for c in claims if c.headline]
+    if len(heads) != 1: raise ValueError(f"exactly one claim must be the headline; found {len(heads)}: {heads}")
+    return claims
+
+def claims_hash(claims) -> str:
+    "A short content hash of a whole claims table (the claims' hashes, in order)."
+    return hashlib.sha256("|".join(f"{c.id}:{c.hash()}" for c in check_claims(claims)).encode()).hexdigest()[:12]
+
+
+# %%
+c1 = Claim("gaps_grow", "Fairness gaps grow under ensembling", "SPD 0.173 → 0.194", grow, headline=True,
+           requires=AtLeast('binds', 0.8, what='share of seeds where the constraint binds'))
+c2 = Claim("real_data", "The effect appears on face data", "FairFace", status="not_testable_offline", reason="needs FairFace and a GPU")
+test_eq(check_claims([c1, c2]), [c1, c2]); test_eq(c1.keys(), ('spd', 'eod', 'aod', 'binds'))
+assert c1.rule_text().startswith("reproduced if (spd > 0) or (eod > 0) or (aod > 0); none against the claim")
+test_eq(c1.condition_text(), "share of seeds where the constraint binds >= 0.8")
+test_eq(len(c1.hash()), 12); test_eq(c1.hash(), Claim("gaps_grow", "other words", "other number", grow, headline=True, requires=c1.requires).hash())
+assert c1.hash() != Claim("gaps_grow", "x", "y", AnyOf(*[Above(k, 0.01) for k in ('spd', 'eod', 'aod')]), headline=True, requires=c1.requires).hash()
+assert claims_hash([c1, c2]) != claims_hash([c2, c1])
+test_fail(lambda: check_claims([c2]), contains="exactly one claim must be the headline; found 0")
+test_fail(lambda: check_claims([c1, c1]), contains="repeated: ['gaps_grow']")
+test_fail(lambda: Claim("Bad Id", "c", "p", grow), contains="Claim.id")
+test_fail(lambda: Claim("x", "c", "p"), contains="needs rule=")
+test_fail(lambda: Claim("x", "c", "p", status="illustrated"), contains="needs a reason")
+test_fail(lambda: Claim("x", "c", "p", grow, status="illustrated", reason="r"), contains="has no rule")
+test_fail(lambda: Claim("x", "c", "p", grow, requires=rho2), contains="no partial level")
+test_fail(lambda: Claim("x", "c", "p", grow, status="reproduced"), contains="status must be")
+test_fail(lambda: Change("yesterday", "a", "b", "c"), contains="ISO date")
+test_fail(lambda: Claim("x", "c", "p", grow, log=[Change("2026-12-02", "a", "b", "c"), Change("2026-12-01", "a", "b", "c")]), contains="oldest first")
+
+
+# %%
+#| export
+class _Fields(dict):
+    "Metric lookup for `str.format_map` in 'ours' templates: Estimates and per-seed lists format as intervals, missing keys as 'n/a'."
+    def __missing__(self, k): return _Shown(None)
+
+class _Shown:
+    def __init__(self, x): self.x = x
+    def __format__(self, spec):
+        if self.x is None: return "n/a"
+        try: x = as_estimate(self.x)
+        except TypeError: return format(self.x, spec) if spec and not isinstance(self.x, str) else str(self.x)
+        return _fmt(x, spec)
+
+def ours_text(claim:Claim, metrics:dict) -> str:
+    "The 'ours' column of a claim: its template filled from `metrics`, or the measured value of each quantity the rule reads."
+    if claim.ours: return string.Formatter().vformat(claim.ours, (), _Fields({k: _Shown(v) for k, v in metrics.items()}))
+    if claim.rule is None: return ""
+    return "; ".join(dict.fromkeys(f"{l.name()} = {_fmt(_read(l.of, metrics, l.level))}" for l in claim.rule.concrete(metrics)))
+
+def grade_claim(claim:Claim, metrics:dict) -> Verdict:
+    "The verdict of one claim on `metrics`: ungraded claims keep their status; a failed condition makes it inconclusive."
+    base = dict(claim=claim.claim, paper=claim.paper, headline=bool(claim.headline), id=claim.id, claim_hash=claim.hash(),
+                conditions=claim.condition_text(), changes=[asdict(e) for e in claim.log])
+    ours = ours_text(claim, metrics)
+    if claim.status in UNGRADED:
+        return Verdict(ours=ours, verdict=claim.status, reason=claim.reason, rule="", **base)
+    o = claim.rule.evaluate(metrics)
+    failed = [(c, oc) for c in claim.requires for oc in [c.evaluate(metrics)] if oc.verdict != 'reproduced']
+    if failed:
+        why = "; ".join(f"{c.text()} — {oc.note}" for c, oc in failed)
+        reason = "; ".join(s for s in (f"condition not met: {why}", f"the rule alone would give {o.verdict.replace('_', ' ')} ({o.note})", claim.reason) if s)
+        return Verdict(ours=ours, verdict='inconclusive', reason=reason, rule=claim.rule_text(), condition_met=False, **base)
+    return Verdict(ours=ours, verdict=o.verdict, reason="; ".join(s for s in (claim.reason, o.note) if s), rule=claim.rule_text(),
+                   condition_met=True if claim.requires else None, **base)
+
+def grade(claims, metrics:dict) -> list[Verdict]:
+    "The one grader: the verdict of every claim of a claims table on one run's `metrics`."
+    claims = check_claims(claims)
+    metrics = dict(metrics)
+    return [grade_claim(c, metrics) for c in claims]
+
+def _verdict_frame():
+    import pandas as pd
+    class VerdictTable(pd.DataFrame):
+        "A DataFrame whose notebook display shows every character of the claims and reasons."
+        @property
+        def _constructor(self): return VerdictTable
+        def _repr_html_(self):
+            with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
+        def __repr__(self):
+            with pd.option_context('display.max_colwidth', None): return super().__repr__()
+    return VerdictTable
+
+def claims_table(claims):
+    "The claims table as a reader sees it: id, claim, the paper's number, the rule and conditions (written from the rules), status and change log."
+    import pandas as pd
+    rows = [dict(id=c.id, headline='★' if c.headline else '', claim=c.claim, paper=c.paper,
+                 rule=c.rule_text() or f"not graded: {c.status.replace('_', ' ')} — {c.reason}", conditions=c.condition_text(),
+                 changes=" | ".join(f"{e.date}: {e.old} → {e.new} ({e.why})" for e in c.log)) for c in check_claims(claims)]
+    return _verdict_frame()(rows)
+
+
+# %%
+m = dict(spd=E(.01, .02), eod=E(-.01, .01), aod=E(-.01, .01), binds=0.9, dacc=[0.01, 0.02, 0.015], unused="text")
+v1, v2 = grade([c1, c2], m)
+test_eq((v1.verdict, v1.id, v1.headline, v1.condition_met, v1.claim_hash), ('reproduced', 'gaps_grow', True, True, c1.hash()))
+test_eq(v1.rule, c1.rule_text()); test_eq(v1.conditions, c1.condition_text())
+test_eq((v2.verdict, v2.rule, v2.reason), ('not_testable_offline', '', 'needs FairFace and a GPU'))
+# a condition that is not established: inconclusive, with what the rule alone would give
+v = grade([c1, c2], {**m, 'binds': 0.6})[0]
+test_eq((v.verdict, v.condition_met), ('inconclusive', False))
+assert v.reason.startswith("condition not met: share of seeds where the constraint binds >= 0.8 — ") and "the rule alone would give reproduced" in v.reason, v.reason
+test_eq(grade([c1, c2], {**m, 'binds': None})[0].verdict, 'inconclusive')
+# "ours": the measured values the rule reads, or a template
+test_eq(v1.ours.split("; ")[0], "spd = 0.015 [0.01, 0.02] (n = 5)")
+c3 = Claim("acc", "Ensembles are more accurate", "+2.2 pp", Above('dacc', 0.0, what='Δacc'), ours="Δacc {dacc:+.3f}; note {unused}; {absent}")
+test_eq(grade([c1, c3], m)[1].ours, f"Δacc {mean_ci([0.01, 0.02, 0.015]):+.3f} (n = 3); note text; n/a")
+test_eq(grade([c1, c3], m)[1].verdict, 'reproduced')
+c4 = Claim("acc", "c", "p", Above('dacc', 0.0), log=[Change("2026-12-01", "reproduced if Δacc > 0 (point)", "reproduced if dacc > 0 (interval)", "a point cannot be told from noise")])
+test_eq(grade([c1, c4], m)[1].changes, [dict(date="2026-12-01", old="reproduced if Δacc > 0 (point)", new="reproduced if dacc > 0 (interval)", why="a point cannot be told from noise")])
+ct = claims_table([c1, c2, c4]); test_eq(list(ct.id), ['gaps_grow', 'real_data', 'acc']); assert ct.changes[2].startswith("2026-12-01: ")
+test_eq(grade([c1, c2], m), grade([c1, c2], m))                                  # deterministic
+ct
+
+# %%
+#| export
+POSITIONS = ("clear", "partial", "at", "straddle", "short", "opposite", "nan", "single")
+
+def _placement(leaf:Compare, where:str) -> tuple[float, float]|None:
+    "An interval [lo, hi] that puts `leaf`'s measured value at `where` relative to its thresholds (None if impossible)."
+    sgn = 1.0 if leaf.up else -1.0
+    R, N = sgn * leaf.reproduced, sgn * leaf.null
+    W = sgn * (leaf.partially if leaf.partially is not None else leaf.reproduced)
+    d = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R)))
+    iv = {"clear": (R + d, R + 2 * d), "at": (R, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d, N - d),
+          "partial": (W + (R - W) / 4, W + 3 * (R - W) / 4) if R > W else None,
+          "short": (N + (W - N) / 4, N + 3 * (W - N) / 4) if W > N else None}.get(where)
+    if iv is None: return None
+    lo, hi = iv
+    return (lo, hi) if sgn > 0 else (-hi, -lo)
+
+def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
+    "Metrics that put every comparison of `tests` at a position of `POSITIONS` (`where`: one for all, or {comparison index: position}, others 'clear'); None if two comparisons that share a key cannot both be placed."
+    from scipy import stats
+    tests = [tests] if isinstance(tests, Test) else list(tests)
+    leaves, metrics, made = [], {}, {}
+    for t in tests:
+        if isinstance(t, Test):
+            for l in t.leaves():
+                if isinstance(l.of, str) and '*' in l.of:   # an Each pattern: two concrete keys
+                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what) for s in ("syn_a", "syn_b")]
+                else: leaves.append(l)
+    z = np.arange(n, dtype=float); z = (z - z.mean()) / z.std(ddof=1) if n > 1 else np.zeros(1)
+    for i, l in enumerate(leaves):
+        pos = where if isinstance(where, str) else where.get(i, "clear")
+        if pos not in POSITIONS: raise ValueError(f"position {pos!r} is not one of {POSITIONS}")
+        iv = _placement(l, "clear" if pos in ("nan", "single") else pos)
+        if iv is None: return None
+        lo, hi = iv; mid = (lo + hi) / 2
+        if isinstance(l.of, Diff):
+            if pos == "nan": d = None
+            elif pos == "single": d = np.array([mid])
+            else: d = mid + (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + l.level / 2, n - 1)) * z
+            a, b = l.of.a, l.of.b
+            if d is None:
+                if a in made and made[a] != "nan": return None
+                metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
+                continue
+            if a in made and b in made:
+                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+            else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
+        else:
+            v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
+                 else dict(value=mid, lo=lo, hi=hi, n=n, level=l.level))
+            if l.of in made and metrics[l.of] != v: return None
+            metrics[l.of] = v; made[l.of] = pos
+    return metrics
+
+
+
+# %%
+# every comparison of a claim placed clearly beyond its reproduced threshold, against the claim, or one seed only
+test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires]))[0].verdict, 'reproduced')
+test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires], {1: 'opposite'}))[0].verdict, 'not_reproduced')
+test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires], {3: 'straddle'}))[0].verdict, 'inconclusive')   # the condition
+for pos in ('nan', 'single', 'straddle'): test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires], pos))[0].verdict, 'inconclusive')
+_sm = synthetic_metrics(best, 'clear'); test_eq(sorted(_sm), ['mine', 'x', 'y']); test_eq(best.evaluate(_sm).verdict, 'reproduced')
+test_eq(best.evaluate(synthetic_metrics(best, {1: 'opposite'})).verdict, 'not_reproduced')
+test_eq(rho2.evaluate(synthetic_metrics(rho2, 'partial')).verdict, 'partially')
+test_eq(synthetic_metrics(AllOf(Above('x', 0), Below('x', -1)), 'clear'), None)       # one key cannot be on both sides
+test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
+
 
 # %% [markdown]
 # ## `Result` and `record`
@@ -572,25 +1251,19 @@ class Result:
     tables: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame
     figures: dict[str, Any] = field(default_factory=dict) # name -> matplotlib Figure
     timings: dict[str, float] = field(default_factory=dict) # wall/CPU seconds (machine-dependent; never in `metrics`)
+    claims_hash: str = ""                                 # content hash of the claims table that graded `verdicts`
     def to_json(self) -> dict[str, Any]:
         return to_jsonable(dict(paper=self.paper, config=self.config, metrics=self.metrics,
-                                verdicts=[asdict(v) for v in self.verdicts], tables=sorted(self.tables), figures=sorted(self.figures),
-                                timings=self.timings))
+                                verdicts=[asdict(v) for v in self.verdicts], claims_hash=self.claims_hash,
+                                tables=sorted(self.tables), figures=sorted(self.figures), timings=self.timings))
+    def grade(self, claims) -> "Result":
+        "Grade a claims table on this result's metrics with the one grader: sets `verdicts` and `claims_hash`; returns the result."
+        self.verdicts, self.claims_hash = grade(claims, self.metrics), claims_hash(claims)
+        return self
     def verdict_table(self):
         "The verdicts as a pandas DataFrame (shown in notebooks without truncating the text columns)."
-        return _verdict_frame()([asdict(v) for v in self.verdicts], columns=['claim', 'paper', 'ours', 'verdict', 'rule', 'reason'])
-
-def _verdict_frame():
-    import pandas as pd
-    class VerdictTable(pd.DataFrame):
-        "A DataFrame whose notebook display shows every character of the claims and reasons."
-        @property
-        def _constructor(self): return VerdictTable
-        def _repr_html_(self):
-            with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
-        def __repr__(self):
-            with pd.option_context('display.max_colwidth', None): return super().__repr__()
-    return VerdictTable
+        cols = ['claim', 'paper', 'ours', 'verdict', 'rule'] + (['conditions'] if any(v.conditions for v in self.verdicts) else []) + ['reason']
+        return _verdict_frame()([asdict(v) for v in self.verdicts], columns=cols)
 
 TIMING_MARKERS = ("seconds", "throughput", "speed/", "wall_time", "bench_")
 
@@ -624,7 +1297,8 @@ test_eq(record(r), None if not os.environ.get('TRUSTLIB_RUN_DIR') else Path(os.e
 out = record(r, _d/'run')
 _j = json.loads((out/'result.json').read_text())
 test_eq(_j['metrics'], dict(acc=0.9)); test_eq(_j['timings'], dict(wall_seconds=1.5))
-test_eq(_j['verdicts'][0], dict(claim='c', paper='p', ours='o', verdict='partially', reason='r', rule='partially if acc > 0.8', headline=False))
+test_eq(_j['verdicts'][0], dict(claim='c', paper='p', ours='o', verdict='partially', reason='r', rule='partially if acc > 0.8', headline=False,
+                                 id='', claim_hash='', conditions='', condition_met=None, changes=[]))
 assert (out/'figures'/'f.png').stat().st_size > 100 and (out/'tables'/'t.csv').exists()
 test_eq(deterministic_metrics(dict(acc=0.9, train_seconds=1.2, throughput_ratio=3.0, bench_peak_mib=5.0)), dict(acc=0.9))
 test_eq(Result('demo', {}).timings, {})
@@ -633,6 +1307,121 @@ assert 'partially' in vt._repr_html_() and list(vt.columns) == ['claim', 'paper'
 long = Result('demo', {}, verdicts=[Verdict('c' * 300, 'p', 'o', 'reproduced', 'r', 'x' * 300)]).verdict_table()
 assert 'c' * 300 in long._repr_html_() and 'x' * 300 in long._repr_html_()   # nothing is cut off
 vt
+
+
+# %% [markdown]
+# ## Pre-registration and the verdict history
+#
+# A published page records which claims table graded it: `Result.claims_hash`, and each verdict's
+# `claim_hash`. Every publication of a paper (`trustlib run PAPER --publish`) appends an entry to the paper's
+# ledger, `nbs/results/ledger/<paper>.json`: the run, its commit and date, the claims hash, and per claim its
+# id, hash, verdict and rule text. The ledger is committed, so the history of every verdict can be audited.
+#
+# Changing a rule, a threshold or a condition after a page was published is allowed only with a dated entry in
+# that claim's change log (`Claim(log=[Change(date, old, new, why)])`). `check_preregistration` compares a claims
+# table with the last publication in the ledger and lists every claim whose hash changed without such an entry
+# (the tests run it for all 19 papers); `verdict_history` lists, between consecutive publications, every
+# verdict that changed and why: the change-log entries made in between, or "same rule; the measurements
+# changed". Entries marked `legacy` come from pages published before claims tables existed: they have no
+# hashes, and their rules were prose.
+
+# %%
+#| export
+def ledger_path(paper:str, root:str|Path|None=None) -> Path:
+    "The committed ledger of `paper`'s publications: `<root>/nbs/results/ledger/<paper>.json` (root: the checkout)."
+    if root is None:
+        from trustlib.runs import find_root
+        root = find_root()
+    return Path(root)/'nbs'/'results'/'ledger'/f'{paper}.json'
+
+def load_ledger(paper:str, root:str|Path|None=None) -> list[dict]:
+    "The publications of `paper`, oldest first ([] if it was never published)."
+    p = ledger_path(paper, root)
+    return json.loads(p.read_text(encoding='utf-8'))['publications'] if p.exists() else []
+
+def ledger_entry(run:dict) -> dict:
+    "A ledger entry from a complete run's `metrics.json` (or `result.json` plus run facts): run, commit, date, claims hash, per-claim verdicts."
+    vs = run.get('verdicts') or []
+    return dict(run_id=run.get('run_id'), date=(run.get('finished') or run.get('started') or '')[:10] or None,
+                commit=run.get('git_commit'), profile=run.get('profile'), claims_hash=run.get('claims_hash') or None,
+                cpu_seconds=(run.get('timings') or {}).get('cpu_seconds'),
+                verdicts=[dict(id=v.get('id') or None, claim_hash=v.get('claim_hash') or None, verdict=v.get('verdict'),
+                               claim=v.get('claim'), rule=v.get('rule', ''), ours=v.get('ours', ''), headline=bool(v.get('headline')))
+                          for v in vs])
+
+def append_ledger(paper:str, entry:dict, root:str|Path|None=None) -> Path:
+    "Append a publication to `paper`'s ledger (atomically); the same run published twice is recorded once."
+    pubs = load_ledger(paper, root)
+    if entry.get('run_id') and any(p.get('run_id') == entry['run_id'] and p.get('commit') == entry.get('commit') for p in pubs):
+        return ledger_path(paper, root)
+    p = ledger_path(paper, root)
+    atomic_write_text(p, json.dumps(dict(paper=paper, publications=pubs + [entry]), indent=1, ensure_ascii=False) + "\n")
+    return p
+
+def check_preregistration(claims, publications:list[dict]) -> list[str]:
+    "Problems with a claims table against its last publication: a claim whose rule, condition, status or headline changed after it was published needs a change-log entry dated on or after that publication whose `new` is the current rule."
+    claims = check_claims(claims)
+    pubs = [p for p in publications if not p.get('legacy') and p.get('claims_hash')]
+    if not pubs: return []
+    last = pubs[-1]; date = last.get('date') or ''
+    if claims_hash(claims) == last['claims_hash']: return []
+    published = {v['id']: v for v in last['verdicts'] if v.get('id')}
+    problems = []
+    for c in claims:
+        v = published.get(c.id)
+        if v is None or v.get('claim_hash') == c.hash(): continue
+        now = c.rule_text() or c.status
+        entries = [e for e in c.log if e.date >= date]
+        if not entries: problems.append(f"claim {c.id!r} changed after run {last['run_id']} was published ({date}) without a change-log entry")
+        elif entries[-1].new != now: problems.append(f"claim {c.id!r}: its last change-log entry's new rule is not the current rule {now!r}")
+    return problems
+
+def verdict_history(publications:list[dict], claims=None) -> list[dict]:
+    "Every verdict that changed between consecutive publications: claim id, runs, old → new verdict and rule, and why (change-log entries in between, from `claims`)."
+    logs = {c.id: c.log for c in (claims or [])}
+    out = []
+    for a, b in zip(publications, publications[1:]):
+        old = {v['id']: v for v in a['verdicts'] if v.get('id')}
+        for v in b['verdicts']:
+            o = old.get(v.get('id'))
+            if o is None or o['verdict'] == v['verdict']: continue
+            why = [f"{e.date}: {e.why}" for e in logs.get(v['id'], ()) if (a.get('date') or '') <= e.date <= (b.get('date') or '9999')]
+            if not why: why = ["same rule; the measurements changed" if o.get('rule') == v.get('rule') else "the rule was rewritten"]
+            out.append(dict(id=v['id'], claim=v.get('claim'), from_run=a.get('run_id'), to_run=b.get('run_id'), from_date=a.get('date'),
+                            to_date=b.get('date'), old=o['verdict'], new=v['verdict'], old_rule=o.get('rule', ''), new_rule=v.get('rule', ''),
+                            why="; ".join(why)))
+    return out
+
+
+# %%
+_root = Path(_tf.mkdtemp())
+_run = {**Result('toy', {}, dict(spd=E(.01, .02), eod=E(-.01, .01), aod=E(-.01, .01), binds=0.9), timings=dict(cpu_seconds=12.5)).grade([c1, c2]).to_json(),
+        **dict(run_id='cpu-1', finished='2026-12-01T10:00:00+00:00', git_commit='abc', profile='cpu')}
+_e = ledger_entry(_run)
+test_eq((_e['claims_hash'], _e['verdicts'][0]['id'], _e['verdicts'][0]['claim_hash'], _e['verdicts'][0]['verdict']),
+        (claims_hash([c1, c2]), 'gaps_grow', c1.hash(), 'reproduced'))
+append_ledger('toy', _e, _root); append_ledger('toy', _e, _root)          # the same run twice is recorded once
+test_eq(len(load_ledger('toy', _root)), 1); test_eq(load_ledger('absent', _root), [])
+test_eq(check_preregistration([c1, c2], load_ledger('toy', _root)), [])
+# the threshold changes after publication: refused without a dated change-log entry, accepted with one
+_rule = AnyOf(*[Above(k, 0.005) for k in ('spd', 'eod', 'aod')])
+_c1b = Claim("gaps_grow", c1.claim, c1.paper, _rule, requires=c1.requires, headline=True)
+test_eq(check_preregistration([_c1b, c2], load_ledger('toy', _root)),
+        ["claim 'gaps_grow' changed after run cpu-1 was published (2026-12-01) without a change-log entry"])
+_log = Change("2026-12-02", c1.rule_text(), _c1b.rule_text(), "a gap of less than half a point is not a disparate benefit")
+_c1c = Claim("gaps_grow", c1.claim, c1.paper, _rule, requires=c1.requires, headline=True, log=[_log])
+test_eq(check_preregistration([_c1c, c2], load_ledger('toy', _root)), [])
+_stale = Claim("gaps_grow", c1.claim, c1.paper, AnyOf(*[Above(k, 0.02) for k in ('spd', 'eod', 'aod')]), requires=c1.requires, headline=True, log=[_log])
+assert "is not the current rule" in check_preregistration([_stale, c2], load_ledger('toy', _root))[0]   # edited again after the entry
+# the next publication, and the history of verdicts between the two
+_run2 = {**_run, **Result('toy', {}, dict(spd=E(.004, .008), eod=E(-.01, .01), aod=E(-.01, .01), binds=0.9)).grade([_c1c, c2]).to_json(),
+         **dict(run_id='cpu-2', finished='2026-12-03T10:00:00+00:00')}
+append_ledger('toy', ledger_entry(_run2), _root)
+_h = verdict_history(load_ledger('toy', _root), [_c1c, c2])
+test_eq([(h['id'], h['old'], h['new']) for h in _h], [('gaps_grow', 'reproduced', 'inconclusive')])
+test_eq(_h[0]['why'], "2026-12-02: a gap of less than half a point is not a disparate benefit")
+test_eq(check_preregistration([_c1c, c2], load_ledger('toy', _root)), [])   # published with the new rule
+_h
 
 
 # %% [markdown]
@@ -657,12 +1446,17 @@ def verdict_counts(verdicts) -> str:
     parts = [f"{names.count(k)} {k}" for k in VERDICTS if k in names]
     return head + (": " + ", ".join(parts) if parts else "")
 
-def run_experiment(run:Callable, cfg, **kwargs) -> Result:
-    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), summarised in one printed line, recorded; returns the `Result`."
+def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
+    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
+    if claims is not None: check_claims(claims)
     w0, c0 = time.perf_counter(), _cpu_now()
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
+    if claims is not None:
+        if result.verdicts: raise ValueError("run_experiment: run() returned verdicts, but a paper never grades itself: "
+                                             "run() returns measurements and the claims table is graded here")
+        result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")
@@ -705,4 +1499,12 @@ assert not any('seconds' in k for k in _j['metrics'])
 test_eq(check_headline(res).claim, "the gap is positive")
 test_eq(verdict_counts([]), "0 claims"); test_eq(verdict_counts(res.verdicts[:1]), "1 claim: 1 reproduced")
 test_fail(lambda: run_experiment(lambda cfg: {}, _cfg), contains="must return a Result")
+# the paper pattern: run() returns measurements, the claims table is graded by the one grader
+_CLAIMS = [Claim("gap", "the gap is positive", "0.4", Above('gap', 0.2, 0.0, what='gap'), headline=True),
+           Claim("gpu", "it scales", "8 GPUs", status="not_testable_offline", reason="needs a GPU")]
+def _measure(cfg): return Result('toy', dict(profile=cfg.profile), dict(gap=[0.3, 0.4, 0.5]))
+with contextlib.redirect_stdout(_io.StringIO()) as _buf: res2 = run_experiment(_measure, _cfg, _CLAIMS)
+test_eq([v.verdict for v in res2.verdicts], ['partially', 'not_testable_offline']); test_eq(res2.claims_hash, claims_hash(_CLAIMS))
+assert _buf.getvalue().rstrip().endswith("2 claims: 1 partially, 1 not_testable_offline")
+test_fail(lambda: run_experiment(_toy_run, _cfg, _CLAIMS), contains="a paper never grades itself")
 print(_line, end=''); res.verdict_table()

@@ -1137,7 +1137,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
         if not (tmp/'result.json').exists():
             raise NoResult("the notebook recorded no result: it ran to the end without calling trustlib.results.record(result)")
         res = json.loads((tmp/'result.json').read_text())
-        meta.update(status='complete', **{k: res.get(k, d) for k, d in (('config', {}), ('metrics', {}), ('verdicts', []), ('tables', []), ('figures', []))})
+        meta.update(status='complete', **{k: res.get(k, d) for k, d in (('config', {}), ('metrics', {}), ('verdicts', []), ('claims_hash', ''), ('tables', []), ('figures', []))})
         if isinstance(res.get('timings'), dict): meta['timings'] = res['timings']
         meta.update(versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
         write_json(tmp/'metrics.json', meta)

@@ -204,7 +204,7 @@ def label_injected(nb:dict, m:dict) -> dict:
     return nb
 
 def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=False) -> Path:
-    "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair; return the notebook."
+    "Copy a complete run's executed notebook over its paper notebook in `nbs/`, clean it, resync its pair, record a `cpu` run in the paper's ledger; return the notebook."
     from trustlib.runs import load_run, find_root, _get_paper, _sha1_file, notebook_source_sha1, scrub_notebook, drop_empty_tags
     from trustlib.results import atomic_write_text
     run_dir = Path(run_dir); m = load_run(run_dir)
@@ -232,6 +232,9 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     atomic_write_text(target, nb2str(nb))
     from trustlib.report import write_pair
     write_pair(target, root)   # the py:percent pair, rendered like `jupytext --sync` / tools/pairs.py
+    if m.get('profile') == 'cpu':   # the ledger records the published verdicts (pre-registration, verdict history)
+        from trustlib.results import append_ledger, ledger_entry
+        append_ledger(m['paper'], ledger_entry(m), root)
     return target
 
 def _headline(m:dict, n:int=12) -> list[str]:
