@@ -56,7 +56,7 @@ class Config(BaseConfig):
     PROFILE_DEFAULTS = {
         "cpu": dict(n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                     sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768,), bench_dtype="bfloat16",
-                    bench_subprocess=True),
+                    bench_impls=("naive", "chunked"), bench_subprocess=True),
         "full": dict(model="llm", n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                      sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768, 131072), bench_dtype="bfloat16", bench_subprocess=True),
     }
@@ -290,7 +290,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      y, # [...] integer targets, or ignore_index
                      beta:float=0.0, # label smoothing β ∈ [0, 1]
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
-                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: V·D/2 elements if more)
+                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: a quarter of C's bytes, at least 16 MiB)
                      fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
     "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
@@ -303,7 +303,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
     if bool(((yf != ignore_index) & ((yf < 0) | (yf >= V))).any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
     if chunk_size is None:   # fused: larger chunks at large V (fewer passes over its V×D float32 sum), still far below the naive logits
         item = torch.promote_types(E.dtype, C.dtype).itemsize
-        chunk_size = auto_chunk_size(V, max(32 * 2**20, V * C.shape[1] * item // 2) if fused else 32 * 2**20, itemsize=item)
+        chunk_size = auto_chunk_size(V, max(16 * 2**20, V * C.shape[1] * item // 4) if fused else 32 * 2**20, itemsize=item)
     chunk_size = int(chunk_size)
     if chunk_size < 1: raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if _FN is None: _FN = _make_function()

@@ -26,7 +26,7 @@
 #   `F.cross_entropy(E @ C.T, y, label_smoothing=β)` in value and both gradients, computing in the inputs'
 #   precision (float64 stays float64; bfloat16 runs bfloat16 matmuls with float32 reductions). Its peak
 #   memory and CPU time against the naive PyTorch loss are measured on CPU (bfloat16 at N = 8192 tokens,
-#   D = 1024, V = 32k in the cpu run; a stored table adds V = 128k and float32 at D = 256). The official
+#   D = 1024, V = 32k in the cpu run, interleaved rounds; a stored table adds V = 128k and the fused variant). The official
 #   fork's opt-in fused kernel has a sign error in its label term (off by 2β/V), shown below; ours has not.
 # - **The calibration claims, as a toy:** tiny GPT-2-style models (`trustlib.models.tiny_gpt`, random init)
 #   pretrained from scratch on a synthetic world of entities and attributes (30 % of the entities are never
@@ -151,7 +151,7 @@ class Config(BaseConfig):
     PROFILE_DEFAULTS = {
         "cpu": dict(n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                     sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768,), bench_dtype="bfloat16",
-                    bench_subprocess=True),
+                    bench_impls=("naive", "chunked"), bench_subprocess=True),
         "full": dict(model="llm", n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                      sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768, 131072), bench_dtype="bfloat16", bench_subprocess=True),
     }
@@ -319,8 +319,8 @@ test_close(ls_optimal_gap(128_000, 0.1), 13.96, eps=0.01)
 # $\partial C$ is summed over token chunks in float32 (a $V\times D$ buffer, twice the size of $C$), then converted to
 # the inputs' dtype *in place*, inside that buffer's own storage, so that no second $V\times D$ buffer exists at the
 # peak; `loss.backward()` then receives the saved gradients without a copy. `chunk_size=None` picks chunks of
-# about 32 MiB of logits (the fused loss: up to $VD/2$ logits, so that a large vocabulary needs fewer passes
-# over its float32 sum). As in the official fork, no gradient filtering is done: with smoothing, every gradient
+# about 32 MiB of logits (the fused loss: a quarter of $C$'s bytes, at least 16 MiB, so that its float32 sum
+# dominates its memory while a large vocabulary needs few passes over that sum). As in the official fork, no gradient filtering is done: with smoothing, every gradient
 # entry is at least about β/V in magnitude.
 #
 # **Precision.** The loss computes in the inputs' precision. float64 inputs stay float64 throughout (loss,
@@ -487,7 +487,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      y, # [...] integer targets, or ignore_index
                      beta:float=0.0, # label smoothing β ∈ [0, 1]
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
-                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: V·D/2 elements if more)
+                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: a quarter of C's bytes, at least 16 MiB)
                      fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
     "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
@@ -500,7 +500,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
     if bool(((yf != ignore_index) & ((yf < 0) | (yf >= V))).any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
     if chunk_size is None:   # fused: larger chunks at large V (fewer passes over its V×D float32 sum), still far below the naive logits
         item = torch.promote_types(E.dtype, C.dtype).itemsize
-        chunk_size = auto_chunk_size(V, max(32 * 2**20, V * C.shape[1] * item // 2) if fused else 32 * 2**20, itemsize=item)
+        chunk_size = auto_chunk_size(V, max(16 * 2**20, V * C.shape[1] * item // 4) if fused else 32 * 2**20, itemsize=item)
     chunk_size = int(chunk_size)
     if chunk_size < 1: raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if _FN is None: _FN = _make_function()
