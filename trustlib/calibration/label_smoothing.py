@@ -695,8 +695,11 @@ def summarize(cfg:Config, rows, bench_df=None) -> dict:
     return {**_metrics_part_a(cfg, rows), **_metrics_sweep(cfg, rows), **_metrics_bench(bench_df)}
 
 # recorded tolerances (see above): the toy metrics' change between default and AVX2-only kernels, with a margin; the kernel's ratios between machines
-TOY_TOL = dict(sft_rise=0.0, ls_fraction=0.0, rho=0.0, delta_ece=0.0)
+TOY_TOL = dict(sft_rise=0.011, ls_fraction=0.13, rho=0.26, delta_ece=0.072)
 KERNEL_TOL = dict(memory=0.01, cpu=0.2)
+_TOL_WHY = ("the same code on another CPU's instruction set (AVX2-only kernels) trains different toy models and moved the graded "
+            "interval by up to this tolerance (the headline's lower end from +0.028 to -0.099): a result within it of a threshold "
+            "is now inconclusive on every machine instead of flipping")
 
 _LEGACY = dict(
     ls="reproduced if fraction of plain SFT's ECE rise removed by β=0.1 (mean over seeds) > 0.5; partially if fraction of plain SFT's ECE rise removed by β=0.1 (mean over seeds) > 0; interval must clear the threshold",
@@ -710,25 +713,28 @@ CLAIMS = [
           "every open LLM examined is less calibrated after SFT (Llama-3, Mistral, Gemma, … on MMLU/HellaSwag/ARC)",
           Above("sft_ece_rise_runs", 0.02, partially=0.0, tol=TOY_TOL['sft_rise'], what="ECE rise after plain SFT over the base (every model and seed)"),
           reason="toy GPTs on a synthetic world; runs of one D share a pretrained model",
-          ours="ECE rise {sft_ece_rise_runs:+.3f}; Part A ECE: base {base_ece:.3f} → plain SFT {sft_beta0_ece:.3f}"),
+          ours="ECE rise {sft_ece_rise_runs:+.3f}; Part A ECE: base {base_ece:.3f} → plain SFT {sft_beta0_ece:.3f}",
+          log=[Change("2026-12-01", _LEGACY['sft'], 'reproduced if ECE rise after plain SFT over the base (every model and seed) > 0.02 (partially: > 0) (± 0.011 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', _TOL_WHY)]),
     Claim("ls_calibrates", "Label smoothing during SFT (β ≈ 0.1) keeps the model calibrated",
           "β ≈ 0.1 lowers ECE and RMS-CE after SFT (Llama-3-8B, Mistral-7B); β ≈ 0.1 recommended",
           Above("ls_fraction_removed_seeds", 0.5, partially=0.0, tol=TOY_TOL['ls_fraction'],
                 what="fraction of plain SFT's ECE rise that β = 0.1 removes (paired by seed)"),
           headline=True, reason="Part A: the widest model at the smallest vocabulary; a seed without an ECE rise to remove leaves the fraction undefined",
+          log=[Change("2026-12-01", _LEGACY['ls'], "reproduced if fraction of plain SFT's ECE rise that β = 0.1 removes (paired by seed) > 0.5 (partially: > 0) (± 0.13 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced", _TOL_WHY)],
           ours="fraction removed {ls_fraction_removed_seeds:.3f}; paired ΔECE {ls_delta_ece_seeds:+.4f}; ECE β=0 {sft_beta0_ece:.3f}, "
                "β=0.1 {sft_beta0_1_ece:.3f}, β=0.2 {sft_beta0_2_ece:.3f}"),
     Claim("large_vocab", "LS's benefit is severely diminished when the vocabulary is large relative to the hidden size",
           "weak effect for Gemma/Gemma-2 (V = 256k, D = 2048–3584) vs Llama-3 / Mistral",
           Below("sweep_rho_seeds", -0.8, partially=0.0, tol=TOY_TOL['rho'], what="Spearman ρ(V/D, ECE benefit of LS) per seed"),
           requires=AtLeast("sweep_n_cells", 4, what="(V, D) cells in the sweep"),
-          reason="exploratory toy sweep: padded vocabularies, one world"),
+          reason="exploratory toy sweep: padded vocabularies, one world",
+          log=[Change("2026-12-01", _LEGACY['vocab'], 'reproduced if Spearman ρ(V/D, ECE benefit of LS) per seed < -0.8 (partially: < 0) (± 0.26 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', _TOL_WHY + "; the need for >= 4 cells is now a condition")]),
     Claim("temperature_softcap", "Temperature-trained and soft-capped losses recover LS's benefit",
           "temperature / soft-capping during training help large-vocabulary models (secondary source)",
           AllOf(Below("t_delta_ece_seeds", 0.0, tol=TOY_TOL['delta_ece'], what="ΔECE, temperature-trained − plain SFT (paired by seed)"),
                 Below("softcap_delta_ece_seeds", 0.0, tol=TOY_TOL['delta_ece'], what="ΔECE, soft-capped − plain SFT (paired by seed)"), partial='any'),
           reason="at evaluation the raw logits are used, as in the official code",
-          log=[Change("2026-12-01", _LEGACY['ts'], "@ts", "a variant that significantly raises ECE (the claim's opposite) now makes the row not "
+          log=[Change("2026-12-01", _LEGACY['ts'], 'reproduced if (ΔECE, temperature-trained − plain SFT (paired by seed) < 0 (± 0.072 is within noise)) and (ΔECE, soft-capped − plain SFT (paired by seed) < 0 (± 0.072 is within noise)); partially if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', "a variant that significantly raises ECE (the claim's opposite) now makes the row not "
                       "reproduced instead of letting the other variant earn partially; both comparisons carry the toy's recorded tolerance")]),
     Claim("kernel", "A label-smoothed linear-cross-entropy kernel cuts memory without losing speed",
           "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB; speed on par with non-smoothed memory-efficient losses",
@@ -737,7 +743,7 @@ CLAIMS = [
                      what="CPU time, chunked / naive (median of interleaved rounds)")),
           reason="the chunked loss recomputes the logits in its backward, as the paper's default kernel does: four matmuls where the naive "
                  "loss has three; PyTorch on CPU, forward + backward, one thread",
-          log=[Change("2026-12-01", _LEGACY['kernel'], "@kernel", "one CPU-time sample per case flipped the verdict between machines (0.74×, "
+          log=[Change("2026-12-01", _LEGACY['kernel'], "reproduced if (every peak memory, chunked / naive matching 'bench_memory_ratio/chunked_v*' <= 0.125 (± 0.01 is within noise)) and (every CPU time, chunked / naive (median of interleaved rounds) matching 'bench_cpu_ratio/chunked_v*' <= 1.3 (partially: <= 2) (± 0.2 is within noise)); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced", "one CPU-time sample per case flipped the verdict between machines (0.74×, "
                       "1.14×, 1.18× for the same code); the median of interleaved rounds with its interval and a recorded cross-machine "
                       "tolerance now decide, per vocabulary size; partially now also requires the loss to be less than twice as slow")]),
     Claim("gpu_speed", "Speed parity with existing memory-efficient GPU losses (CCE, Liger) on real LLM training",
