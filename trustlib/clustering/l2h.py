@@ -62,6 +62,10 @@ class Config(BaseConfig):
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
+        gib = self.speed_k * self.speed_n * 4 / 2**30            # the speed test's float32 logits (the fit adds chunks, not copies)
+        if gib > 4 and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"parameters 'speed_k' x 'speed_n': the speed test's logits would take {gib:.0f} GiB; "
+                              "pass allow_large=True (CLI: --allow-large) to run it")
 
 # %% ../../nbs/papers/clustering/l2h.ipynb #d696a6af
 def check_logits(logits, # array-like of shape (N, K): N points, K >= 2 clusters

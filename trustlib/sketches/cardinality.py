@@ -82,6 +82,20 @@ class Config(BaseConfig):
         if self.block_n < 5 * self.probe_mult * self.k_capped:
             raise ConfigError(f"parameter 'block_n': a block needs >= {5 * self.probe_mult} k_capped keys (its probes hold probe_mult·k keys, at most a fifth of it)")
         _require_datasketch()             # an optional package is resolved before any work (the benchmark and HLL++ use it)
+        work = self.work_estimate()
+        if work > 1e11 and self.profile != "full" and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"the whole configuration would draw about {work:.1e} query memberships (experiments 1-3: ground set x queries "
+                              "x seeds; largest: n_adaptive x cap_mult·k² and n_skew x skew_cap_mult·k_skew²); pass allow_large=True "
+                              "(CLI: --allow-large) to run it")
+
+    def work_estimate(self) -> float:
+        "Query memberships the three experiments draw at most (keys x queries, summed over k, seeds, estimators and patterns): a time and memory budget."
+        pats = 1 + len(self.pareto_alphas)
+        e1 = sum(self.n * max(self.query_mults) * k for k in self.ks) * self.n_seeds
+        e2 = sum(self.n_adaptive * self.cap_mult * k * k for k in self.ks_adaptive) * self.n_adaptive_seeds * 5
+        r = max(1.0, self.key_zcdp * (self.noise_eps * self.k_capped / 2) ** 2 / (self.select_mult ** 2 / 8 + 0.5))
+        e3 = (self.n_blocks * r * self.block_n * self.n_capped_seeds + self.n_skew * self.skew_cap_mult * self.k_skew ** 2 * self.n_adaptive_seeds) * pats * 2
+        return float(e1 + e2 + e3)
 
 # %% ../../nbs/papers/robustness/robust_sketches.ipynb #041bd771
 _M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)

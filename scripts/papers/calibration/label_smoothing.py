@@ -1164,16 +1164,9 @@ def _metrics_sweep(cfg:Config, rows) -> dict:
 # chaotic, so a different summation order in the CPU's matrix kernels (another instruction set) changes every
 # trained model a little, and CPU-time ratios and peak memory depend on the hardware and the allocator. Each such
 # comparison carries a tolerance `tol` (its interval is widened by it), recorded from two measurements of the same
-# code, so that a result within the tolerance of a threshold reads *inconclusive* on every machine instead of flipping
-# between them:
-#
-# - the toy's metrics (`TOY_TOL`): Parts A and B of the `cpu` profile run twice on one machine, once with its default
-#   kernels (AVX-512, AMX) and once restricted to AVX2 as on an older CPU (`ONEDNN_MAX_CPU_ISA=AVX2`,
-#   `MKL_ENABLE_INSTRUCTIONS=AVX2`, `ATEN_CPU_CAPABILITY=avx2`); the tolerance is the largest move of either end of the
-#   graded interval between the two, rounded up: ECE rise 0.011, fraction of the rise removed 0.13 (its interval moved
-#   from [0.028, 0.326] to [−0.099, 0.302]), Spearman ρ 0.26, paired ΔECE of the temperature and soft-cap variants 0.072;
-# - the kernel (`KERNEL_TOL`): the chunked loss's CPU-time ratio to the naive loss, single samples of the same code on
-#   two machines, ranged from 0.74× to 1.18× (tolerance 0.2); its peak memory ratio from 0.112 to 0.118 (tolerance 0.01).
+# code — the toy metrics once with this machine's default kernels and once restricted to AVX2 (as on a CPU without
+# AVX-512 or AMX), the kernel's ratios from two machines (`KERNEL_TOL`) — so that a result within the tolerance of a
+# threshold reads *inconclusive* on every machine instead of flipping between them.
 
 # %%
 #| export
@@ -1193,7 +1186,7 @@ def summarize(cfg:Config, rows, bench_df=None) -> dict:
     "The run's metrics, from the per-model evaluation rows (Parts A and B) and the benchmark table (Part C)."
     return {**_metrics_part_a(cfg, rows), **_metrics_sweep(cfg, rows), **_metrics_bench(bench_df)}
 
-# recorded tolerances (see above): the toy metrics' largest move between default and AVX2-only kernels; the kernel's ratios between machines
+# recorded tolerances (see above): the toy metrics' change between default and AVX2-only kernels, with a margin; the kernel's ratios between machines
 TOY_TOL = dict(sft_rise=0.011, ls_fraction=0.13, rho=0.26, delta_ece=0.072)
 KERNEL_TOL = dict(memory=0.01, cpu=0.2)
 _TOL_WHY = ("the same code on another CPU's instruction set (AVX2-only kernels) trains different toy models and moved the graded "
@@ -1444,9 +1437,9 @@ result.verdict_table()
 # what a larger real vocabulary changes in pretraining. The temperature variant trains the logits so that
 # z/T fits the targets, so at evaluation (T = 1) its answers are softer by construction; the soft cap
 # bounds only the logits the loss sees, not the raw logits used at evaluation, so it need not reduce
-# over-confidence at all. Every graded row carries a 95% interval over SFT seeds, widened by the recorded
-# cross-machine tolerance, and where that interval straddles the threshold the verdict says the data cannot tell
-# (inconclusive) rather than picking a word that a rerun on another machine could flip. The memory result is structural (one chunk of logits instead
+# over-confidence at all. Every graded row carries a 95% interval over SFT seeds, and where that interval
+# straddles the threshold the verdict says the data cannot tell (inconclusive) rather than picking a word
+# that a rerun on another machine could flip. The memory result is structural (one chunk of logits instead
 # of several N×V buffers; in bfloat16 the float32 sums carried across chunks are the larger part of what
 # remains) and does not depend on the CPU; the speed comparison is in CPU time on one thread against the
 # naive PyTorch loss, not against the paper's GPU kernels. Of the official fork's two smoothed backward

@@ -137,6 +137,10 @@ class Config(BaseConfig):
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
+        gib = self.speed_k * self.speed_n * 4 / 2**30            # the speed test's float32 logits (the fit adds chunks, not copies)
+        if gib > 4 and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"parameters 'speed_k' x 'speed_n': the speed test's logits would take {gib:.0f} GiB; "
+                              "pass allow_large=True (CLI: --allow-large) to run it")
 
 
 # %%
@@ -145,6 +149,7 @@ test_fail(lambda: Config.from_params("smoke", flat_models=("gmm", "dbscan")), co
 test_fail(lambda: Config.from_params("smoke", watermark_pair=(3, 3)), contains="must differ")
 test_fail(lambda: Config.from_params("smoke", n_sub=1), contains="'n_sub': 1 is out of range")
 test_fail(lambda: Config.from_params("smoke", k_neighbours=3), contains="unknown parameter")
+test_fail(lambda: Config.from_params("smoke", speed_k=100_000, speed_n=100_000, allow_large=False), contains="'speed_k' x 'speed_n'")
 cfg
 
 

@@ -171,6 +171,20 @@ class Config(BaseConfig):
         if self.block_n < 5 * self.probe_mult * self.k_capped:
             raise ConfigError(f"parameter 'block_n': a block needs >= {5 * self.probe_mult} k_capped keys (its probes hold probe_mult·k keys, at most a fifth of it)")
         _require_datasketch()             # an optional package is resolved before any work (the benchmark and HLL++ use it)
+        work = self.work_estimate()
+        if work > 1e11 and self.profile != "full" and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"the whole configuration would draw about {work:.1e} query memberships (experiments 1-3: ground set x queries "
+                              "x seeds; largest: n_adaptive x cap_mult·k² and n_skew x skew_cap_mult·k_skew²); pass allow_large=True "
+                              "(CLI: --allow-large) to run it")
+
+    def work_estimate(self) -> float:
+        "Query memberships the three experiments draw at most (keys x queries, summed over k, seeds, estimators and patterns): a time and memory budget."
+        pats = 1 + len(self.pareto_alphas)
+        e1 = sum(self.n * max(self.query_mults) * k for k in self.ks) * self.n_seeds
+        e2 = sum(self.n_adaptive * self.cap_mult * k * k for k in self.ks_adaptive) * self.n_adaptive_seeds * 5
+        r = max(1.0, self.key_zcdp * (self.noise_eps * self.k_capped / 2) ** 2 / (self.select_mult ** 2 / 8 + 0.5))
+        e3 = (self.n_blocks * r * self.block_n * self.n_capped_seeds + self.n_skew * self.skew_cap_mult * self.k_skew ** 2 * self.n_adaptive_seeds) * pats * 2
+        return float(e1 + e2 + e3)
 
 
 # %%
@@ -183,6 +197,8 @@ test_fail(lambda: Config.from_params("smoke", n=100, ks=(64,)), contains="too sm
 test_fail(lambda: Config.from_params("smoke", noise_eps=1.5), contains="'noise_eps'")
 test_fail(lambda: Config.from_params("smoke", n_key=5), contains="unknown parameter")
 test_eq(Config.from_params("cpu").ks, (32, 64, 128, 256))
+assert Config.from_params("cpu").work_estimate() < 1e11                 # the published configuration is within the soft bound
+test_fail(lambda: Config.from_params("smoke", ks_adaptive=(512, 1024), cap_mult=100, n_adaptive=100_000), contains="allow_large")
 
 # %% [markdown]
 # ## Ranks: a seeded hash of each key
@@ -1683,7 +1699,9 @@ result.verdict_table()
 #   estimator's O(k) breaking point, r = σ², a constant per-key zCDP); the conditions column shows whether this run's configuration
 #   meets it. The price of that regime is accuracy: the release noise is half the selected count, so single honest
 #   answers are several times noisier than the standard estimator's (the `honest_off2` column of Experiment 2 shows it
-#   at small k), while the probes' typical answers stay unbiased.
+#   at small k), while the probes' typical answers stay unbiased. The `blocks_failed` column of Experiment 3 shows how
+#   often each estimator's probes were broken over the whole capped workload; the claim's rule reads the queries until the
+#   *first* broken block, which a single broken block among many cuts short.
 # - **Uncapped participation.** Where every key takes part in thousands of queries, the tracking estimator must
 #   store every over-exposed key and can run out of capacity (`exhausted`), and at k_skew the release noise does not
 #   dominate the sampling noise; the pattern row's condition says whether the regime was reached.
