@@ -681,13 +681,13 @@ def grade(claims, metrics:dict) -> list[Verdict]:
 def _verdict_frame():
     import pandas as pd
     class VerdictTable(pd.DataFrame):
-        "A DataFrame whose notebook display shows every character of the claims and reasons."
+        "A DataFrame whose notebook display (HTML) shows every character of the claims and reasons; its plain-text form cuts cells at 200."
         @property
         def _constructor(self): return VerdictTable
         def _repr_html_(self):
             with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
-        def __repr__(self):
-            with pd.option_context('display.max_colwidth', None): return super().__repr__()
+        def __repr__(self):   # the text form is stored beside the HTML in notebooks: no line of thousands of characters
+            with pd.option_context('display.max_colwidth', 200): return super().__repr__()
     return VerdictTable
 
 def claims_table(claims):
