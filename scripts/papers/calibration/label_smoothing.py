@@ -1402,10 +1402,10 @@ if 'benchmark' in result.figures: display(result.figures['benchmark'])
 
 # %%
 _bench_file = Path("label_smoothing_bench.csv")
-if _bench_file.exists():
-    _stored = pd.read_csv(_bench_file)
+_stored = pd.read_csv(_bench_file) if _bench_file.exists() else None
+if _stored is not None and 'cpu_vs_naive_lo' in _stored:      # a table of interleaved rounds (median and interval), not of single samples
     display(_stored.drop(columns=[c for c in ('cpu_runs', 'loss', 'beta', 'memory_method', 'process') if c in _stored]).round(3))
-else: print("no stored benchmark table (run tools/bench_label_smoothing.py)")
+else: print("no stored benchmark table of interleaved rounds (run tools/bench_label_smoothing.py)")
 
 # %% [markdown]
 # ## The `full` profile
