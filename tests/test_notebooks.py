@@ -22,4 +22,5 @@ def notebooks():
 @pytest.mark.notebook
 @pytest.mark.parametrize("rel", notebooks(), ids=lambda r: str(r))
 def test_notebook_runs_smoke(rel, tmp_path, smoke_records):
+    "The notebook runs top to bottom (a test asserts behaviour; its speed is a benchmark's business, in CPU time, not a wall-clock test's)."
     execute_smoke(rel, tmp_path, smoke_records)
