@@ -736,15 +736,22 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
             if pos == "nan": d = None
             elif pos == "single": d = np.array([mid])
             else: d = mid + (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + l.level / 2, n - 1)) * z
+            if pos == "at" and d is not None:   # rounding in a − b must not lift the near end past the threshold
+                d = d - (1.0 if l.up else -1.0) * 1e-9 * max(1.0, abs(l.reproduced))
             a, b = l.of.a, l.of.b
             if d is None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+                if metrics[a] is None or metrics[b] is None or not (len(metrics[a]) == len(metrics[b]) == len(d)) \
+                   or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made:
+                if metrics[b] is None or len(metrics[b]) != len(d): return None   # the other key is placed as not measured, or with other seeds
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if metrics[a] is None or len(metrics[a]) != len(d): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
