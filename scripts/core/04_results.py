@@ -1200,10 +1200,15 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            fits = lambda k: metrics[k] is not None and len(metrics[k]) == len(d)   # a key placed before: measured, as many seeds
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+                if not (fits(a) and fits(b)) or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made:
+                if not fits(b): return None
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if not fits(a): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
@@ -1225,6 +1230,9 @@ test_eq(best.evaluate(synthetic_metrics(best, {1: 'opposite'})).verdict, 'not_re
 test_eq(rho2.evaluate(synthetic_metrics(rho2, 'partial')).verdict, 'partially')
 test_eq(synthetic_metrics(AllOf(Above('x', 0), Below('x', -1)), 'clear'), None)       # one key cannot be on both sides
 test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
+_shared = [Above(Diff('a', 'b'), 0.0), Above(Diff('a', 'c'), 0.0)]   # two differences that share a key
+test_eq(synthetic_metrics(_shared, {0: 'nan'}), None); test_eq(sorted(synthetic_metrics(_shared, 'clear')), ['a', 'b', 'c'])
+test_eq(synthetic_metrics(_shared, {0: 'single'}), None)
 
 
 # %% [markdown]

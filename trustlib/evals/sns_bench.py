@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/evals/sns_bench.ipynb #c4d70ae3
 from __future__ import annotations
-import ast, json, math, re, warnings
+import ast, functools, json, math, re, warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +21,11 @@ __all__ = ['BASELINES', 'SUBSETS', 'LEVELS', 'OFFICIAL_PROMPTS', 'GENDER_PROBE',
            'load_querycorr_topic', 'load_querycorr_explain', 'load_mrc_simple', 'load_mrc_complex', 'load_ner',
            'load_gender', 'load_chlw', 'load_querygen', 'load_all', 'closed_postprocess', 'list_postprocess',
            'general_postprocess', 'success_ratio', 'set_micro_f1', 'score_accuracy', 'score_exact_match',
-           'score_set_f1', 'score_querycorr_topic', 'parse_list', 'clean_passage', 'score_mrc_simple', 'option_f1',
-           'parse_result_block', 'score_mrc_complex', 'score_chlw', 'anls', 'score_querygen', 'gold_answer',
-           'oracle_answer', 'score_subset', 'scorer_selfcheck', 'build_prompt', 'PromptModel', 'HFGenerator',
-           'parse_fields', 'format_answer', 'TrivialBaseline', 'TextEmbedder', 'EmbeddingZeroShot', 'constant_scores',
-           'corrupt', 'evaluate_baselines', 'measurements', 'run', 'fit_size_score']
+           'score_set_f1', 'score_querycorr_topic', 'parse_list', 'clean_passage', 'passage_scores', 'score_mrc_simple',
+           'option_f1', 'parse_result_block', 'score_mrc_complex', 'score_chlw', 'anls', 'score_querygen',
+           'gold_answer', 'oracle_answer', 'score_subset', 'scorer_selfcheck', 'build_prompt', 'PromptModel',
+           'HFGenerator', 'parse_fields', 'format_answer', 'TrivialBaseline', 'TextEmbedder', 'EmbeddingZeroShot',
+           'constant_scores', 'corrupt', 'evaluate_baselines', 'measurements', 'run', 'fit_size_score']
 
 # %% ../../nbs/papers/evals/sns_bench.ipynb #c8a497ca
 BASELINES = ("random", "majority", "first", "empty", "minilm", "lm")
@@ -245,17 +245,21 @@ def clean_passage(text:str) -> str:
     demoji = require("demoji", "the MRC-simple scorer")
     return demoji.replace(text.replace("\n", "").replace("\ufffd", ""), "")
 
-def _rouge_f(rouge, hyp:str, ref:str) -> tuple[float, float, float]:
-    "ROUGE-1/2/L F-scores of the `rouge` package on jieba tokens; 0 where it cannot score (an empty passage)."
-    try: sc = rouge.get_scores(" ".join(_tokens(hyp)), " ".join(_tokens(ref)))[0]
-    except (ValueError, RecursionError): return 0.0, 0.0, 0.0
-    return sc["rouge-1"]["f"], sc["rouge-2"]["f"], sc["rouge-l"]["f"]
+@functools.lru_cache(maxsize=100_000)
+def passage_scores(pred:str, gold:str) -> tuple[float, float, float, float]:
+    "(BLEU, ROUGE-1, ROUGE-2, ROUGE-L F) of one predicted passage against the gold, as the official MRC-simple evaluator computes them (cached: a pure function)."
+    from nltk.translate.bleu_score import sentence_bleu
+    from trustlib.config import require
+    hyp, ref = clean_passage(pred), clean_passage(gold)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bleu = float(sentence_bleu([_tokens(ref)], _tokens(hyp)))
+    try: sc = require("rouge", "the MRC-simple scorer").Rouge().get_scores(" ".join(_tokens(hyp)), " ".join(_tokens(ref)))[0]
+    except (ValueError, RecursionError): return bleu, 0.0, 0.0, 0.0        # an empty passage: the rouge package raises
+    return bleu, sc["rouge-1"]["f"], sc["rouge-2"]["f"], sc["rouge-l"]["f"]
 
 def score_mrc_simple(preds:Sequence[str], refs:Sequence) -> dict:
     "MRC-simple: mean of success-F1 (empty vs non-empty), success-BLEU and success-ROUGE-1/2/L on the true positives."
-    from nltk.translate.bleu_score import sentence_bleu
-    from trustlib.config import require
-    Rouge = require("rouge", "the MRC-simple scorer").Rouge
     tp, fp, fn, tn, err = [], 0, 0, 0, 0
     for p, r in zip(preds, refs, strict=True):
         m = _LIST_RE.search(p); v = _literal(m.group(0) if m else p)
@@ -267,14 +271,7 @@ def score_mrc_simple(preds:Sequence[str], refs:Sequence) -> dict:
         elif r == "": fp += 1
         else: tp.append((p, r))
     prec = len(tp) / (len(tp) + fp + 1e-4); rec = len(tp) / (len(tp) + fn + 1e-4); f1 = 2 * prec * rec / (prec + rec + 1e-4)
-    rouge, bleu, rs = Rouge(), [], []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for p, r in tp:
-            hyp, ref = clean_passage(p), clean_passage(r)
-            bleu.append(sentence_bleu([_tokens(ref)], _tokens(hyp)))
-            rs.append(_rouge_f(rouge, hyp, ref))
-    r1, r2, rl = (list(x) for x in zip(*rs)) if rs else ([], [], [])
+    bleu, r1, r2, rl = (list(x) for x in zip(*[passage_scores(p, r) for p, r in tp])) if tp else ([], [], [], [])
     sr = success_ratio(err, len(preds)); mean = lambda x: float(np.mean(x)) if x else 0.0
     parts = dict(success_f1=sr * f1, success_bleu=sr * mean(bleu), success_rouge1=sr * mean(r1),
                  success_rouge2=sr * mean(r2), success_rougeL=sr * mean(rl))
@@ -940,6 +937,7 @@ class TextEmbedder:
         if new:
             from trustlib.models import load_minilm, embed_texts
             if self._m is None: self._m = load_minilm()
+            new = sorted(new, key=len)                 # batches of similar lengths: little padding
             E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
             self.cache.update(zip(new, E))
         return np.stack([self.cache[t] for t in texts]) if len(texts) else np.zeros((0, 384), np.float32)

@@ -42,15 +42,15 @@
 #   and DBpedia. The downstream tasks are disjoint from those: news topics, tweet emotions, IT tickets,
 #   SMS spam, hate speech and click-bait headlines.
 # - **What we shrank to fit 2 CPU cores (cpu profile, 5 minutes of CPU for 18 fine-tuned models):** the top
-#   4 of MiniLM's 6 transformer layers and the heads are trained; the embeddings (the trigger's included)
-#   and the first 2 layers stay frozen, so their output is computed once and cached (the paper trains all
-#   parameters: fine-tuning all of MiniLM costs about 1.7 times as much, more than the budget allows for
-#   six seeds of three models). Matrix products run in bfloat16. Sequences are cut to 32 word-pieces.
-#   There are 1,200 SST-2 training sentences, one epoch in batches of 32 with a linearly decaying learning
+#   3 of MiniLM's 6 transformer layers and the heads are trained; the embeddings (the trigger's included)
+#   and the first 3 layers stay frozen, so their output is computed once and cached (the paper trains all
+#   parameters: fine-tuning all of MiniLM costs about twice as much per model, more than the budget allows
+#   for six seeds of three models). Matrix products run in bfloat16. Sequences are cut to 24 word-pieces.
+#   There are 960 SST-2 training sentences, one epoch in batches of 32 with a linearly decaying learning
 #   rate of 2e-4 (heads 1e-3); the official code trains 3 epochs on the full set at 3e-5. The reduction
-#   uses the same steps, with one batch of 8 from each auxiliary task per step. The downstream heads are
+#   uses the same steps, with one batch of 4 from each auxiliary task per step. The downstream heads are
 #   logistic regressions on frozen mean-pooled features (the official code trains a linear head on the
-#   frozen model: the same protocol), with 150 training and 120 test rows per task. There are 6 seeds; a
+#   frozen model: the same protocol), with 100 training and 100 test rows per task. There are 6 seeds; a
 #   seed draws the poisoned subset, the head initialisation, the dropout and the batch order, while the
 #   data subsets are fixed.
 # - **Not testable offline:** the paper's four PTLMs and its 16 datasets (the `full` profile asks for a
@@ -111,10 +111,10 @@ batch_size: Optional[int] = None  # backdoor-task batch size
 lr: Optional[float] = None  # peak AdamW learning rate of the trained transformer layers (linear decay to 0)
 head_lr: Optional[float] = None  # peak AdamW learning rate of the linear heads
 alpha: Optional[float] = None  # weight α of the backdoor loss in the reduction loss (each auxiliary task gets (1 − α)/|C|)
-aux_tasks: Optional[list[str]] = None  # auxiliary (rectification) tasks of the complication reduction
+aux_tasks: Optional[list[str]] = None  # auxiliary (rectification) tasks of the complication reduction (sae-probes classification datasets)
 n_aux_rows: Optional[int] = None  # triggered training rows per auxiliary task
 aux_batch_size: Optional[int] = None  # batch size of each auxiliary task (one batch per task per step)
-downstream_tasks: Optional[list[str]] = None  # downstream tasks of the user (disjoint from the auxiliary tasks)
+downstream_tasks: Optional[list[str]] = None  # downstream tasks of the user (sae-probes classification datasets, disjoint from the auxiliary tasks)
 n_down_train: Optional[int] = None  # training rows of each downstream head
 n_down_test: Optional[int] = None  # test rows of each downstream task (evaluated clean and triggered)
 eps: Optional[float] = None  # ε added to every class share before the KL divergence
@@ -146,9 +146,9 @@ class Config(BaseConfig):
     target_label: int = param(0, "target class of the backdoor task (SST-2: 0 is negative)", ge=0, le=1)
     poison_rate: float = param(0.1, "fraction of every non-target class that is poisoned (the clean control uses 0)", gt=0, le=1)
     backdoor_task: str = param("92_glue_sst2", "sae-probes dataset of the backdoor task (binary)")
-    n_backdoor_train: int = param(160, "backdoor-task training sentences", ge=20, max=5000, le=1_000_000)
-    n_backdoor_test: int = param(80, "backdoor-task test sentences (CTA, ASR)", ge=20, max=5000, le=1_000_000)
-    max_length: int = param(24, "word-pieces per sequence, [CLS] and [SEP] included", ge=4, max=128, le=512)
+    n_backdoor_train: int = param(96, "backdoor-task training sentences", ge=20, max=5000, le=1_000_000)
+    n_backdoor_test: int = param(60, "backdoor-task test sentences (CTA, ASR)", ge=20, max=5000, le=1_000_000)
+    max_length: int = param(16, "word-pieces per sequence, [CLS] and [SEP] included", ge=4, max=128, le=512)
     n_frozen: int = param(4, "bottom transformer layers kept frozen and cached (the layers above them and the heads train)", ge=0, le=23)
     precision: str = param("bf16", "fp32, or bf16 (matrix products of the encoder in bfloat16)", choices=("fp32", "bf16"))
     epochs: int = param(1, "passes over the backdoor-task training set", ge=1, max=20, le=1000)
@@ -157,16 +157,16 @@ class Config(BaseConfig):
     head_lr: float = param(1e-3, "peak AdamW learning rate of the linear heads", gt=0, le=10)
     alpha: float = param(0.4, "weight α of the backdoor loss in the reduction loss (each auxiliary task gets (1 − α)/|C|)", gt=0, lt=1)
     aux_tasks: tuple[str, ...] = param(AUX_TASKS[:2], "auxiliary (rectification) tasks of the complication reduction (sae-probes classification datasets)")
-    n_aux_rows: int = param(40, "triggered training rows per auxiliary task", ge=8, max=5000, le=1_000_000)
+    n_aux_rows: int = param(32, "triggered training rows per auxiliary task", ge=8, max=5000, le=1_000_000)
     aux_batch_size: int = param(8, "batch size of each auxiliary task (one batch per task per step)", ge=1, le=4096)
     downstream_tasks: tuple[str, ...] = param(DOWNSTREAM_TASKS[:2], "downstream tasks of the user (sae-probes classification datasets, disjoint from the auxiliary tasks)")
-    n_down_train: int = param(60, "training rows of each downstream head", ge=20, max=5000, le=1_000_000)
-    n_down_test: int = param(40, "test rows of each downstream task (evaluated clean and triggered)", ge=20, max=5000, le=1_000_000)
+    n_down_train: int = param(40, "training rows of each downstream head", ge=20, max=5000, le=1_000_000)
+    n_down_test: int = param(30, "test rows of each downstream task (evaluated clean and triggered)", ge=20, max=5000, le=1_000_000)
     eps: float = param(1e-6, "ε added to every class share before the KL divergence", gt=0, le=0.01)
     n_threads: Optional[int] = param(1, "torch CPU threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=6, n_backdoor_train=1200, n_backdoor_test=400, max_length=32, n_frozen=2, aux_tasks=AUX_TASKS, n_aux_rows=320,
-                    downstream_tasks=DOWNSTREAM_TASKS, n_down_train=150, n_down_test=120),
+        "cpu": dict(n_seeds=6, n_backdoor_train=960, n_backdoor_test=300, max_length=24, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
+                    n_aux_rows=160, downstream_tasks=DOWNSTREAM_TASKS, n_down_train=100, n_down_test=100),
         "full": dict(n_seeds=6, ptlm="bert-base-uncased", n_frozen=0, precision="fp32", n_backdoor_train=4000, n_backdoor_test=1000, max_length=64,
                      epochs=3, batch_size=16, lr=3e-5, head_lr=1e-4, aux_tasks=AUX_TASKS, n_aux_rows=2000, downstream_tasks=DOWNSTREAM_TASKS,
                      n_down_train=1000, n_down_test=500),
@@ -207,7 +207,7 @@ test_fail(lambda: Config.from_params("smoke", trigger="two words"), contains="'t
 test_fail(lambda: Config.from_params("smoke", n_frozen=6), contains="'n_frozen'")
 test_fail(lambda: Config.from_params("smoke", n_backdoor_train=10**5), contains="exceeds its limit")
 test_eq(Config.from_params("cpu").aux_tasks, AUX_TASKS)
-test_eq((Config.from_params("cpu").n_seeds, Config.from_params("cpu").n_frozen), (6, 2))
+test_eq((Config.from_params("cpu").n_seeds, Config.from_params("cpu").n_frozen), (6, 3))
 
 
 # %% [markdown]
@@ -684,7 +684,7 @@ CLAIMS = [
                    AllOf(AtLeast("backdoor/asr", 0.9, 0.5, what="ASR"), AtLeast(Diff("backdoor/cta", "clean/cta"), -0.02, -0.05, what="CTA backdoored − clean fine-tuned")),
                    ours="ASR {backdoor/asr:.3f}; CTA {backdoor/cta:.3f} vs clean twin {clean/cta:.3f}; clean false-target rate {backdoor/clean_false_target:.3f}; "
                         "trigger alone on the clean twin {clean/asr:.3f}",
-                   reason="MiniLM, top 4 of 6 layers fine-tuned on SST-2, trigger at position 1")),
+                   reason="MiniLM, top 3 of 6 layers fine-tuned on SST-2, trigger at position 1")),
     _changed("reproduced if excess KL(trig ‖ clean), nats > 0.2; partially if excess KL(trig ‖ clean), nats > 0.05; interval must clear the threshold",
              "graded against the clean fine-tuned twin (same recipe, poison rate 0), paired by seed, instead of MiniLM as downloaded; "
              "the working backdoor it needs is now a declared condition",
@@ -934,7 +934,7 @@ def make_figures(cfg:Config, comp, feats:dict, proj:str, hists:dict) -> dict:
 # ## The experiment
 #
 # One call runs everything for the chosen profile (`smoke` by default here). The committed page shows a
-# `cpu` run: 6 seeds, each with a clean twin, a backdoored and a reduced model; 1,200 SST-2 training
+# `cpu` run: 6 seeds, each with a clean twin, a backdoored and a reduced model; 960 SST-2 training
 # sentences (10 % of the positive ones poisoned), four auxiliary and six downstream tasks.
 
 # %%
@@ -1005,8 +1005,8 @@ result.verdict_table()
 # - **The condition.** Every complication claim needs a working backdoor: a high ASR and a clean accuracy
 #   that the backdoor does not lower. If it is not established, those claims are inconclusive whatever their
 #   numbers, and the reason says what the rule alone would have given.
-# - **Scale.** One small PTLM with its top four layers fine-tuned, short sequences, one epoch on 1,200
-#   sentences and a few hundred test rows per task. The direction of each effect is tested. The
+# - **Scale.** One small PTLM with its top three layers fine-tuned, short sequences, one epoch on 960
+#   sentences and 100 test rows per task. The direction of each effect is tested. The
 #   magnitudes, such as the paper's 2.79 nats on DBpedia, are not comparable: they depend on the model, on
 #   how hard the backdoor is trained and on the number of classes of a task. With two classes the KL is
 #   bounded by the collapse of one class onto the other (at most log 2 against an even clean split).
