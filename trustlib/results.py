@@ -743,14 +743,14 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            fits = lambda k: metrics[k] is not None and len(metrics[k]) == len(d)   # a key placed before: measured, as many seeds
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not (len(metrics[a]) == len(metrics[b]) == len(d)) \
-                   or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+                if not (fits(a) and fits(b)) or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made:
-                if metrics[b] is None or len(metrics[b]) != len(d): return None   # the other key is placed as not measured, or with other seeds
+                if not fits(b): return None
                 metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
             elif a in made:
-                if metrics[a] is None or len(metrics[a]) != len(d): return None
+                if not fits(a): return None
                 metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:

@@ -1228,14 +1228,14 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            fits = lambda k: metrics[k] is not None and len(metrics[k]) == len(d)   # a key placed before: measured, as many seeds
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not (len(metrics[a]) == len(metrics[b]) == len(d)) \
-                   or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+                if not (fits(a) and fits(b)) or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made:
-                if metrics[b] is None or len(metrics[b]) != len(d): return None   # the other key is placed as not measured, or with other seeds
+                if not fits(b): return None
                 metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
             elif a in made:
-                if metrics[a] is None or len(metrics[a]) != len(d): return None
+                if not fits(a): return None
                 metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
@@ -1261,6 +1261,9 @@ test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
 _tl = Above('x', 1.0, 0.5, tol=0.1)                                                   # a tolerance moves the placements away from the thresholds
 test_eq([_tl.evaluate(synthetic_metrics(_tl, w)).verdict for w in ('clear', 'partial', 'straddle', 'opposite')],
         ['reproduced', 'partially', 'inconclusive', 'not_reproduced'])
+_shared = [Above(Diff('a', 'b'), 0.0), Above(Diff('a', 'c'), 0.0)]   # two differences that share a key
+test_eq(synthetic_metrics(_shared, {0: 'nan'}), None); test_eq(sorted(synthetic_metrics(_shared, 'clear')), ['a', 'b', 'c'])
+test_eq(synthetic_metrics(_shared, {0: 'single'}), None)
 
 
 # %% [markdown]
