@@ -726,6 +726,7 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            if any(k in made and metrics[k] is not None and len(metrics[k]) != len(d) for k in (a, b)): return None   # one seed here, n there
             if a in made and b in made:
                 if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos

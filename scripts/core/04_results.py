@@ -1200,6 +1200,7 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            if any(k in made and metrics[k] is not None and len(metrics[k]) != len(d) for k in (a, b)): return None   # one seed here, n there
             if a in made and b in made:
                 if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
@@ -1224,6 +1225,9 @@ _sm = synthetic_metrics(best, 'clear'); test_eq(sorted(_sm), ['mine', 'x', 'y'])
 test_eq(best.evaluate(synthetic_metrics(best, {1: 'opposite'})).verdict, 'not_reproduced')
 test_eq(rho2.evaluate(synthetic_metrics(rho2, 'partial')).verdict, 'partially')
 test_eq(synthetic_metrics(AllOf(Above('x', 0), Below('x', -1)), 'clear'), None)       # one key cannot be on both sides
+_sh = AllOf(Below(Diff('p', 'base'), 0), Below(Diff('q', 'base'), 0))                # two differences share a key
+test_eq(synthetic_metrics(_sh, {0: 'single'}), None); test_eq(synthetic_metrics(_sh, {1: 'single'}), None)
+test_eq(_sh.evaluate(synthetic_metrics(_sh, 'clear')).verdict, 'reproduced')
 test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
 
 
