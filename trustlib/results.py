@@ -12,13 +12,13 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable',
-           'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'median_ci', 'Rule',
-           'judge', 'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags', 'Outcome', 'as_estimate',
-           'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost', 'AllOf', 'AnyOf',
-           'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text', 'grade_claim', 'grade',
-           'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics', 'record', 'ledger_path',
-           'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history', 'verdict_counts',
-           'run_experiment']
+           'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'median_ci',
+           'correlation_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags',
+           'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost',
+           'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text',
+           'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics', 'record',
+           'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history',
+           'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -142,6 +142,20 @@ def median_ci(x, level:float=0.95) -> Estimate:
     while j >= 1 and 2 * stats.binom.cdf(j - 1, n, 0.5) > 1 - level: j -= 1
     if j < 1: return Estimate(v, math.nan, math.nan, n, level)
     return Estimate(v, float(x[j - 1]), float(x[n - j]), n, level)
+
+def correlation_ci(x, y, method:str="spearman", level:float=0.95) -> Estimate:
+    "Pearson's or Spearman's correlation of x and y with a Fisher-z interval (Spearman: the Bonett–Wright standard error √((1 + ρ²/2)/(n − 3))); no interval for n < 4."
+    from scipy import stats
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if method not in ("spearman", "pearson"): raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    n = len(x)
+    if n != len(y): raise ValueError(f"x and y must have the same length, got {n} and {len(y)}")
+    if n < 3: return Estimate(math.nan, math.nan, math.nan, n, level)
+    r = float((stats.spearmanr if method == "spearman" else stats.pearsonr)(x, y)[0])
+    if n < 4 or not math.isfinite(r): return Estimate(r, math.nan, math.nan, n, level)
+    se = math.sqrt((1 + r * r / 2) / (n - 3)) if method == "spearman" else 1 / math.sqrt(n - 3)
+    z, half = math.atanh(min(max(r, -1 + 1e-12), 1 - 1e-12)), float(stats.norm.ppf(0.5 + level / 2)) * se
+    return Estimate(r, math.tanh(z - half), math.tanh(z + half), n, level)
 
 # %% ../nbs/core/04_results.ipynb #2ddec2ad
 def _f(x) -> str: return f"{x:.3g}"
@@ -526,17 +540,20 @@ class Each(Test):
     what: str = ""
     null: float|None = None
     tol: float = 0.0           # recorded tolerance of every matching metric (see `Compare.tol`)
+    level: float = 0.95   # interval level of each comparison read from per-seed lists (e.g. Bonferroni-adjusted over the matches)
     def __post_init__(self):
         if '*' not in self.pattern: raise ValueError(f"Each.pattern must contain '*', got {self.pattern!r}")
         if self.mode not in ('all', 'any'): raise ValueError(f"Each.mode must be 'all' or 'any', got {self.mode!r}")
         self.template('probe')   # validates the thresholds
     def template(self, key:str) -> Compare:
-        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", tol=self.tol)
+        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", tol=self.tol, level=self.level)
     def keys(self): return (self.pattern,)
     def leaves(self): return [self.template(self.pattern)]
     def spec(self):
         d = dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
-        return {**d, 'tol': self.tol} if self.tol else d
+        if self.tol: d['tol'] = self.tol
+        if self.level != 0.95: d['level'] = self.level   # the default level leaves earlier hashes unchanged
+        return d
     def text(self):
         s = f"{'every' if self.mode == 'all' else 'some'} {self.what or 'metric'} matching '{self.pattern}' {self.op} {self.reproduced:g}"
         s += f" (partially: {self.op} {self.partially:g})" if self.partially is not None else ""
@@ -589,6 +606,9 @@ class Claim:
         object.__setattr__(self, 'requires', requires); object.__setattr__(self, 'log', tuple(self.log))
         if self.status == "graded":
             if not isinstance(self.rule, Test): raise TypeError(f"Claim {self.id}: a graded claim needs rule=<a Test>, got {self.rule!r}")
+        elif self.status == "illustrated" and self.rule is not None:   # a graded illustration: the rule says whether the example shows it
+            if not isinstance(self.rule, Test): raise TypeError(f"Claim {self.id}: rule= takes a Test, got {self.rule!r}")
+            if not self.reason.strip(): raise ValueError(f"Claim {self.id}: an illustrated claim needs a reason (what the example can and cannot show)")
         elif self.status in UNGRADED:
             if self.rule is not None or requires: raise ValueError(f"Claim {self.id}: an {self.status} claim has no rule or conditions")
             if not self.reason.strip(): raise ValueError(f"Claim {self.id}: an {self.status} claim needs a reason (why it is not graded)")
@@ -606,7 +626,7 @@ class Claim:
     def rule_text(self) -> str:
         "The rule in words, written from the rule itself ('' for an ungraded claim)."
         if self.rule is None: return ""
-        s = f"reproduced if {self.rule.text()}"
+        s = f"{'illustrated' if self.status == 'illustrated' else 'reproduced'} if {self.rule.text()}"
         if self.rule.has_partial() or (isinstance(self.rule, AllOf) and self.rule.partial == 'any'): s += "; partially at the weaker level"
         return s + "; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced"
     def condition_text(self) -> str:
@@ -661,15 +681,18 @@ def grade_claim(claim:Claim, metrics:dict) -> Verdict:
     base = dict(claim=claim.claim, paper=claim.paper, headline=bool(claim.headline), id=claim.id, claim_hash=claim.hash(),
                 conditions=claim.condition_text(), changes=[asdict(e) for e in claim.log])
     ours = ours_text(claim, metrics)
-    if claim.status in UNGRADED:
+    if claim.status in UNGRADED and claim.rule is None:
         return Verdict(ours=ours, verdict=claim.status, reason=claim.reason, rule="", **base)
     o = claim.rule.evaluate(metrics)
+    if claim.status == "illustrated":   # a graded illustration: shown where the rule would say reproduced; otherwise the rule's word
+        o = o._replace(note=o.note.replace("clears the reproduced threshold", "clears the threshold"))
     failed = [(c, oc) for c in claim.requires for oc in [c.evaluate(metrics)] if oc.verdict != 'reproduced']
     if failed:
         why = "; ".join(f"{c.text()} — {oc.note}" for c, oc in failed)
         reason = "; ".join(s for s in (f"condition not met: {why}", f"the rule alone would give {o.verdict.replace('_', ' ')} ({o.note})", claim.reason) if s)
         return Verdict(ours=ours, verdict='inconclusive', reason=reason, rule=claim.rule_text(), condition_met=False, **base)
-    return Verdict(ours=ours, verdict=o.verdict, reason="; ".join(s for s in (claim.reason, o.note) if s), rule=claim.rule_text(),
+    word = 'illustrated' if claim.status == 'illustrated' and o.verdict == 'reproduced' else o.verdict
+    return Verdict(ours=ours, verdict=word, reason="; ".join(s for s in (claim.reason, o.note) if s), rule=claim.rule_text(),
                    condition_met=True if claim.requires else None, **base)
 
 def grade(claims, metrics:dict) -> list[Verdict]:
@@ -707,7 +730,8 @@ def _placement(leaf:Compare, where:str) -> tuple[float, float]|None:
     R, N = sgn * leaf.reproduced, sgn * leaf.null
     W = sgn * (leaf.partially if leaf.partially is not None else leaf.reproduced)
     d, t = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R))), leaf.tol    # the grader widens an interval by the tolerance t
-    iv = {"clear": (R + d + t, R + 2 * d + t), "at": (R, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d - t, N - d - t),
+    eps = 1e-9 * max(1.0, abs(R), d)   # 'at': the lower end a hair below R, so that rounding in a per-seed list's t-interval cannot lift it above R
+    iv = {"clear": (R + d + t, R + 2 * d + t), "at": (R - eps, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d - t, N - d - t),
           "partial": (W + t + (R - W - 2 * t) / 4, W + t + 3 * (R - W - 2 * t) / 4) if R - W > 2 * t else None,
           "short": (N + t + (W - N - 2 * t) / 4, N + t + 3 * (W - N - 2 * t) / 4) if W - N > 2 * t else None}.get(where)
     if iv is None: return None
