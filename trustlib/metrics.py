@@ -8,8 +8,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['as_prob_matrix', 'check_sensitive_features', 'accuracy', 'nll', 'brier', 'calibration_bins', 'ece', 'mce', 'rms_ce',
-           'ace', 'reliability_diagram', 'knn_proximity', 'piece', 'group_rates', 'statistical_parity_difference',
-           'equal_opportunity_difference', 'average_odds_difference', 'equalized_odds_difference', 'fairness_report']
+           'ace', 'binary_ece', 'reliability_diagram', 'knn_proximity', 'piece', 'group_labels', 'group_rates',
+           'statistical_parity_difference', 'equal_opportunity_difference', 'average_odds_difference',
+           'demographic_parity_difference', 'equalized_odds_difference', 'fairness_report']
 
 # %% ../nbs/core/03_metrics.ipynb #7f180e3c
 def as_prob_matrix(probs) -> np.ndarray:
@@ -111,6 +112,23 @@ def ace(y_true, probs, n_bins:int=15) -> float:
     "Adaptive calibration error: ECE with equal-mass (quantile) bins."
     b = calibration_bins(y_true, probs, n_bins, strategy="quantile"); return float(np.sum(b['count'] * b.gap) / b['count'].sum())
 
+def binary_ece(y_true, p, n_bins:int=15, norm:str="l1") -> float:
+    """Calibration error of the *positive-class* probability `p` (1-d), torchmetrics' `binary_calibration_error`:
+    bins over p, each bin's mean p against its fraction of positives. `ece(y, p)` on the same input is top-label
+    (confidence max(p, 1 − p), correct = the rounded prediction is right) and differs in general."""
+    if not isinstance(n_bins, (int, np.integer)) or n_bins < 1: raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    if norm not in ("l1", "l2", "max"): raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1: raise ValueError(f"p must be 1-d positive-class probabilities, got shape {p.shape}")
+    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)): raise ValueError("p must be probabilities in [0, 1]")
+    y = _labels(y_true, len(p), 2).astype(float)
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx = np.clip(np.searchsorted(edges, p, side='right') - 1, 0, n_bins - 1)
+    count = np.bincount(idx, minlength=n_bins); nz = count > 0
+    gap = np.abs(np.bincount(idx, y, minlength=n_bins)[nz] - np.bincount(idx, p, minlength=n_bins)[nz]) / count[nz]
+    w = count[nz] / count.sum()
+    return float(gap.max() if norm == "max" else np.sqrt(np.sum(w * gap ** 2)) if norm == "l2" else np.sum(w * gap))
+
 # %% ../nbs/core/03_metrics.ipynb #23df05da
 def reliability_diagram(y_true, probs, n_bins:int=10, ax=None, label:str|None=None, strategy:str="uniform"):
     "Plot accuracy vs confidence per bin (with the diagonal) and return the bin table."
@@ -160,17 +178,30 @@ def piece(y_true, probs, proximity, # one proximity value per sample (e.g. from 
 # %% ../nbs/core/03_metrics.ipynb #50ac55a3
 def _binary(name, v, n=None):
     v = np.asarray(v)
+    if v.ndim == 2 and v.shape[1] == 1: v = v[:, 0]
     if v.ndim != 1 or (n is not None and len(v) != n): raise ValueError(f"{name} must be 1-d" + (f" with {n} entries" if n else "") + f", got shape {v.shape}")
     if not np.isin(v, (0, 1)).all(): raise ValueError(f"{name} must be binary (0/1), got values {np.unique(v)[:5].tolist()}")
     return v.astype(np.int64)
 
 def _safe_mean(x): return float(np.mean(x)) if len(x) else float('nan')
 
-def group_rates(y_true, y_pred, groups):
-    "Per-group table: n, selection rate, TPR, FPR, accuracy (binary y and predictions; any group labels)."
+def group_labels(sensitive_features, n:int) -> np.ndarray:
+    """One group label per row from what fairlearn accepts: a list, array, (n, 1) array, Series or DataFrame
+    (several columns, or an (n, k) array: each row's combination of values is its group, as in fairlearn)."""
+    if sensitive_features is None: raise TypeError("pass sensitive_features=... (keyword-only, as in fairlearn): one group label per row")
+    s = sensitive_features
+    if hasattr(s, "to_numpy"): s = s.to_numpy()       # Series, DataFrame
+    a = np.asarray(s)
+    if a.ndim == 2 and a.shape[1] == 1: a = a[:, 0]
+    elif a.ndim == 2: a = np.array([",".join(map(str, r)) for r in a])
+    if a.ndim != 1 or len(a) != n:
+        raise ValueError(f"sensitive_features must have one entry per prediction ({n}), got shape {np.shape(sensitive_features)}")
+    return a
+
+def group_rates(y_true, y_pred, *, sensitive_features):
+    "Per-group table: n, selection rate, TPR, FPR, accuracy (binary y and predictions; any number of groups, any labels)."
     import pandas as pd
-    yp = _binary('y_pred', y_pred); y = _binary('y_true', y_true, len(yp)); g = np.asarray(groups)
-    if g.shape != yp.shape: raise ValueError(f"groups must have shape {yp.shape}, got {g.shape}")
+    yp = _binary('y_pred', y_pred); y = _binary('y_true', y_true, len(yp)); g = group_labels(sensitive_features, len(yp))
     rows = {}
     for a in np.unique(g):
         m = g == a
@@ -179,33 +210,47 @@ def group_rates(y_true, y_pred, groups):
     df = pd.DataFrame.from_dict(rows, orient='index'); df.index.name = 'group'
     return df
 
-def _two_groups(a, n):
-    a = _binary('groups (1 = privileged)', a, n)
-    if len(np.unique(a)) < 2: raise ValueError("both groups (0 and 1) must be present")
-    return a
+def _pair(y_true, y_pred, sensitive_features, privileged):
+    "The group table of exactly two groups and the (privileged, other) labels."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    if len(r) != 2: raise ValueError(f"a signed difference needs exactly two groups, got {len(r)} ({list(r.index)[:5]}); "
+                                     "use demographic_parity_difference / equalized_odds_difference for any number of groups")
+    if privileged is None:
+        if set(r.index.tolist()) != {0, 1}: raise ValueError(f"groups are {list(r.index)}: say which is privileged with privileged=")
+        privileged = 1
+    if privileged not in r.index: raise ValueError(f"privileged={privileged!r} is not one of the groups {list(r.index)}")
+    return r, privileged, next(g for g in r.index if g != privileged)
 
-def statistical_parity_difference(y_pred, groups) -> float:
-    "SPD = P(ŷ=1|A=1) − P(ŷ=1|A=0), signed."
-    yp = _binary('y_pred', y_pred); a = _two_groups(groups, len(yp))
-    return float(yp[a == 1].mean() - yp[a == 0].mean())
+def statistical_parity_difference(y_pred, *, sensitive_features, privileged=None) -> float:
+    "SPD = P(ŷ=1 | privileged) − P(ŷ=1 | other), signed; two groups (privileged: 1 when the labels are 0/1)."
+    r, p, o = _pair(y_pred, y_pred, sensitive_features, privileged)
+    return float(r.loc[p, 'selection_rate'] - r.loc[o, 'selection_rate'])
 
-def equal_opportunity_difference(y_true, y_pred, groups) -> float:
-    "EOD = TPR(A=1) − TPR(A=0), signed."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(r.loc[1, 'tpr'] - r.loc[0, 'tpr'])
+def equal_opportunity_difference(y_true, y_pred, *, sensitive_features, privileged=None) -> float:
+    "EOD = TPR(privileged) − TPR(other), signed; two groups."
+    r, p, o = _pair(y_true, y_pred, sensitive_features, privileged)
+    return float(r.loc[p, 'tpr'] - r.loc[o, 'tpr'])
 
-def average_odds_difference(y_true, y_pred, groups) -> float:
-    "AOD = ½|ΔTPR| + ½|ΔFPR| (absolute)."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(0.5 * abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']) + 0.5 * abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr']))
+def average_odds_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "AOD = ½|ΔTPR| + ½|ΔFPR| (absolute); two groups."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    if len(r) != 2: raise ValueError(f"average_odds_difference needs exactly two groups, got {len(r)}; use equalized_odds_difference for any number")
+    p, o = r.index
+    return float(0.5 * abs(r.loc[p, 'tpr'] - r.loc[o, 'tpr']) + 0.5 * abs(r.loc[p, 'fpr'] - r.loc[o, 'fpr']))
 
-def equalized_odds_difference(y_true, y_pred, groups) -> float:
-    "max(|ΔTPR|, |ΔFPR|) between the two groups (fairlearn's definition)."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(max(abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']), abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr'])))
+def demographic_parity_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "Largest minus smallest selection rate over the groups (fairlearn's `demographic_parity_difference`, any number of groups)."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    return float(r.selection_rate.max() - r.selection_rate.min())
 
-def fairness_report(y_true, y_pred, groups) -> dict[str, float]:
-    "Accuracy and the four differences in one dict."
-    return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, groups),
-                eod=equal_opportunity_difference(y_true, y_pred, groups), aod=average_odds_difference(y_true, y_pred, groups),
-                eq_odds=equalized_odds_difference(y_true, y_pred, groups))
+def equalized_odds_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "max(range of TPR, range of FPR) over the groups (fairlearn's `equalized_odds_difference`, any number of groups)."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    return float(max(r.tpr.max() - r.tpr.min(), r.fpr.max() - r.fpr.min()))
+
+def fairness_report(y_true, y_pred, *, sensitive_features, privileged=None) -> dict[str, float]:
+    "Accuracy and the group differences in one dict (signed ones need two groups)."
+    kw = dict(sensitive_features=sensitive_features)
+    return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, **kw, privileged=privileged),
+                eod=equal_opportunity_difference(y_true, y_pred, **kw, privileged=privileged), aod=average_odds_difference(y_true, y_pred, **kw),
+                eq_odds=equalized_odds_difference(y_true, y_pred, **kw), dp_diff=demographic_parity_difference(y_true, y_pred, **kw))

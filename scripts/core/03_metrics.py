@@ -7,9 +7,13 @@
 # Conventions: `probs` is either a 1-d array of positive-class probabilities (binary tasks) or an `N×C`
 # matrix of class probabilities; labels are integers. Calibration metrics are *top-label* (confidence =
 # largest probability, correct = argmax equals the label), as in Guo et al. (2017) and torchmetrics.
-# Group-fairness differences are **signed, privileged minus unprivileged**, with group `1` privileged
-# (the convention of the disparate-benefits paper); fairlearn's versions are absolute — the tests below
-# cross-check absolute values against fairlearn and calibration errors against torchmetrics.
+# `ece` on 1-d probabilities is top-label too (confidence max(p, 1 − p)); `binary_ece` is torchmetrics'
+# `binary_calibration_error` (bins over the positive-class probability) — the two differ on the same input.
+# The protected attribute is `sensitive_features=`, keyword-only, in any form fairlearn takes (any number of
+# groups, Series/DataFrame). `demographic_parity_difference` and `equalized_odds_difference` are fairlearn's
+# (largest minus smallest rate over the groups); the *signed* differences (privileged minus the other group,
+# the disparate-benefits paper's convention) need exactly two groups. The tests cross-check all of them against
+# fairlearn and the calibration errors against torchmetrics.
 
 # %%
 #| default_exp metrics
@@ -188,6 +192,23 @@ def ace(y_true, probs, n_bins:int=15) -> float:
     "Adaptive calibration error: ECE with equal-mass (quantile) bins."
     b = calibration_bins(y_true, probs, n_bins, strategy="quantile"); return float(np.sum(b['count'] * b.gap) / b['count'].sum())
 
+def binary_ece(y_true, p, n_bins:int=15, norm:str="l1") -> float:
+    """Calibration error of the *positive-class* probability `p` (1-d), torchmetrics' `binary_calibration_error`:
+    bins over p, each bin's mean p against its fraction of positives. `ece(y, p)` on the same input is top-label
+    (confidence max(p, 1 − p), correct = the rounded prediction is right) and differs in general."""
+    if not isinstance(n_bins, (int, np.integer)) or n_bins < 1: raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    if norm not in ("l1", "l2", "max"): raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1: raise ValueError(f"p must be 1-d positive-class probabilities, got shape {p.shape}")
+    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)): raise ValueError("p must be probabilities in [0, 1]")
+    y = _labels(y_true, len(p), 2).astype(float)
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx = np.clip(np.searchsorted(edges, p, side='right') - 1, 0, n_bins - 1)
+    count = np.bincount(idx, minlength=n_bins); nz = count > 0
+    gap = np.abs(np.bincount(idx, y, minlength=n_bins)[nz] - np.bincount(idx, p, minlength=n_bins)[nz]) / count[nz]
+    w = count[nz] / count.sum()
+    return float(gap.max() if norm == "max" else np.sqrt(np.sum(w * gap ** 2)) if norm == "l2" else np.sum(w * gap))
+
 
 # %% [markdown]
 # A hand-computed example with two bins: confidences 0.6, 0.7 (bin `[0.5, 1]`, one correct) and
@@ -208,6 +229,9 @@ import torch
 from torchmetrics.functional.classification import multiclass_calibration_error
 
 # %%
+from torchmetrics.functional.classification import binary_calibration_error
+
+# %%
 rng = np.random.default_rng(0)
 for C in (2, 5):
     logits = rng.normal(size=(2000, C)) * 2; pr = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
@@ -216,6 +240,13 @@ for C in (2, 5):
         ref = multiclass_calibration_error(torch.tensor(pr), torch.tensor(yy), num_classes=C, n_bins=10, norm=norm).item()
         test_close(fn(yy, pr, n_bins=10), ref, eps=1e-5)
 test_close(ace(yy, pr, n_bins=10), ece(yy, pr, n_bins=10), eps=0.05)  # close on large random data, not equal
+# binary ECE over the positive-class probability is torchmetrics' binary definition, not the top-label one
+pb = rng.uniform(size=3000); yb = (rng.uniform(size=3000) < pb ** 1.5).astype(int)   # miscalibrated on purpose
+for norm in ('l1', 'l2', 'max'):
+    test_close(binary_ece(yb, pb, n_bins=10, norm=norm), binary_calibration_error(torch.tensor(pb), torch.tensor(yb), n_bins=10, norm=norm).item(), eps=1e-5)
+assert abs(ece(yb, pb, n_bins=10) - binary_ece(yb, pb, n_bins=10)) > 0.01          # the two definitions differ on the same input
+test_close(binary_ece([1, 0, 1, 0], [0.9, 0.1, 0.6, 0.4], n_bins=2), 0.5 * abs(0.75 - 1) + 0.5 * abs(0.25 - 0))   # by hand: bins [0, .5), [.5, 1]
+test_fail(lambda: binary_ece([1, 0], [[0.2, 0.8], [0.6, 0.4]]), contains="1-d"); test_fail(lambda: binary_ece([1, 0], [1.2, 0.1]), contains="[0, 1]")
 calibration_bins(yy, pr, n_bins=10).round(3).head()
 
 
@@ -313,12 +344,17 @@ test_fail(lambda: piece(yc, pc, proxc[:10]), contains="one value per sample")
 # ## Group fairness
 #
 # `group_rates` gives the per-group table (size, selection rate, TPR, FPR, accuracy), in the spirit of
-# fairlearn's `MetricFrame`. The differences below are signed **privileged (1) − unprivileged (0)**:
+# fairlearn's `MetricFrame`; the protected attribute is `sensitive_features=` (keyword-only), any number of groups.
+# Two-group differences are signed **privileged − other** (privileged = 1 for 0/1 labels, or `privileged=`):
 #
 # - statistical parity difference $\mathrm{SPD} = P(\hat Y=1\mid A=1) - P(\hat Y=1\mid A=0)$;
 # - equal opportunity difference $\mathrm{EOD} = \mathrm{TPR}_1 - \mathrm{TPR}_0$;
-# - average odds difference $\mathrm{AOD} = \tfrac12|\mathrm{TPR}_1-\mathrm{TPR}_0| + \tfrac12|\mathrm{FPR}_1-\mathrm{FPR}_0|$ (absolute);
-# - equalized odds difference $\max(|\Delta\mathrm{TPR}|, |\Delta\mathrm{FPR}|)$ (fairlearn's definition, absolute).
+# - average odds difference $\mathrm{AOD} = \tfrac12|\mathrm{TPR}_1-\mathrm{TPR}_0| + \tfrac12|\mathrm{FPR}_1-\mathrm{FPR}_0|$ (absolute).
+#
+# Over any number of groups, as fairlearn defines them (absolute, largest minus smallest):
+#
+# - demographic parity difference $\max_a P(\hat Y=1\mid A=a) - \min_a P(\hat Y=1\mid A=a)$;
+# - equalized odds difference: the larger of the TPR range and the FPR range over the groups.
 #
 # A rate that is undefined in a group (no positives for TPR, no negatives for FPR) is NaN.
 
@@ -326,17 +362,30 @@ test_fail(lambda: piece(yc, pc, proxc[:10]), contains="one value per sample")
 #| export
 def _binary(name, v, n=None):
     v = np.asarray(v)
+    if v.ndim == 2 and v.shape[1] == 1: v = v[:, 0]
     if v.ndim != 1 or (n is not None and len(v) != n): raise ValueError(f"{name} must be 1-d" + (f" with {n} entries" if n else "") + f", got shape {v.shape}")
     if not np.isin(v, (0, 1)).all(): raise ValueError(f"{name} must be binary (0/1), got values {np.unique(v)[:5].tolist()}")
     return v.astype(np.int64)
 
 def _safe_mean(x): return float(np.mean(x)) if len(x) else float('nan')
 
-def group_rates(y_true, y_pred, groups):
-    "Per-group table: n, selection rate, TPR, FPR, accuracy (binary y and predictions; any group labels)."
+def group_labels(sensitive_features, n:int) -> np.ndarray:
+    """One group label per row from what fairlearn accepts: a list, array, (n, 1) array, Series or DataFrame
+    (several columns, or an (n, k) array: each row's combination of values is its group, as in fairlearn)."""
+    if sensitive_features is None: raise TypeError("pass sensitive_features=... (keyword-only, as in fairlearn): one group label per row")
+    s = sensitive_features
+    if hasattr(s, "to_numpy"): s = s.to_numpy()       # Series, DataFrame
+    a = np.asarray(s)
+    if a.ndim == 2 and a.shape[1] == 1: a = a[:, 0]
+    elif a.ndim == 2: a = np.array([",".join(map(str, r)) for r in a])
+    if a.ndim != 1 or len(a) != n:
+        raise ValueError(f"sensitive_features must have one entry per prediction ({n}), got shape {np.shape(sensitive_features)}")
+    return a
+
+def group_rates(y_true, y_pred, *, sensitive_features):
+    "Per-group table: n, selection rate, TPR, FPR, accuracy (binary y and predictions; any number of groups, any labels)."
     import pandas as pd
-    yp = _binary('y_pred', y_pred); y = _binary('y_true', y_true, len(yp)); g = np.asarray(groups)
-    if g.shape != yp.shape: raise ValueError(f"groups must have shape {yp.shape}, got {g.shape}")
+    yp = _binary('y_pred', y_pred); y = _binary('y_true', y_true, len(yp)); g = group_labels(sensitive_features, len(yp))
     rows = {}
     for a in np.unique(g):
         m = g == a
@@ -345,36 +394,50 @@ def group_rates(y_true, y_pred, groups):
     df = pd.DataFrame.from_dict(rows, orient='index'); df.index.name = 'group'
     return df
 
-def _two_groups(a, n):
-    a = _binary('groups (1 = privileged)', a, n)
-    if len(np.unique(a)) < 2: raise ValueError("both groups (0 and 1) must be present")
-    return a
+def _pair(y_true, y_pred, sensitive_features, privileged):
+    "The group table of exactly two groups and the (privileged, other) labels."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    if len(r) != 2: raise ValueError(f"a signed difference needs exactly two groups, got {len(r)} ({list(r.index)[:5]}); "
+                                     "use demographic_parity_difference / equalized_odds_difference for any number of groups")
+    if privileged is None:
+        if set(r.index.tolist()) != {0, 1}: raise ValueError(f"groups are {list(r.index)}: say which is privileged with privileged=")
+        privileged = 1
+    if privileged not in r.index: raise ValueError(f"privileged={privileged!r} is not one of the groups {list(r.index)}")
+    return r, privileged, next(g for g in r.index if g != privileged)
 
-def statistical_parity_difference(y_pred, groups) -> float:
-    "SPD = P(ŷ=1|A=1) − P(ŷ=1|A=0), signed."
-    yp = _binary('y_pred', y_pred); a = _two_groups(groups, len(yp))
-    return float(yp[a == 1].mean() - yp[a == 0].mean())
+def statistical_parity_difference(y_pred, *, sensitive_features, privileged=None) -> float:
+    "SPD = P(ŷ=1 | privileged) − P(ŷ=1 | other), signed; two groups (privileged: 1 when the labels are 0/1)."
+    r, p, o = _pair(y_pred, y_pred, sensitive_features, privileged)
+    return float(r.loc[p, 'selection_rate'] - r.loc[o, 'selection_rate'])
 
-def equal_opportunity_difference(y_true, y_pred, groups) -> float:
-    "EOD = TPR(A=1) − TPR(A=0), signed."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(r.loc[1, 'tpr'] - r.loc[0, 'tpr'])
+def equal_opportunity_difference(y_true, y_pred, *, sensitive_features, privileged=None) -> float:
+    "EOD = TPR(privileged) − TPR(other), signed; two groups."
+    r, p, o = _pair(y_true, y_pred, sensitive_features, privileged)
+    return float(r.loc[p, 'tpr'] - r.loc[o, 'tpr'])
 
-def average_odds_difference(y_true, y_pred, groups) -> float:
-    "AOD = ½|ΔTPR| + ½|ΔFPR| (absolute)."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(0.5 * abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']) + 0.5 * abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr']))
+def average_odds_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "AOD = ½|ΔTPR| + ½|ΔFPR| (absolute); two groups."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    if len(r) != 2: raise ValueError(f"average_odds_difference needs exactly two groups, got {len(r)}; use equalized_odds_difference for any number")
+    p, o = r.index
+    return float(0.5 * abs(r.loc[p, 'tpr'] - r.loc[o, 'tpr']) + 0.5 * abs(r.loc[p, 'fpr'] - r.loc[o, 'fpr']))
 
-def equalized_odds_difference(y_true, y_pred, groups) -> float:
-    "max(|ΔTPR|, |ΔFPR|) between the two groups (fairlearn's definition)."
-    r = group_rates(y_true, y_pred, _two_groups(groups, len(np.asarray(y_pred))))
-    return float(max(abs(r.loc[1, 'tpr'] - r.loc[0, 'tpr']), abs(r.loc[1, 'fpr'] - r.loc[0, 'fpr'])))
+def demographic_parity_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "Largest minus smallest selection rate over the groups (fairlearn's `demographic_parity_difference`, any number of groups)."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    return float(r.selection_rate.max() - r.selection_rate.min())
 
-def fairness_report(y_true, y_pred, groups) -> dict[str, float]:
-    "Accuracy and the four differences in one dict."
-    return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, groups),
-                eod=equal_opportunity_difference(y_true, y_pred, groups), aod=average_odds_difference(y_true, y_pred, groups),
-                eq_odds=equalized_odds_difference(y_true, y_pred, groups))
+def equalized_odds_difference(y_true, y_pred, *, sensitive_features) -> float:
+    "max(range of TPR, range of FPR) over the groups (fairlearn's `equalized_odds_difference`, any number of groups)."
+    r = group_rates(y_true, y_pred, sensitive_features=sensitive_features)
+    return float(max(r.tpr.max() - r.tpr.min(), r.fpr.max() - r.fpr.min()))
+
+def fairness_report(y_true, y_pred, *, sensitive_features, privileged=None) -> dict[str, float]:
+    "Accuracy and the group differences in one dict (signed ones need two groups)."
+    kw = dict(sensitive_features=sensitive_features)
+    return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, **kw, privileged=privileged),
+                eod=equal_opportunity_difference(y_true, y_pred, **kw, privileged=privileged), aod=average_odds_difference(y_true, y_pred, **kw),
+                eq_odds=equalized_odds_difference(y_true, y_pred, **kw), dp_diff=demographic_parity_difference(y_true, y_pred, **kw))
 
 
 # %% [markdown]
@@ -383,30 +446,45 @@ def fairness_report(y_true, y_pred, groups) -> dict[str, float]:
 
 # %%
 y  = np.array([1, 1, 0, 0, 1, 1, 0, 0]); yp = np.array([1, 1, 1, 0, 1, 0, 0, 0]); a = np.array([1, 1, 1, 1, 0, 0, 0, 0])
-test_close(statistical_parity_difference(yp, a), 0.5)
-test_close(equal_opportunity_difference(y, yp, a), 0.5)
-test_close(average_odds_difference(y, yp, a), 0.5)
-test_close(equalized_odds_difference(y, yp, a), 0.5)
-test_close(statistical_parity_difference(yp, 1 - a), -0.5)   # signed: swapping the privileged group flips it
-test_fail(lambda: statistical_parity_difference(yp, np.ones(8, int)), contains="both groups")
-test_fail(lambda: statistical_parity_difference(yp, a[:4]), contains="8 entries")
-test_fail(lambda: group_rates(y, yp * 2, a), contains="binary")
-group_rates(y, yp, a)
+test_close(statistical_parity_difference(yp, sensitive_features=a), 0.5)
+test_close(equal_opportunity_difference(y, yp, sensitive_features=a), 0.5)
+test_close(average_odds_difference(y, yp, sensitive_features=a), 0.5)
+test_close(equalized_odds_difference(y, yp, sensitive_features=a), 0.5)
+test_close(statistical_parity_difference(yp, sensitive_features=1 - a), -0.5)   # signed: swapping the privileged group flips it
+test_close(statistical_parity_difference(yp, sensitive_features=np.where(a, 'm', 'f'), privileged='f'), -0.5)   # any labels, named privileged group
+test_fail(lambda: statistical_parity_difference(yp, sensitive_features=np.where(a, 'm', 'f')), contains="privileged=")
+test_fail(lambda: statistical_parity_difference(yp, sensitive_features=np.ones(8, int)), contains="exactly two groups")
+test_fail(lambda: statistical_parity_difference(yp, sensitive_features=a[:4]), contains="one entry per prediction (8)")
+test_fail(lambda: statistical_parity_difference(y, yp), contains="positional")          # (y, ŷ) by mistake: refused, never a silent number
+test_fail(lambda: group_rates(y, yp * 2, sensitive_features=a), contains="binary")
+test_fail(lambda: group_rates(y, yp), contains="sensitive_features")
+group_rates(y, yp, sensitive_features=a)
 
 # %% [markdown]
-# Cross-check the absolute values against fairlearn on random data:
+# Cross-check against fairlearn on random data — two groups, four groups, pandas input (a Series, an (n, 1)
+# DataFrame, and a two-column DataFrame whose column combinations are the groups):
 
 # %%
-from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference as fl_eqodds, MetricFrame, true_positive_rate, false_positive_rate, selection_rate
+from fairlearn.metrics import demographic_parity_difference as fl_dp, equalized_odds_difference as fl_eqodds, MetricFrame
+from fairlearn.metrics import true_positive_rate, false_positive_rate, selection_rate
+import pandas as pd
 
 # %%
 rng = np.random.default_rng(1)
-for _ in range(5):
-    y = rng.integers(0, 2, 500); yp = rng.integers(0, 2, 500); a = rng.integers(0, 2, 500)
-    test_close(abs(statistical_parity_difference(yp, a)), demographic_parity_difference(y, yp, sensitive_features=a))
-    test_close(equalized_odds_difference(y, yp, a), fl_eqodds(y, yp, sensitive_features=a))
+for k in (2, 2, 4, 4, 7):
+    y = rng.integers(0, 2, 500); yp = (rng.uniform(size=500) < 0.3 + 0.1 * y).astype(int); a = rng.integers(0, k, 500)
+    for sf in (a, pd.Series(a, name='g'), pd.DataFrame({'g': a}), a.reshape(-1, 1)):
+        test_close(demographic_parity_difference(y, yp, sensitive_features=sf), fl_dp(y, yp, sensitive_features=sf))
+        test_close(equalized_odds_difference(y, yp, sensitive_features=sf), fl_eqodds(y, yp, sensitive_features=sf))
     mf = MetricFrame(metrics=dict(tpr=true_positive_rate, fpr=false_positive_rate, sr=selection_rate), y_true=y, y_pred=yp, sensitive_features=a)
-    r = group_rates(y, yp, a)
+    r = group_rates(y, yp, sensitive_features=a)
     test_close(r.tpr.values, mf.by_group['tpr'].values); test_close(r.fpr.values, mf.by_group['fpr'].values)
-    test_close(abs(equal_opportunity_difference(y, yp, a)), abs(mf.by_group['tpr'][1] - mf.by_group['tpr'][0]))
-fairness_report(y, yp, a)
+    test_close(r.selection_rate.values, mf.by_group['sr'].values)
+    if k == 2:
+        test_close(abs(statistical_parity_difference(yp, sensitive_features=a)), fl_dp(y, yp, sensitive_features=a))
+        test_close(abs(equal_opportunity_difference(y, yp, sensitive_features=a)), abs(mf.by_group['tpr'][1] - mf.by_group['tpr'][0]))
+two = pd.DataFrame({'sex': rng.integers(0, 2, 500), 'race': rng.choice(['a', 'b', 'c'], 500)})
+test_close(demographic_parity_difference(y, yp, sensitive_features=two), fl_dp(y, yp, sensitive_features=two))
+test_close(equalized_odds_difference(y, yp, sensitive_features=two), fl_eqodds(y, yp, sensitive_features=two))
+test_eq(len(group_rates(y, yp, sensitive_features=two)), 6)
+fairness_report(y, yp, sensitive_features=rng.integers(0, 2, 500))

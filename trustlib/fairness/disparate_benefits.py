@@ -90,8 +90,8 @@ def ensemble_probs(member_probs:np.ndarray, k:int|None=None) -> np.ndarray:
 def model_metrics(y, a, probs, n_bins:int=10) -> dict[str, float]:
     "Accuracy, signed SPD/EOD, AOD, their absolute values, per-group rates and ECE of one model (`probs` is `[N, 2]`)."
     yhat = np.asarray(probs).argmax(1)
-    r = M.group_rates(y, yhat, a)
-    spd, eod, aod = M.statistical_parity_difference(yhat, a), M.equal_opportunity_difference(y, yhat, a), M.average_odds_difference(y, yhat, a)
+    r = M.group_rates(y, yhat, sensitive_features=a)
+    spd, eod, aod = M.statistical_parity_difference(yhat, sensitive_features=a), M.equal_opportunity_difference(y, yhat, sensitive_features=a), M.average_odds_difference(y, yhat, sensitive_features=a)
     out = dict(acc=M.accuracy(y, yhat), spd=spd, eod=eod, aod=aod, abs_spd=abs(spd), abs_eod=abs(eod), ece=M.ece(y, probs, n_bins), nll=M.nll(y, probs))
     for g in (0, 1):
         for k in ('selection_rate', 'tpr', 'fpr', 'accuracy'): out[f"{k}_{g}"] = float(r.loc[g, k])
@@ -357,15 +357,15 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
 CONSTRAINT_METRIC = {"demographic_parity": "abs_spd", "true_positive_rate_parity": "abs_eod", "equalized_odds": "aod"}
 
 def _unfair(y, a, yhat, constraint):
-    if constraint == "demographic_parity": return abs(M.statistical_parity_difference(yhat, a))
-    if constraint == "true_positive_rate_parity": return abs(M.equal_opportunity_difference(y, yhat, a))
-    return M.average_odds_difference(y, yhat, a)
+    if constraint == "demographic_parity": return abs(M.statistical_parity_difference(yhat, sensitive_features=a))
+    if constraint == "true_positive_rate_parity": return abs(M.equal_opportunity_difference(y, yhat, sensitive_features=a))
+    return M.average_odds_difference(y, yhat, sensitive_features=a)
 
 def _signed_unfair(y, a, yhat, constraint):
     "The constraint's metric as the official code computes it: signed SPD / EOD (group 1 − group 0), absolute AOD."
-    if constraint == "demographic_parity": return M.statistical_parity_difference(yhat, a)
-    if constraint == "true_positive_rate_parity": return M.equal_opportunity_difference(y, yhat, a)
-    return M.average_odds_difference(y, yhat, a)
+    if constraint == "demographic_parity": return M.statistical_parity_difference(yhat, sensitive_features=a)
+    if constraint == "true_positive_rate_parity": return M.equal_opportunity_difference(y, yhat, sensitive_features=a)
+    return M.average_odds_difference(y, yhat, sensitive_features=a)
 
 def soft_metrics(y, a, p1) -> dict[str, float]:
     "Expected accuracy, |SPD|, |EOD| and AOD of a randomised classifier that predicts 1 with probability `p1` per row."
