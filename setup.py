@@ -10,8 +10,8 @@ cfg.read(Path(__file__).parent / 'settings.ini', encoding='utf-8')
 c = cfg['DEFAULT']
 split = lambda k: c.get(k, '').split()
 extras = {k[len('extra_'):]: split(k) for k in c if k.startswith('extra_')}
-extras['all'] = sorted({r for k, v in extras.items() if k != 'ray' for r in v})
-extras['dev'] = split('dev_requirements') + extras['all']
+extras['all'] = sorted({r for k, v in extras.items() if k not in ('ray', 'site') for r in v})   # site tools (Playwright) stay out
+extras['dev'] = split('dev_requirements') + extras['all'] + extras['site']
 
 
 class build_py_with_notebooks(build_py):

