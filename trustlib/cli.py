@@ -11,8 +11,8 @@ from .config import PAPERS, PROFILES, ConfigError, DIST_NAME
 
 # %% auto #0
 __all__ = ['QUARTO_MISSING', 'text_table', 'parse_params', 'cmd_list', 'check_clean', 'run_note', 'label_injected', 'publish_run',
-           'cmd_run', 'cmd_sweep', 'cmd_report', 'build_proc', 'check_site', 'render_site', 'cmd_site', 'browser_check',
-           'main']
+           'cmd_run', 'cmd_sweep', 'cmd_notebook', 'cmd_report', 'build_proc', 'check_site', 'render_site', 'cmd_site',
+           'browser_check', 'main']
 
 # %% ../nbs/core/07_cli.ipynb #4170daf8
 def text_table(rows:list[dict], cols:list[str]|None=None, max_width:int=60) -> str:
@@ -209,6 +209,22 @@ def cmd_sweep(args) -> int:
           + (f", {n_other} of them completed by another process meanwhile" if n_other else '') + f"), {n_fail} failed; "
           f"{len(df) - n_fail - n_skip} executed by this sweep")
     return 1 if n_fail else 0
+
+def cmd_notebook(args) -> int:
+    "trustlib notebook PAPER [DEST] [--force]: copy a paper's notebook (from the checkout, or the one a wheel ships) to DEST for Jupyter."
+    import shutil
+    from trustlib.runs import resolve_notebook
+    name, nb, _ = resolve_notebook(args.paper)
+    dest = Path(args.dest or '.').expanduser()
+    if dest.is_dir() or not dest.suffix: dest = dest/nb.name
+    if dest.suffix != '.ipynb': raise ConfigError(f"DEST must be a folder or an .ipynb file, got {str(args.dest)!r}")
+    if dest.resolve() == nb.resolve(): raise ConfigError(f"{dest} is the paper's own notebook; give another DEST")
+    if dest.exists() and not args.force: raise ConfigError(f"{dest} exists; pass --force to overwrite it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(nb, dest)
+    print(dest)
+    if not args.quiet: print(f"open it with: jupyter lab {dest}   (the parameters cell's profile: smoke, cpu or full)", file=sys.stderr)
+    return 0
 
 def cmd_report(args) -> int:
     "trustlib report [--runs-dir DIR] [--profile cpu] [--out NB | --publish [--allow-dirty]]: collect runs, write the report, print the verdict table."
@@ -458,6 +474,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--allow-large', action='store_true', help=f"allow grids of more than 10,000 points and lift the paper's soft upper bounds")
     p.add_argument('-q', '--quiet', action='store_true')
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser('notebook', help="copy a paper's notebook (also from an installed wheel) into a folder, to open it in Jupyter")
+    p.add_argument('paper'); p.add_argument('dest', nargs='?', help="a folder (default: the working directory) or a .ipynb path")
+    p.add_argument('--force', action='store_true', help="overwrite DEST if it exists"); p.add_argument('-q', '--quiet', action='store_true')
+    p.set_defaults(func=cmd_notebook)
     p = sub.add_parser('report', help="collect runs, write a report into the runs folder (--publish: nbs/results/dashboard.ipynb), print the verdict table")
     p.add_argument('--runs-dir'); p.add_argument('--profile', default='cpu', choices=PROFILES)
     p.add_argument('--out', help="report notebook to write (default: <runs folder>/dashboard.ipynb)")

@@ -56,7 +56,7 @@ def find_root(start:str|Path|None=None) -> Path:
     for d in (here, *here.parents):
         if (d/'settings.ini').is_file(): return d
     raise ConfigError(f"not inside a trustlib checkout: no settings.ini in {here} or its parents; "
-                      "run from the repository, or pass root= / nbs_dir= (CLI: cd into the checkout)")
+                      "run inside the checkout, or (from Python) pass root= or nbs_dir=")
 
 def _package_dir() -> Path:
     import trustlib
@@ -1725,11 +1725,16 @@ def sweep(spec:dict|str|Path, # a spec dict or the path of a YAML spec
             raise ConfigError(f"grid point {i + 1} of {len(pts)} ({short({k: p[k] for k in spec['grid'] if k in p}, 120)}): {e}") from None
     runs_dir = str(_local_runs_dir(runs_dir, root if not spec.get('notebook') else None))
     base = _prepare_base(Path(runs_dir), name)
-    root_s = str(find_root(root)) if spec.get('paper') and nbs_dir is None else None
+    root_s, nbs_s = None, (str(nbs_dir) if nbs_dir else None)
+    if spec.get('paper') and nbs_dir is None:
+        try: root_s = str(find_root(root))
+        except ConfigError:
+            if root is not None: raise
+            nbs_s = str(nbs_path())   # outside a checkout: the notebooks of the installed package (a wheel ships them)
     jobs, seen = [], {}
     for (prof, p), c in zip(pts, canon):
         jobs.append(dict(paper=spec.get('paper'), notebook=spec.get('notebook'), name=name, nb=str(nb), params=c, profile=prof, runs_dir=runs_dir,
-                         root=root_s, nbs_dir=str(nbs_dir) if nbs_dir else None, run_id=run_id(prof, c), allow_large=allow_large,
+                         root=root_s, nbs_dir=nbs_s, run_id=run_id(prof, c), allow_large=allow_large,
                          wait=False, given=p))
     src_sha, file_sha = notebook_source_sha1(nb), _sha1_file(nb)
     results, todo = {}, []
