@@ -120,6 +120,9 @@ n_down_test: Optional[int] = None  # test rows of each downstream task (evaluate
 eps: Optional[float] = None  # ε added to every class share before the KL divergence
 n_threads: Optional[int] = None  # torch CPU threads (None: leave as is)
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6b8e091`, 1825 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
+
 # %%
 #| export
 AUX_TASKS = ("87_glue_cola", "161_agnews_0", "56_wikidatasex_or_gender", "108_athlete_sport")
