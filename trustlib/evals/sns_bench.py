@@ -61,7 +61,7 @@ class Config(BaseConfig):
     max_new_tokens: int = param(64, "generation length of the lm baseline", ge=1, le=4096)
     n_threads: Optional[int] = param(1, "torch threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_items=400, baselines=("random", "majority", "first", "empty", "minilm")),
+        "cpu": dict(n_items=200, baselines=("random", "majority", "first", "empty", "minilm")),
         "full": dict(n_items=0, baselines=("random", "majority", "first", "empty", "minilm"), max_new_tokens=256),
     }
     def validate(self):
@@ -929,16 +929,20 @@ class TrivialBaseline:
 
 # %% ../../nbs/papers/evals/sns_bench.ipynb #96028d3f
 class TextEmbedder:
-    "Unit-norm MiniLM sentence embeddings with a per-text cache; `embedder(texts) -> [N, 384]`."
-    def __init__(self, batch_size:int=64, max_length:int=64, progress:bool=False):
-        self.batch_size, self.max_length, self.progress, self.cache, self._m = batch_size, max_length, progress, {}, None
+    "Unit-norm MiniLM sentence embeddings with a per-text cache; `embedder(texts) -> [N, 384]`; `precision='bf16'` runs the matrix products in bfloat16."
+    def __init__(self, batch_size:int=64, max_length:int=64, precision:str="bf16", progress:bool=False):
+        if precision not in ("fp32", "bf16"): raise ConfigError(f"parameter 'precision': {precision!r} is not allowed; choose one of ['fp32', 'bf16']")
+        self.batch_size, self.max_length, self.precision, self.progress, self.cache, self._m = batch_size, max_length, precision, progress, {}, None
     def __call__(self, texts:Sequence[str]) -> np.ndarray:
         new = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if new:
             from trustlib.models import load_minilm, embed_texts
             if self._m is None: self._m = load_minilm()
+            import contextlib, torch
             new = sorted(new, key=len)                 # batches of similar lengths: little padding
-            E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
+            with torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext():
+                E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
+            E = np.asarray(E, dtype=np.float32)
             self.cache.update(zip(new, E))
         return np.stack([self.cache[t] for t in texts]) if len(texts) else np.zeros((0, 384), np.float32)
 

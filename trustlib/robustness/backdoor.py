@@ -62,7 +62,7 @@ class Config(BaseConfig):
     eps: float = param(1e-6, "ε added to every class share before the KL divergence", gt=0, le=0.01)
     n_threads: Optional[int] = param(1, "torch CPU threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=6, n_backdoor_train=960, n_backdoor_test=300, max_length=24, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
+        "cpu": dict(n_seeds=6, n_backdoor_train=640, n_backdoor_test=300, max_length=16, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
                     n_aux_rows=160, downstream_tasks=DOWNSTREAM_TASKS, n_down_train=100, n_down_test=100),
         "full": dict(n_seeds=6, ptlm="bert-base-uncased", n_frozen=0, precision="fp32", n_backdoor_train=4000, n_backdoor_test=1000, max_length=64,
                      epochs=3, batch_size=16, lr=3e-5, head_lr=1e-4, aux_tasks=AUX_TASKS, n_aux_rows=2000, downstream_tasks=DOWNSTREAM_TASKS,

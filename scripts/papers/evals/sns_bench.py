@@ -35,8 +35,8 @@
 # - **Baselines that run offline:** random, majority (fitted on a 20 % dev split), first-candidate and
 #   always-empty strategies, and a MiniLM (all-MiniLM-L6-v2) zero-shot model whose thresholds are fitted on
 #   the dev split only. Three seeds redraw the dev/test split. To fit the CPU budget, the `cpu` profile
-#   evaluates the baselines on at most 400 items per subset (3,741 of the 6,658; the five smaller subsets
-#   whole) and MiniLM reads the first 64 tokens of each text; the constant-answer scores use every item, the
+#   evaluates the baselines on at most 200 items per subset (2,217 of the 6,658; the three smaller subsets
+#   whole) and MiniLM reads the first 64 tokens of each text, with its matrix products in bfloat16; the constant-answer scores use every item, the
 #   oracle the evaluated ones. `-p n_items 0` runs all items.
 # - **Trustworthiness of the scoring:** on CHLW the constant answer `[]` scores about 67.6 success-F1,
 #   more than any strategy that picks words; oracle answers do not all reach 100.
@@ -44,7 +44,7 @@
 #   per-model table is not published with its code or data, so its size–score relation cannot be refitted
 #   here; `fit_size_score` does that re-analysis for any table of model sizes and overall scores, and the
 #   `full` profile scores any local Hugging Face causal LM (`-p model …`) through the same prompts and scorers.
-# - **Metric deviations:** QueryGen's cosine term uses MiniLM instead of bge-large-en-v1.5; answers are
+# - **Metric deviations:** QueryGen's cosine term uses MiniLM (in bfloat16) instead of bge-large-en-v1.5; answers are
 #   parsed with `ast.literal_eval`, never `eval` (an answer that only `eval` could read, such as
 #   `['a'] + ['b']`, counts as unparseable); where the official code would stop with an error (ROUGE of a
 #   passage that is empty after emoji removal, MRC-complex's F1 with no true positive), that item or number
@@ -96,7 +96,7 @@ max_new_tokens: Optional[int] = None  # generation length of the lm baseline
 n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `ac01ede`, 745 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sns_bench --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `2914686`, 850 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sns_bench --profile cpu` repeats the run shown here.
 
 # %%
 #| export
@@ -133,7 +133,7 @@ class Config(BaseConfig):
     max_new_tokens: int = param(64, "generation length of the lm baseline", ge=1, le=4096)
     n_threads: Optional[int] = param(1, "torch threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_items=400, baselines=("random", "majority", "first", "empty", "minilm")),
+        "cpu": dict(n_items=200, baselines=("random", "majority", "first", "empty", "minilm")),
         "full": dict(n_items=0, baselines=("random", "majority", "first", "empty", "minilm"), max_new_tokens=256),
     }
     def validate(self):
@@ -162,7 +162,7 @@ cfg
 # Hugging Face cache (nothing is downloaded).
 
 # %%
-test_eq(Config.from_params("cpu").n_items, 400)
+test_eq(Config.from_params("cpu").n_items, 200)
 test_fail(lambda: Config.from_params("smoke", baselines=("oracle",)), contains="baselines")
 test_fail(lambda: Config.from_params("smoke", baselines=()), contains="parameter 'baselines'")
 test_fail(lambda: Config.from_params("smoke", baselines=("random", "random")), contains="listed twice")
@@ -1332,16 +1332,20 @@ test_fail(lambda: TrivialBaseline("majority").predict("Note-Gender", _g), contai
 # %%
 #| export
 class TextEmbedder:
-    "Unit-norm MiniLM sentence embeddings with a per-text cache; `embedder(texts) -> [N, 384]`."
-    def __init__(self, batch_size:int=64, max_length:int=64, progress:bool=False):
-        self.batch_size, self.max_length, self.progress, self.cache, self._m = batch_size, max_length, progress, {}, None
+    "Unit-norm MiniLM sentence embeddings with a per-text cache; `embedder(texts) -> [N, 384]`; `precision='bf16'` runs the matrix products in bfloat16."
+    def __init__(self, batch_size:int=64, max_length:int=64, precision:str="bf16", progress:bool=False):
+        if precision not in ("fp32", "bf16"): raise ConfigError(f"parameter 'precision': {precision!r} is not allowed; choose one of ['fp32', 'bf16']")
+        self.batch_size, self.max_length, self.precision, self.progress, self.cache, self._m = batch_size, max_length, precision, progress, {}, None
     def __call__(self, texts:Sequence[str]) -> np.ndarray:
         new = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if new:
             from trustlib.models import load_minilm, embed_texts
             if self._m is None: self._m = load_minilm()
+            import contextlib, torch
             new = sorted(new, key=len)                 # batches of similar lengths: little padding
-            E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
+            with torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext():
+                E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
+            E = np.asarray(E, dtype=np.float32)
             self.cache.update(zip(new, E))
         return np.stack([self.cache[t] for t in texts]) if len(texts) else np.zeros((0, 384), np.float32)
 
@@ -1467,7 +1471,7 @@ else:
 # %% [markdown]
 # ## The whole experiment: `run`
 #
-# For each seed, every subset (subsampled to `n_items` items — 50 at the smoke profile, 400 at cpu — with a
+# For each seed, every subset (subsampled to `n_items` items — 50 at the smoke profile, 200 at cpu — with a
 # seed fixed across repetitions) is split into a dev part (`dev_fraction`) and a test part. Each baseline is
 # fitted on dev and scored on test; the overall score is the mean of the 12 subset scores (the paper's
 # aggregation is not verified). The **format-failure study** makes a random share of one baseline's test

@@ -45,8 +45,8 @@
 #   3 of MiniLM's 6 transformer layers and the heads are trained; the embeddings (the trigger's included)
 #   and the first 3 layers stay frozen, so their output is computed once and cached (the paper trains all
 #   parameters: fine-tuning all of MiniLM costs about twice as much per model, more than the budget allows
-#   for six seeds of three models). Matrix products run in bfloat16. Sequences are cut to 24 word-pieces.
-#   There are 960 SST-2 training sentences, one epoch in batches of 32 with a linearly decaying learning
+#   for six seeds of three models). Matrix products run in bfloat16. Sequences are cut to 16 word-pieces.
+#   There are 640 SST-2 training sentences, one epoch in batches of 32 with a linearly decaying learning
 #   rate of 2e-4 (heads 1e-3); the official code trains 3 epochs on the full set at 3e-5. The reduction
 #   uses the same steps, with one batch of 4 from each auxiliary task per step. The downstream heads are
 #   logistic regressions on frozen mean-pooled features (the official code trains a linear head on the
@@ -120,6 +120,9 @@ n_down_test: Optional[int] = None  # test rows of each downstream task (evaluate
 eps: Optional[float] = None  # ε added to every class share before the KL divergence
 n_threads: Optional[int] = None  # torch CPU threads (None: leave as is)
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6b8e091`, 1825 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
+
 # %%
 #| export
 AUX_TASKS = ("87_glue_cola", "161_agnews_0", "56_wikidatasex_or_gender", "108_athlete_sport")
@@ -165,7 +168,7 @@ class Config(BaseConfig):
     eps: float = param(1e-6, "ε added to every class share before the KL divergence", gt=0, le=0.01)
     n_threads: Optional[int] = param(1, "torch CPU threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=6, n_backdoor_train=960, n_backdoor_test=300, max_length=24, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
+        "cpu": dict(n_seeds=6, n_backdoor_train=640, n_backdoor_test=300, max_length=16, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
                     n_aux_rows=160, downstream_tasks=DOWNSTREAM_TASKS, n_down_train=100, n_down_test=100),
         "full": dict(n_seeds=6, ptlm="bert-base-uncased", n_frozen=0, precision="fp32", n_backdoor_train=4000, n_backdoor_test=1000, max_length=64,
                      epochs=3, batch_size=16, lr=3e-5, head_lr=1e-4, aux_tasks=AUX_TASKS, n_aux_rows=2000, downstream_tasks=DOWNSTREAM_TASKS,
@@ -934,7 +937,7 @@ def make_figures(cfg:Config, comp, feats:dict, proj:str, hists:dict) -> dict:
 # ## The experiment
 #
 # One call runs everything for the chosen profile (`smoke` by default here). The committed page shows a
-# `cpu` run: 6 seeds, each with a clean twin, a backdoored and a reduced model; 960 SST-2 training
+# `cpu` run: 6 seeds, each with a clean twin, a backdoored and a reduced model; 640 SST-2 training
 # sentences (10 % of the positive ones poisoned), four auxiliary and six downstream tasks.
 
 # %%
@@ -1005,7 +1008,7 @@ result.verdict_table()
 # - **The condition.** Every complication claim needs a working backdoor: a high ASR and a clean accuracy
 #   that the backdoor does not lower. If it is not established, those claims are inconclusive whatever their
 #   numbers, and the reason says what the rule alone would have given.
-# - **Scale.** One small PTLM with its top three layers fine-tuned, short sequences, one epoch on 960
+# - **Scale.** One small PTLM with its top three layers fine-tuned, short sequences, one epoch on 640
 #   sentences and 100 test rows per task. The direction of each effect is tested. The
 #   magnitudes, such as the paper's 2.79 nats on DBpedia, are not comparable: they depend on the model, on
 #   how hard the backdoor is trained and on the number of classes of a task. With two classes the KL is
