@@ -7,7 +7,7 @@ from scipy.optimize import minimize
 from trustlib.config import ConfigError
 from trustlib.privacy.dp_icl import (PAPER_ACCOUNTANT, METHODS, Config, epsilon_poisson_gaussian, sigma_for_epsilon,
                                      vocab_space_limit, tang_distributions, pta_distributions, noisy_aggregate, dp_next_token,
-                                     draw_groups, dp_generate, make_ginc_world, OracleLM, generate_oracle_batch,
+                                     draw_groups, dp_generate, PrivacySpec, make_ginc_world, OracleLM, generate_oracle_batch,
                                      contextual_calibration, llr_true_vs_rest, icl_predict, method_grid)
 
 
@@ -166,13 +166,15 @@ def test_batched_generation_equals_loop():
     lm = OracleLM(w, lld)
     specs = list(itertools.product(METHODS, (5, 30), (1.0, 3.0), (0.6,), (0.0, 0.8)))
     gl, z, ref = np.zeros((len(specs), 6, 3, 4)), np.zeros((len(specs), 6, 30)), []
-    for i, (m, k, a, tp, s) in enumerate(specs):
+    privacy = {e: PrivacySpec(e, len(lld), 3, 2, 6, 1 / len(lld), "fixed", "pld") for e in (math.inf, 2.0)}   # σ 0 and σ(ε = 2)
+    specs = [s[:4] + (privacy[math.inf] if s[4] == 0.0 else privacy[2.0],) for s in specs]
+    for i, (m, k, a, tp, ps) in enumerate(specs):
         r = np.random.default_rng(100 + i)
         for j in range(6):
-            gl[i, j] = np.stack([lld[g].sum(0) for g in draw_groups(r, len(lld), 3, 2)]); z[i, j] = r.standard_normal(30)
-        ref.append(dp_generate(lm, np.arange(len(lld)), 6, 3, 2, s, m, k, a, tp, rng=np.random.default_rng(100 + i)))
+            gl[i, j] = np.stack([lld[g].sum(0) for g in ps.draw(r)]); z[i, j] = r.standard_normal(30)
+        ref.append(dp_generate(lm, np.arange(len(lld)), 6, ps, m, k, a, tp, rng=np.random.default_rng(100 + i)))
     runs = dict(method=[s[0] for s in specs], k=[s[1] for s in specs], alpha=[s[2] for s in specs], top_p=[s[3] for s in specs],
-                sigma=[s[4] for s in specs], shot=np.arange(len(specs)))
+                sigma=[s[4].sigma() for s in specs], shot=np.arange(len(specs)))
     toks, ll = generate_oracle_batch(w, gl, z, runs)
     assert toks.tolist() == ref
     np.testing.assert_allclose(ll, w.loglik(toks)[0])
@@ -230,8 +232,10 @@ def test_full_profile_text_path_fails_clearly(offline_env, monkeypatch):
     from trustlib.config import ResourceUnavailable
     from trustlib.privacy import dp_icl
     monkeypatch.setattr(dp_icl, "_run", lambda cfg, progress: pytest.fail("work started before the resource check"))
+    with pytest.raises(ConfigError, match="'text_lm'"): Config.from_params("full", text_lm="/nonexistent/model")   # refused before any work
+    with pytest.raises(ConfigError, match="sae-probes dataset"): Config.from_params("full", text_dataset="no_such_dataset")
     with pytest.raises(ResourceUnavailable, match="text_lm|text_dataset"):
-        dp_icl.run(Config.from_params("full", text_lm="/nonexistent/model"), progress=False)
+        dp_icl.run(Config.from_params("full", text_lm="nobody/no-such-model"), progress=False)          # a hub id not in the cache
 
 
 def test_text_helpers_with_a_fake_lm():
@@ -252,8 +256,9 @@ def test_text_helpers_with_a_fake_lm():
     lm = FakeLM()
     assert text_generation_prompt([("sport", "goal")], "sport", "ab").endswith('News Type: "sport"\nText: "ab')
     data = pd.DataFrame(dict(prompt=["aaa bbb", "ccc ddd", "aab", "ddc"] * 10, y=[0, 1, 0, 1] * 10))
-    demos = text_dp_demos(lm, data, ["alpha", "delta"], M=2, N=2, sigma=0.5, method="P1", k=10, alpha=2.0, top_p=1.0,
-                          max_tokens=5, rng=np.random.default_rng(0))
+    from trustlib.privacy.dp_icl import text_privacy
+    demos = text_dp_demos(lm, data, ["alpha", "delta"], privacy=lambda n: text_privacy(1.0, n, 2, 2, 5, "poisson", "pld"), method="P1", k=10,
+                          alpha=2.0, top_p=1.0, max_tokens=5, rng=np.random.default_rng(0))
     assert [d[0] for d in demos] == ["alpha", "delta"] and all(len(d[1]) <= 5 for d in demos)
     acc, cal = text_icl_accuracy(lm, demos, ["aaaa", "dddd"], np.array([0, 1]), ["alpha", "delta"])
     assert 0 <= acc <= 1 and 0 <= cal <= 1
@@ -277,7 +282,7 @@ def test_fixed_subsample_accounted_by_its_own_bound():
         r = [epsilon_fixed_subsample(s, n, int(round(q * n)), T, 1 / n) / epsilon_poisson_rdp(s, q, T, 1 / n) for s in sigmas]
         assert min(r) > 1.1 and max(r) < 2.1, (name, r)        # the audit: 1.15-1.94x (GINC), 1.40-1.82x (TREC)
     q, T, n = PAPER_ACCOUNTANT["GINC"][:3]
-    s = sigma_for_epsilon(1.0, q, T, 1 / n, subsample="fixed")
+    s = sigma_for_epsilon(1.0, q, T, 1 / n, subsample="fixed", n=n)
     assert epsilon_fixed_subsample(s, n, 20, T, 1 / n) <= 1.0 < epsilon_fixed_subsample(round(s - 0.01, 2), n, 20, T, 1 / n)
     assert s > sigma_for_epsilon(1.0, q, T, 1 / n, "pld")
     assert Config.from_params("smoke").subsample == "poisson"
@@ -304,3 +309,51 @@ def test_pta_distributions_with_exact_zeros():
     # with no noise the token is the argmax of the mean amplified distribution (token 2), not token 0 from a NaN argmax
     d = pta_distributions(p_priv, p_pub, 2.0, p_pub).mean(0)
     assert dp_next_token(np.array(p_priv), np.array(p_pub), "P1", k=3, alpha=2.0, sigma=0.0, z=np.zeros(4)) == int(np.argmax(d[:3])) == 2
+
+
+# --- one privacy specification builds σ and the sampler; the fixed-size accountant takes the real |D|; PA3 keeps zero-public mass in V_pub ----
+def test_text_path_samples_what_sigma_is_accounted_for():
+    """The text path's groups come from the same PrivacySpec as its σ: with the default Poisson spec the group sizes vary (the
+    old path drew fixed-size groups of N while calibrating σ for Poisson sampling), and σ meets ε under that sampler's accountant."""
+    import pandas as pd
+    from trustlib.privacy.dp_icl import text_dp_demos, text_privacy
+    sizes = []
+    class FakeLM:
+        vocab_size = 6; stop_ids = (5,)
+        def next_token_probs(self, prompts):
+            sizes.extend(p.count("END") for p in prompts[:-1])      # examples in each private group (the last prompt is the public one)
+            return np.full((len(prompts), self.vocab_size), 1 / self.vocab_size)
+        def decode(self, ids): return "".join("abcdef"[i] for i in ids)
+    data = pd.DataFrame(dict(prompt=[f"t{i}" for i in range(200)], y=[0, 1] * 100))
+    spec = lambda n: text_privacy(1.0, n, 5, 2, 8, "poisson", "pld")
+    text_dp_demos(FakeLM(), data, ["a", "b"], spec, "B1", 3, 1.0, 1.0, 8, np.random.default_rng(0))
+    assert len(set(sizes)) > 2, sorted(set(sizes))                  # Poisson: random group sizes, not always N = 2
+    assert spec(100).achieved_epsilon() <= 1.0
+    fixed = text_privacy(1.0, 100, 5, 2, 8, "fixed", "pld")
+    assert fixed.achieved_epsilon() <= 1.0 and all(len(g) == 2 for g in fixed.draw(np.random.default_rng(0)))
+
+
+def test_dp_generate_takes_one_privacy_spec():
+    with pytest.raises(TypeError): dp_generate(lambda p, g: np.ones((len(g), 4)) / 4, list(range(20)), 3, 2, 2, 0.5)   # the old (M, N, σ) form
+    ps = PrivacySpec(1.0, 20, 2, 2, 3, 0.05, "poisson", "pld")
+    with pytest.raises(ValueError, match="σ is calibrated"): dp_generate(lambda p, g: np.ones((len(g), 4)) / 4, list(range(30)), 3, ps)
+
+
+def test_fixed_sampler_sigma_uses_the_real_dataset_size():
+    """sigma_for_epsilon for the fixed-size sampler takes |D|: with n = 835 and δ = 1e-5 (n ≠ 1/δ) the σ found meets ε for a sample of
+    80 out of 835 (the old code inferred n = 1/δ = 100000, a sample of 9581, another mechanism); without n it refuses."""
+    from trustlib.privacy.dp_icl import epsilon_fixed_subsample
+    n, m, T, d = 835, 80, 15, 1e-5
+    s = sigma_for_epsilon(4.0, m / n, T, d, "pld", subsample="fixed", n=n)
+    assert epsilon_fixed_subsample(s, n, m, T, d) <= 4.0 < epsilon_fixed_subsample(round(s - 0.01, 2), n, m, T, d)
+    with pytest.raises(ValueError, match="needs n"): sigma_for_epsilon(4.0, m / n, T, d, subsample="fixed")
+
+
+def test_pa3_zero_public_probability_keeps_the_vote():
+    "PA3 with a token of zero public probability: a group that favours it keeps its mass inside V_pub, so its vote is not lost."
+    from trustlib.privacy.dp_icl import pta_distributions, dp_next_token, vocab_space_limit
+    p_priv, p_pub = np.array([[.1, .1, .8, 0], [.1, .3, .6, 0]]), np.array([.5, .5, 0, 0])
+    d = pta_distributions(p_priv, p_pub, 2.0)
+    mask = vocab_space_limit(p_pub, 2)
+    assert np.allclose(d[:, ~mask], 0) and np.allclose(d[:, mask].sum(1), 1)        # the old floor put ~all of group 0 on token 2
+    assert dp_next_token(p_priv, p_pub, "PA3", k=2, alpha=2.0, sigma=0.0, z=np.zeros(4)) == 1   # group 1's preference for token 1 counts

@@ -132,13 +132,15 @@ def test_seeds_reproduce_exactly():
 
 def test_run_verdicts_are_valid_and_theorems_untestable():
     r = rf.run(rf.Config.from_params("smoke", **TINY), progress=False)
+    assert not r.verdicts                               # run() measures; the claims table is graded by the core
+    r.grade(rf.CLAIMS)
     assert all(v.verdict in VERDICTS for v in r.verdicts) and len(r.verdicts) == 10
     assert check_headline(r.verdicts).claim.startswith("Theorem 3.3")
     for v in r.verdicts[:3]:
         assert v.verdict == "not_testable_offline"
         assert v.reason.startswith("not testable computationally") and "reported flawed" in v.reason and "Feldman" in v.reason
-    for v in r.verdicts[3:]:
-        assert v.verdict in ("illustrated", "not_reproduced", "inconclusive") and v.reason.startswith(("illustrated", "not illustrated", "within noise"))
+    for v in r.verdicts[3:]:                            # graded illustrations: shown, or the rule's own word; never reproduced
+        assert v.verdict in ("illustrated", "partially", "not_reproduced", "inconclusive") and v.rule.startswith("illustrated if ")
         assert "reproduced" != v.verdict
     json.dumps(r.to_json())
 
@@ -169,3 +171,17 @@ def test_config_bounded_and_lists_checked():
     for name in ("rf_dims", "prim_precisions_log2", "prim_batch_sizes", "scal_widths", "scal_steps", "scal_precisions_log2", "sq_bits"):
         with pytest.raises(ConfigError, match=f"parameter '{name}': needs at least one value"): rf.Config.from_params("smoke", **{name: []})
     with pytest.raises(ConfigError, match="'match_tolerance'"): rf.Config.from_params("smoke", match_tolerance=2.0)
+
+
+def test_illustrations_use_strict_thresholds():
+    """The old private grader counted an interval ending exactly at a threshold as clearing it (`lo >= t`); the core requires the
+    whole interval strictly beyond: an interval of bSGD's error reaching exactly 0.25 does not illustrate the separation."""
+    from trustlib.results import grade, Claim, Estimate
+    c = next(c for c in rf.CLAIMS if c.id == "separation_nearest")
+    one = lambda m: grade([Claim(c.id, c.claim, c.paper, c.rule, c.requires, headline=True, status=c.status, reason=c.reason)], m)[0].verdict
+    ok = {"sep/parity_skewed_gap_nearest_per_seed": [0.45, 0.44, 0.43, 0.42, 0.41], "sep/parity_skewed_bsgd_nearest_per_seed": [0.05, 0.06, 0.07, 0.08, 0.09]}
+    assert one(ok) == "illustrated"
+    assert [l.op for l in c.rule.leaves()] == ["<", ">"]                         # strict: an interval ending at 0.25 (or 0.15) does not clear it
+    leaf = c.rule.leaves()[0]
+    assert leaf.evaluate({leaf.of: dict(value=0.22, lo=0.19, hi=0.25, n=5)}).verdict != "reproduced"
+    assert leaf.evaluate({leaf.of: dict(value=0.22, lo=0.19, hi=0.2499, n=5)}).verdict == "reproduced"

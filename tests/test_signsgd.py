@@ -11,7 +11,7 @@ from scipy.special import erf
 from trustlib.config import ConfigError, ResourceUnavailable
 from trustlib.results import check_headline
 from trustlib.privacy import accounting as A
-from trustlib.privacy.signsgd import (Config, noisy_sign, expected_sign, debias_factor, calibrate_scales, split_workers,
+from trustlib.privacy.signsgd import (CLAIMS, Config, noisy_sign, expected_sign, debias_factor, calibrate_scales, split_workers,
                                       train_federated, load_federated_data, run)
 
 
@@ -52,6 +52,17 @@ def test_calibrate_scales_meet_target():
     assert A.gaussian_epsilon_exact(sc["sigma_dpsgd"], 50, 1e-5) <= 3.0 + 1e-9
     assert sc["s_logistic_pure"] == pytest.approx(math.sqrt(650) * 50 / 3.0)      # pure DP per vector: √d·T·Δ/s
     assert sc["sigma_sign"] < sc["sigma_dpsgd"]          # amplification: less noise for the same eps
+
+
+def test_calibrate_scales_safe_by_default():
+    """Without `dim` the calibration accounts for a vector of any size (the safe worst case): it needs at least as much logistic
+    noise as a 650-coordinate vector, and more than one coordinate (the unsafe scalar bound that used to be the default)."""
+    safe = calibrate_scales(3.0, 50, 1e-5)
+    assert safe["dim"] is None and safe["s_logistic_pure"] == math.inf
+    assert safe["s_logistic"] >= calibrate_scales(3.0, 50, 1e-5, dim=650)["s_logistic"] * (1 - 1e-3)
+    assert safe["s_logistic"] > calibrate_scales(3.0, 50, 1e-5, dim=1)["s_logistic"] * 1.01
+    assert A.sign_epsilon(safe["s_logistic"], 50, 1e-5, noise="logistic") <= 3.0 + 1e-9     # meets ε for any dimension
+    with pytest.raises(ValueError, match="dim"): calibrate_scales(3.0, 50, 1e-5, dim=0)
 
 
 # --- splits -----------------------------------------------------------------------------------------------------------------
@@ -96,6 +107,8 @@ def test_sgd_learns_and_signsgd_fails_non_iid(digits):
 
 def test_run_verdicts_and_reference():
     r1 = run(tiny_cfg(), progress=False)   # determinism: tests/test_papers.py::test_same_seed_same_metrics
+    assert not r1.verdicts                  # run() measures; the claims table is graded by the core
+    r1.grade(CLAIMS)
     assert len(r1.verdicts) == 6 and {"learning", "estimation", "eps_vs_steps", "reference"} <= set(r1.tables)
     assert check_headline(r1.verdicts).claim.startswith("Discarding magnitudes amplifies privacy")
     assert all(v.rule for v in r1.verdicts if v.verdict != "not_testable_offline")

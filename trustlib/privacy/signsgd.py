@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci, mean_ci_from_moments, run_experiment, side, settle, verdict_flags
+from ..results import Result, Estimate, mean_ci, mean_ci_from_moments, run_experiment
 from . import accounting as acct
 
 # %% auto #0
-__all__ = ['METHODS', 'METHOD_LABELS', 'VERDICT_LEVEL', 'Config', 'noisy_sign', 'expected_sign', 'debias_factor',
-           'accounting_tables', 'calibrate_scales', 'sign_estimator_mse_draws', 'sign_estimator_mse',
+__all__ = ['METHODS', 'METHOD_LABELS', 'CLAIM_EPS', 'CLAIMS', 'VERDICT_LEVEL', 'Config', 'noisy_sign', 'expected_sign',
+           'debias_factor', 'accounting_tables', 'calibrate_scales', 'sign_estimator_mse_draws', 'sign_estimator_mse',
            'estimation_table', 'split_workers', 'per_example_grads', 'clip_rows', 'worker_sums', 'train_federated',
-           'load_cifar10_bin', 'load_federated_data', 'run', 'learning_summary', 'claims', 'make_figures']
+           'load_cifar10_bin', 'load_federated_data', 'run', 'learning_summary', 'accounting_measurements',
+           'estimation_measurements', 'learning_measurements', 'make_figures']
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #c2882f97
 METHODS = ("sgd", "dpsgd", "signsgd", "noisy_gauss", "noisy_logistic", "noisy_gauss_mv")
@@ -53,7 +54,7 @@ class Config(BaseConfig):
     test_frac: float = param(0.3, "held-out test fraction", gt=0, lt=1)
     n_seeds: int = param(1, "repetitions of the learning experiment", ge=1, max=500)
     eval_every: int = param(0, "evaluate every k rounds (0: rounds // 20)", ge=0, max=50_000)
-    methods: tuple[str, ...] = param(METHODS, "learning methods to run")
+    methods: tuple[str, ...] = param(METHODS, "learning methods to run", choices=METHODS)
     n_threads: int = param(1, "torch CPU threads during training (1 is fastest on a shared, loaded CPU)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(noise_multipliers=(1.0, 2.0, 4.0), steps_grid=(10, 100, 1000), eps_targets=(2.0, 4.0, 8.0), rounds=100,
@@ -62,9 +63,19 @@ class Config(BaseConfig):
                      rounds=500, heterogeneity=(0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), n_draws=10000, n_seeds=5,
                      dataset="cifar10", model="cnn", lr=0.1, split="dirichlet"),
     }
+    @staticmethod
+    def _work(c) -> float:
+        "Training work of parameter values `c` (a dict): seeds × runs × rounds × workers (digits-sized data) plus the estimation draws."
+        runs = len(c['methods']) * len(c['eps_targets']) + 3
+        return c['n_seeds'] * runs * c['rounds'] * c['n_workers'] * (c['hidden'] if c['model'] != "logreg" else 10) + \
+               c['n_draws'] * c['n_workers'] * len(c['heterogeneity']) * len(c['eps_targets'])
+
     def validate(self):
-        bad = sorted(set(self.methods) - set(METHODS))
-        if bad or not self.methods: raise ConfigError(f"parameter 'methods': {bad or '[]'} not allowed; choose a non-empty subset of {list(METHODS)}")
+        if not self.methods: raise ConfigError(f"parameter 'methods': must not be empty; choose a non-empty subset of {list(METHODS)}")
+        work = self._work(self.to_dict()) / self._work(type(self).profile_defaults("cpu"))
+        if self.dataset == "digits" and not self._allow_large and work > 50:
+            raise ConfigError(f"parameters n_seeds × methods × eps_targets × rounds × n_workers (× hidden) and n_draws × heterogeneity: {work:.0f}× "
+                              "the cpu profile's work; the limit is 50×. Pass allow_large=True (CLI: --allow-large) to run it")
         if self.dataset == "digits" and self.model == "cnn": raise ConfigError("model 'cnn' is for dataset 'cifar10'; use 'logreg' or 'mlp' with digits")
         for name in ("eps_targets", "noise_multipliers", "steps_grid", "ratio_shifts", "heterogeneity"):
             if not getattr(self, name): raise ConfigError(f"parameter {name!r}: must not be empty")
@@ -148,14 +159,15 @@ def accounting_tables(cfg:Config, progress:bool=True,
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #49da66d6
 def calibrate_scales(eps:float, steps:int, delta:float,
-                     dim:int=1, # coordinates of the released vector (the model's parameter count)
+                     dim:int|None=None, # coordinates of the released vector (the model's parameter count); None: any number (the safe worst case)
                      ) -> dict:
     "Noise multipliers meeting (ε, δ) after `steps` releases of a `dim`-vector: sign + Gaussian, sign + logistic (RDP and pure-DP bound), DP-SGD (exact)."
+    if dim is not None and not (isinstance(dim, (int, np.integer)) and dim >= 1): raise ValueError(f"dim must be an integer >= 1 or None, got {dim!r}")
     cal = lambda f: acct.calibrate_noise(f, eps, lo=0.01, hi=1e5, rtol=1e-4)
     return dict(eps=eps, steps=steps, dim=dim,
                 sigma_sign=cal(lambda s: acct.sign_epsilon(s, steps, delta, dim=dim)),
                 s_logistic=cal(lambda s: acct.sign_epsilon(s, steps, delta, noise="logistic", dim=dim)),
-                s_logistic_pure=math.sqrt(dim) * steps / eps,
+                s_logistic_pure=math.sqrt(dim) * steps / eps if dim is not None else math.inf,
                 sigma_dpsgd=cal(lambda s: acct.gaussian_epsilon_exact(s, steps, delta)))
 
 def sign_estimator_mse_draws(g, # [draws, M] worker gradients (units of Δ)
@@ -336,7 +348,7 @@ def load_federated_data(cfg:Config, seed:int=0) -> dict:
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #bf4c53c1
 def run(cfg:Config, progress:bool=True) -> Result:
-    "The whole experiment: accounting (A), estimation error (B), federated learning (C), verdicts."
+    "The whole experiment: accounting (A), estimation error (B), federated learning (C); returns measurements, no verdicts."
     import pandas as pd, torch
     from tqdm.auto import tqdm
     data = load_federated_data(cfg, cfg.seed)               # fails first, before any work, when data is missing
@@ -370,13 +382,84 @@ def run(cfg:Config, progress:bool=True) -> Result:
                          initial_loss=out["curve"][0]["train_loss"]))
         curves += [dict(seed=k, method=m, split=how, eps=eps, **c) for c in out["curve"]]
     C = pd.DataFrame(rows); curves = pd.DataFrame(curves)
-    metrics, verdicts = claims(cfg, A, S, B, C, curves)
+    ref = A["reference"]
+    metrics = {**{f"ref/{k}": float(v) for k, v in zip(ref.key, ref.ours)}, "reference_max_rel_diff": float(ref.rel_diff.abs().max()),
+               **accounting_measurements(A["eps_vs_steps"], A["tradeoff_envelope_gap"]), **estimation_measurements(B), **learning_measurements(cfg, C)}
     tables = dict(ratio=A["ratio"], eps_vs_steps=A["eps_vs_steps"], reference=A["reference"], calibration=S,
                   estimation=B, learning=C, learning_summary=learning_summary(C), splits=pd.DataFrame(splits))
-    return Result(paper="noisy_signsgd", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables,
+    return Result(paper="noisy_signsgd", config=cfg.to_dict(), metrics=metrics, tables=tables,
                   figures=make_figures(A, B, C, curves))
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #7f536b31
+from ..results import Claim, Change, Above, Below, AtLeast, Diff, AllOf, Each
+
+CLAIM_EPS = (2.0, 4.0, 8.0)
+_DATE = "2026-12-01"
+_NEVER = 10.0   # a no-effect value outside the range of the quantity: no value of it is against the claim
+
+def _ek(x:float) -> str: return f"{x:g}".replace('.', 'p')   # metric keys carry no dots
+
+CLAIMS = [
+    Claim("amplification", "Discarding magnitudes amplifies privacy: Noisy SignSGD (Gaussian) is more private than the DP-SGD guarantee at the same σ",
+          "proved in the paper (theorem not seen by us); abstract: 'quantify the privacy amplification of the sign-based compressor'",
+          AllOf(Below('amp/max_ratio_rdp', 1.0, what="largest ε_sign / ε_DP-SGD(RDP) over (σ/Δ, T)"),
+                Below('amp/max_ratio_exact', 1.0, null=_NEVER, what="largest ε_sign / ε_DP-SGD(exact) over (σ/Δ, T)"), partial='any'),
+          headline=True, reason="our exact RDP analysis of sign(g + N(0, σ²)) with the offset unconstrained; deterministic numerical accounting",
+          ours="σ/Δ = 2, T = 100: DP-SGD {amp/example_dpsgd_rdp:.2f} (RDP) / {amp/example_dpsgd_exact:.2f} (exact) vs sign {amp/example_sign:.2f}; "
+               "ε_sign/ε_DP-SGD(RDP) in [{amp/min_ratio_rdp:.3f}, {amp/max_ratio_rdp:.3f}], largest ε_sign/ε_DP-SGD(exact) "
+               "{amp/max_ratio_exact:.3f}; one release alone: no gain (worst-case trade-off = G_μ, gap {amp/tradeoff_gap:.1e})",
+          log=[Change(_DATE, "reproduced if the sign's ε is below DP-SGD's exact ε at every (σ/Δ, T); partially if it is below DP-SGD's RDP ε at every point",
+                      "reproduced if (largest ε_sign / ε_DP-SGD(RDP) over (σ/Δ, T) < 1) and (largest ε_sign / ε_DP-SGD(exact) over (σ/Δ, T) < "
+                      "1); partially if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is "
+                      "inconclusive; an effect against the claim is not reproduced", "the same rule through the one grader; a sign ε at or above DP-SGD's RDP ε is against the claim")]),
+    Claim("estimation", "With the sign compressor, Gaussian noise gives a smaller estimation error than logistic noise (at equal privacy)",
+          "analytical result of the paper (statement not seen)",
+          Each('est/gauss_minus_logistic/*', '<', 0.0, what="MSE(Gauss) − MSE(logistic)"),
+          reason="both noises calibrated to the same (ε, δ, T) with their RDP for the d-vector; de-biased mean of signs; exact conditional MSE",
+          ours="MSE(Gauss)/MSE(logistic) in [{est/ratio_min:.3f}, {est/ratio_max:.3f}] over {est/n_points} (ε, τ) points (the estimation "
+               "table gives each point's difference); vs logistic accounted by its pure-DP bound: Gaussian lower in {est/gauss_beats_pure_frac:.0%}",
+          log=[Change(_DATE, "at each (ε, τ) the interval over draws of MSE(Gauss) − MSE(logistic) (Bonferroni, 95 % jointly); reproduced if below 0 at "
+                      "every point; partially if at some; not reproduced if at none; inconclusive if undecided points could change the verdict",
+                      "reproduced if every MSE(Gauss) − MSE(logistic) matching 'est/gauss_minus_logistic/*' < 0; intervals must clear each "
+                      "threshold, one across it is inconclusive; an effect against the claim is not reproduced", "a point where logistic noise is significantly better is against the claim (was: partially when "
+                      "another point favoured the Gaussian); some points below 0 and the others undecided is now inconclusive")]),
+    Claim("learning", "Gaussian noise suits distributed learning with heterogeneous data better than logistic noise",
+          "abstract: 'may be more suitable for distributed learning with heterogeneous data'",
+          Above(Diff('learn/gauss_acc', 'learn/logistic_acc'), 0.0, what="acc(Gauss) − acc(logistic), mean over ε, paired by seed"),
+          reason="digits, label-sorted shards; the seed's split and initial model are shared by both noises"),
+    Claim("rescue", "SignSGD fails under data heterogeneity and adding noise before the sign fixes it",
+          "abstract (after Chen et al. 2020): 'fails to converge in the presence of data heterogeneity, and a simple fix is to add Gaussian noise'",
+          AllOf(Above(Diff('learn/noisy_mv_acc', 'learn/signsgd_acc'), 0.05, level=0.975, what="gain of the noise for majority-vote SignSGD"),
+                Above(Diff('learn/signsgd_iid_acc', 'learn/signsgd_acc'), 0.05, null=0.0, level=0.975, what="gain of IID data for SignSGD"),
+                partial='any'),
+          reason="same majority vote and step size with and without noise; intervals at 97.5 % each (95 % jointly)",
+          log=[Change(_DATE, "per seed, the gain of noisy over noiseless majority-vote SignSGD (mean over ε) and the gain of SignSGD-IID over "
+                      "SignSGD-non-IID; reproduced if both intervals (Bonferroni, 95 % jointly) lie above 5 points; partially if only the first does; "
+                      "inconclusive if an interval straddles 5 points and that could change the verdict", "reproduced if (gain of the noise for majority-vote SignSGD > 0.05) and (gain of IID data for SignSGD > 0.05); partially "
+                      "if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; "
+                      "an effect against the claim is not reproduced",
+                      "partially also when only the cause (IID data helps SignSGD by more than 5 points) is established; an IID split that "
+                      "is significantly worse is against the claim")]),
+    Claim("competitive", "Noisy SignSGD converges and is competitive with DP-SGD while communicating much less",
+          "convergence theorem; 'competitive performance while significantly reducing the communication overhead'",
+          AllOf(AtLeast('learn/converged_frac', 1.0, what="share of Noisy SignSGD (Gaussian) runs whose training loss decreased"),
+                AllOf(*[Above(Diff(f'learn/noisy_gauss_acc/eps{_ek(e)}', f'learn/dpsgd_acc/eps{_ek(e)}'), -0.03, level=1 - 0.05 / len(CLAIM_EPS),
+                              what=f"accuracy − DP-SGD at ε = {e:g}") for e in CLAIM_EPS], partial='any')),
+          reason="empirical only (the rate is not checked); DP-SGD calibrated with the exact Gaussian accountant; 1/32 of its uplink bits",
+          ours="loss decreased in {learn/converged_frac:.0%} of runs; {learn/bits_ratio:.0f}× fewer uplink bits",
+          log=[Change(_DATE, "reproduced if the training loss decreases in every Noisy SignSGD (Gaussian) run and at every ε the interval over seeds of "
+                      "its paired accuracy gap to DP-SGD (Bonferroni over ε, 95 % jointly) lies above −3 points; partially if the loss decreases and "
+                      "some ε's interval does; inconclusive if intervals straddling −3 points could change the verdict", "reproduced if (share of Noisy SignSGD (Gaussian) runs whose training loss decreased >= 1) and ((accuracy − DP-SGD at ε ="
+                      " 2 > -0.03) and (accuracy − DP-SGD at ε = 4 > -0.03) and (accuracy − DP-SGD at ε = 8 > -0.03); partially if some part "
+                      "holds); intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not "
+                      "reproduced",
+                      "an ε at which Noisy SignSGD is resolved more than 3 points behind DP-SGD is against the claim (was: partially when "
+                      "another ε was within 3 points)")]),
+    Claim("image_classification", "Image-classification experiments validate the theory", "numbers not available to us", status="not_testable_offline",
+          reason="the paper's datasets, models and numbers were not available; the full profile's CIFAR-10 path needs a download"),
+]
+
+# %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #c89fe203
 def learning_summary(C) -> "pd.DataFrame":
     "Mean and sd of test accuracy over seeds per method, split and ε, with bits per round."
     g = C.groupby(["method", "split", "eps"], dropna=False)
@@ -385,150 +468,44 @@ def learning_summary(C) -> "pd.DataFrame":
     out["method_label"] = out.method.map(METHOD_LABELS)
     return out
 
-VERDICT_LEVEL = 0.95   # joint coverage of the intervals one rule reads (Bonferroni over its comparisons)
+VERDICT_LEVEL = 0.95   # joint coverage of the intervals one claim reads (Bonferroni over its comparisons)
 
-def _claim_amplification(E, tradeoff_gap:float) -> tuple[dict, Verdict]:
-    "Claim 1 (headline): the sign's ε is below DP-SGD's exact ε at every (σ/Δ, T) (partially: only below its RDP ε)."
+def accounting_measurements(E, tradeoff_gap:float) -> dict:
+    "Ratios of the sign's ε to DP-SGD's (RDP and exact) over the (σ/Δ, T) grid, and the example point σ/Δ = 2, T = 100."
     r_rdp, r_exact = E.sign_gauss / E.dpsgd_rdp, E.sign_gauss / E.dpsgd_exact
-    m = dict(amplification_min_ratio_rdp=float(r_rdp.min()), amplification_max_ratio_rdp=float(r_rdp.max()),
-             amplification_max_ratio_exact=float(r_exact.max()), tradeoff_envelope_gap=float(tradeoff_gap))
     ex = E[(E.noise_multiplier == 2.0) & (E.steps == 100)]
-    example = (f"σ/Δ=2, T=100: DP-SGD {ex.dpsgd_rdp.iloc[0]:.2f} (RDP) / {ex.dpsgd_exact.iloc[0]:.2f} (exact) vs sign {ex.sign_gauss.iloc[0]:.2f}; "
-               if len(ex) else "")
-    return m, judge(
-        "Discarding magnitudes amplifies privacy: Noisy SignSGD (Gaussian) is more private than the DP-SGD guarantee at the same σ",
-        "proved in the paper (theorem not seen by us); abstract: 'quantify the privacy amplification of the sign-based compressor'",
-        example + f"ε_sign/ε_DP-SGD(RDP) in [{m['amplification_min_ratio_rdp']:.3f}, {m['amplification_max_ratio_rdp']:.3f}], "
-        f"max ε_sign/ε_DP-SGD(exact) {m['amplification_max_ratio_exact']:.3f} over {len(E)} (σ/Δ, T) points; one release alone: no gain "
-        f"(worst-case trade-off = G_μ, gap {m['tradeoff_envelope_gap']:.1e})",
-        reproduced=bool((E.sign_gauss < E.dpsgd_exact).all()), partially=bool((E.sign_gauss < E.dpsgd_rdp).all()),
-        rule_text="reproduced if the sign's ε is below DP-SGD's exact ε at every (σ/Δ, T); partially if it is below DP-SGD's RDP ε at every point",
-        reason="our exact RDP analysis of sign(g + N(0, σ²)) with the offset unconstrained; deterministic numerical accounting (no sampling error)", headline=True)
+    pick = lambda c: float(ex[c].iloc[0]) if len(ex) else None
+    return {"amp/max_ratio_rdp": float(r_rdp.max()), "amp/min_ratio_rdp": float(r_rdp.min()), "amp/max_ratio_exact": float(r_exact.max()),
+            "amp/tradeoff_gap": float(tradeoff_gap), "amp/example_sign": pick("sign_gauss"), "amp/example_dpsgd_rdp": pick("dpsgd_rdp"),
+            "amp/example_dpsgd_exact": pick("dpsgd_exact")}
 
-def _claim_estimation(B) -> tuple[dict, Verdict]:
-    "Claim 2: the interval of MSE(Gauss) − MSE(logistic) lies below 0 at every (ε, τ) (partially: at some); Bonferroni over the points."
+def estimation_measurements(B) -> dict:
+    "Per (ε, τ) point, MSE(Gauss) − MSE(logistic) with its interval over draws at the Bonferroni level of the grid; the ratios beside them."
+    from trustlib.results import to_jsonable
     lvl = 1 - (1 - VERDICT_LEVEL) / max(len(B), 1)
-    est = [mean_ci_from_moments(r.diff_mean, r.diff_sd, int(r.n_draws), lvl) for r in B.itertuples()]
-    sides = [side(Estimate(-e.value, -e.hi, -e.lo, e.n, e.level)) for e in est]    # '+': Gaussian significantly lower
-    v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
-    frac = float((B.mse_gauss < B.mse_logistic).mean())
-    m = dict(estimation_gauss_wins_frac=frac, estimation_gauss_sig_lower=int(sides.count("+")), estimation_logistic_sig_lower=int(sides.count("-")),
-             estimation_undecided=int(sides.count("?")), estimation_ratio_min=float(B.gauss_over_logistic.min()),
-             estimation_ratio_max=float(B.gauss_over_logistic.max()),
-             estimation_gauss_beats_pure_logistic_frac=float((B.mse_gauss < B.mse_logistic_pure).mean()))
-    at = lambda c: ", ".join(f"({e:g}, {t:g})" for (e, t), s in zip(zip(B.eps, B.tau), sides) if s == c) or "none"
-    return m, judge(
-        "With the sign compressor, Gaussian noise gives a smaller estimation error than logistic noise (at equal privacy)",
-        "analytical result of the paper (statement not seen)",
-        f"MSE(Gauss)/MSE(logistic) in [{m['estimation_ratio_min']:.3f}, {m['estimation_ratio_max']:.3f}] over {len(B)} (ε, τ) points; "
-        f"Gaussian significantly lower at (ε, τ) = {at('+')}; logistic significantly lower at {at('-')}; undecided at {at('?')}; "
-        f"vs logistic accounted by its pure-DP bound: Gaussian lower in {m['estimation_gauss_beats_pure_logistic_frac']:.0%}",
-        **verdict_flags(v),
-        rule_text="at each (ε, τ) the interval over draws of MSE(Gauss) − MSE(logistic) (Bonferroni, 95 % jointly); reproduced if below 0 at "
-                  "every point; partially if at some; not reproduced if at none; inconclusive if undecided points could change the verdict",
-        reason="both noises calibrated to the same (ε, δ, T) with their RDP for the d-vector (d = the model's parameter count; for logistic noise the sup over how "
-               f"the sensitivity spreads); de-biased mean of signs, M workers; exact conditional MSE, {int(B.n_draws.iloc[0]) if len(B) else 0} draws of the workers' gradients"
-               + (f"; the data cannot tell: the points within noise of 0 ({at('?')}) could change the verdict" if v == "inconclusive" else ""))
+    m = {f"est/gauss_minus_logistic/eps{_ek(r.eps)}_tau{_ek(r.tau)}": to_jsonable(mean_ci_from_moments(r.diff_mean, r.diff_sd, int(r.n_draws), lvl))
+         for r in B.itertuples()}
+    m.update({"est/ratio_min": float(B.gauss_over_logistic.min()), "est/ratio_max": float(B.gauss_over_logistic.max()), "est/n_points": int(len(B)),
+              "est/gauss_beats_pure_frac": float((B.mse_gauss < B.mse_logistic_pure).mean())})
+    return m
 
-def _claim_learning(cfg:Config, C) -> tuple[dict, Verdict]:
-    "Claim 3: 95 % interval over seeds of acc(Gauss) − acc(logistic) (mean over ε per seed) above 0."
-    from scipy.stats import binomtest
-    rule = Rule(">", 0.0, what="mean acc(Gauss) − acc(logistic)")
-    m = {}
-    P = C[C.method.isin(["noisy_gauss", "noisy_logistic"]) & (C.split == cfg.split)].pivot_table(index=["seed", "eps"], columns="method", values="test_acc")
-    if {"noisy_gauss", "noisy_logistic"} <= set(P.columns) and len(P):
-        d = (P.noisy_gauss - P.noisy_logistic).dropna(); per_seed = d.groupby(level="seed").mean()
-        est = mean_ci(per_seed.to_numpy(), VERDICT_LEVEL)
-        pos, nz = int((d > 0).sum()), int((d != 0).sum())
-        p = float(binomtest(pos, nz, 0.5, alternative="greater").pvalue) if nz else 1.0
-        m.update(learn_gauss_minus_logistic_mean=float(d.mean()), learn_gauss_minus_logistic_lo=est.lo, learn_gauss_minus_logistic_hi=est.hi,
-                 learn_gauss_minus_logistic_pos=pos, learn_pairs=int(len(d)), learn_sign_test_p=p)
-        by_eps = d.groupby(level="eps").mean()
-        ours = (f"acc(Gauss) − acc(logistic) = {str(est)} over {len(per_seed)} seeds (mean over ε); by ε: "
-                + ", ".join(f"ε={e:g}: {x:+.4f}" for e, x in by_eps.items()) + f"; Gaussian higher in {pos}/{len(d)} (ε, seed) pairs (sign test p = {p:.3g})")
-    else: est, ours = Estimate(math.nan, math.nan, math.nan, 0), "methods not run"
-    return m, judge(
-        "Gaussian noise suits distributed learning with heterogeneous data better than logistic noise",
-        "abstract: 'may be more suitable for distributed learning with heterogeneous data'", ours, rule=rule, value=est,
-        reason=f"digits, {cfg.n_workers} workers, split '{cfg.split}', {cfg.rounds} rounds, ε ∈ {list(cfg.eps_targets)}, paired by seed")
-
-def _claim_rescue(cfg:Config, C) -> tuple[dict, Verdict]:
-    "Claim 4: intervals over seeds of the noisy-vote gain over noiseless SignSGD and of SignSGD's IID − non-IID gain, both above 5 points."
-    import pandas as pd
-    m, thr = {}, 0.05
-    sg = C[(C.method == "signsgd") & (C.split == cfg.split)].set_index("seed").test_acc
-    sg_iid = C[(C.method == "signsgd") & (C.split == "iid")].set_index("seed").test_acc
-    mv = C[(C.method == "noisy_gauss_mv") & (C.split == cfg.split)]
-    v, ours = "inconclusive", "methods not run"
-    if len(sg) and len(mv):
-        gain = (mv.test_acc.values - sg.reindex(mv.seed).values)
-        per_seed = pd.Series(gain, index=mv.seed.values).groupby(level=0).mean()
-        lvl = 1 - (1 - VERDICT_LEVEL) / 2
-        rescue = mean_ci(per_seed.to_numpy(), lvl)
-        need_cause = cfg.split != "iid"
-        cause = (mean_ci((sg_iid.reindex(sg.index) - sg).dropna().to_numpy(), lvl) if len(sg_iid) and need_cause
-                 else Estimate(math.nan, math.nan, math.nan, 0, lvl))
-        sides = [side(rescue, thr), side(cause, thr) if need_cause else "+"]
-        v = settle(sides, lambda s: "reproduced" if s == ["+", "+"] else "partially" if s[0] == "+" else "not_reproduced")
-        m.update(signsgd_noniid_acc=float(sg.mean()), signsgd_iid_acc=float(sg_iid.mean()) if len(sg_iid) else float("nan"),
-                 noisy_mv_acc=float(mv.test_acc.mean()), rescue_min_gain=float(gain.min()), rescue_gain_lo=rescue.lo,
-                 cause_gain_lo=cause.lo)
-        ours = (f"SignSGD non-IID {m['signsgd_noniid_acc']:.3f} (IID {m['signsgd_iid_acc']:.3f}) vs Noisy SignSGD majority vote {m['noisy_mv_acc']:.3f} "
-                f"(mean over ε, seeds); gain of the noise {str(rescue)}; gain of IID data for SignSGD {str(cause)}")
-    return m, judge(
-        "SignSGD fails under data heterogeneity and adding noise before the sign fixes it",
-        "abstract (after Chen et al. 2020): 'fails to converge in the presence of data heterogeneity, and a simple fix is to add Gaussian noise'",
-        ours, **verdict_flags(v),
-        rule_text="per seed, the gain of noisy over noiseless majority-vote SignSGD (mean over ε) and the gain of SignSGD-IID over SignSGD-non-IID; "
-                  "reproduced if both intervals (Bonferroni, 95 % jointly) lie above 5 points; partially if only the first does; "
-                  "inconclusive if an interval straddles 5 points and that could change the verdict",
-        reason="same majority vote and step size with and without noise"
-               + ("; the data cannot tell: an interval straddles 5 points and that could change the verdict" if v == "inconclusive" else ""))
-
-def _claim_competitive(cfg:Config, C) -> tuple[dict, Verdict]:
-    "Claim 5: the loss decreases in every Noisy SignSGD run and, at every ε, the interval of the paired gap to DP-SGD lies above −3 points (partially: at some ε)."
-    m, thr = {}, -0.03
-    ng = C[(C.method == "noisy_gauss") & (C.split == cfg.split)]; dp = C[(C.method == "dpsgd") & (C.split == cfg.split)]
-    v, ours, undecided = "inconclusive", "methods not run", []
-    if len(ng) and len(dp):
-        conv = bool((ng.train_loss < ng.initial_loss).all())
-        G = ng.set_index(["eps", "seed"]).test_acc - dp.set_index(["eps", "seed"]).test_acc
-        G = G.dropna(); eps_list = sorted(G.index.get_level_values("eps").unique())
-        lvl = 1 - (1 - VERDICT_LEVEL) / max(len(eps_list), 1)
-        est = {e: mean_ci(G.xs(e, level="eps").to_numpy(), lvl) for e in eps_list}
-        sides = [side(est[e], thr) for e in eps_list]
-        undecided = [f"{e:g}" for e, s in zip(eps_list, sides) if s == "?"]
-        v = settle(sides, lambda s: ("reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
-                   if conv else "not_reproduced")
-        m.update(noisy_gauss_converges=conv, noisy_minus_dpsgd_by_eps={f"{k:g}": float(x.value) for k, x in est.items()},
-                 noisy_minus_dpsgd_lo_by_eps={f"{k:g}": float(x.lo) for k, x in est.items()},
-                 bits_ratio=float(dp.bits_per_round.iloc[0] / ng.bits_per_round.iloc[0]))
-        ours = (f"final train loss < initial in {int((ng.train_loss < ng.initial_loss).sum())}/{len(ng)} runs; accuracy − DP-SGD by ε: "
-                + "; ".join(f"ε={k:g}: {str(x)}" for k, x in est.items()) + f"; {m['bits_ratio']:.0f}× fewer uplink bits")
-    return m, judge(
-        "Noisy SignSGD converges and is competitive with DP-SGD while communicating much less",
-        "convergence theorem; 'competitive performance while significantly reducing the communication overhead'", ours,
-        **verdict_flags(v),
-        rule_text="reproduced if the training loss decreases in every Noisy SignSGD (Gaussian) run and at every ε the interval over seeds of its paired "
-                  "accuracy gap to DP-SGD (Bonferroni over ε, 95 % jointly) lies above −3 points; partially if the loss decreases and some ε's interval does; "
-                  "inconclusive if intervals straddling −3 points could change the verdict",
-        reason="empirical only (the rate is not checked); DP-SGD calibrated with the exact Gaussian accountant"
-               + (f"; the data cannot tell: the gap interval straddles −3 points at ε = {', '.join(undecided)}" if v == "inconclusive" and undecided else ""))
-
-def claims(cfg:Config, A:dict, S, B, C, curves) -> tuple[dict, list]:
-    "Metrics and verdicts from the measured tables, one claim at a time, by the rules stated above."
-    m = {}
-    ref = A["reference"]
-    for key, val in zip(ref.key, ref.ours): m[f"ref/{key}"] = float(val)
-    m["reference_max_rel_diff"] = float(ref.rel_diff.abs().max())
-    v = []
-    for mm, verdict in (_claim_amplification(A["eps_vs_steps"], A["tradeoff_envelope_gap"]), _claim_estimation(B),
-                        _claim_learning(cfg, C), _claim_rescue(cfg, C), _claim_competitive(cfg, C)):
-        m.update(mm); v.append(verdict)
-    v.append(judge("Image-classification experiments validate the theory", "numbers not available to us", "not run",
-                   verdict="not_testable_offline",
-                   reason="the paper's datasets, models and numbers were not available; the full profile's CIFAR-10 path needs a download"))
-    return m, v
+def learning_measurements(cfg:Config, C) -> dict:
+    "Per-seed test accuracies on the heterogeneous split (noisy methods: mean over ε), per ε for Noisy SignSGD and DP-SGD, and the convergence share."
+    seeds = sorted(C.seed.unique())
+    H = C[C.split == cfg.split]
+    def per_seed(method, split=None, eps=None):
+        X = C[(C.method == method) & (C.split == (split or cfg.split))]
+        if eps is not None: X = X[np.isclose(X.eps, eps)]
+        s = X.groupby("seed").test_acc.mean().reindex(seeds)
+        return None if s.empty or s.isna().any() else [float(v) for v in s]
+    m = {"learn/gauss_acc": per_seed("noisy_gauss"), "learn/logistic_acc": per_seed("noisy_logistic"), "learn/noisy_mv_acc": per_seed("noisy_gauss_mv"),
+         "learn/signsgd_acc": per_seed("signsgd"), "learn/signsgd_iid_acc": per_seed("signsgd", "iid")}
+    for e in sorted(set(CLAIM_EPS) | set(cfg.eps_targets)):
+        m[f"learn/noisy_gauss_acc/eps{_ek(e)}"], m[f"learn/dpsgd_acc/eps{_ek(e)}"] = per_seed("noisy_gauss", eps=e), per_seed("dpsgd", eps=e)
+    ng, dp = H[H.method == "noisy_gauss"], H[H.method == "dpsgd"]
+    m["learn/converged_frac"] = float((ng.train_loss < ng.initial_loss).mean()) if len(ng) else None
+    m["learn/bits_ratio"] = float(dp.bits_per_round.iloc[0] / ng.bits_per_round.iloc[0]) if len(ng) and len(dp) else None
+    return m
 
 # %% ../../nbs/papers/privacy/noisy_signsgd.ipynb #1d46b435
 def make_figures(A:dict, B, C, curves) -> dict:

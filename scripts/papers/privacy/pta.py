@@ -51,7 +51,7 @@ import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from trustlib.results import Result, Verdict, Rule, Estimate, judge, mean_ci, side, settle, joint_ci, verdict_flags
+from trustlib.results import Result, Estimate, mean_ci
 
 # %%
 #| hide
@@ -153,18 +153,21 @@ class Config(BaseConfig):
     subset_size: int = param(4, "N: private examples per group (GINC: 4)", ge=1, max=400)
     n_shots: int = param(4, "synthetic demonstrations per ICL prompt (GINC: 4)", ge=1, max=400)
     epsilons: tuple[float, ...] = param((1.0,), "finite privacy budgets; the noise-free run (epsilon inf, sigma 0) is always added", gt=0, max=100)
-    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}")
+    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}", choices=tuple(METHODS))
     k_values: tuple[int, ...] = param((10,), "top-k sizes of V_pub searched (at most vocab_size)", ge=1, max=15_000)
     alphas: tuple[float, ...] = param((2.0, 5.0), "PTA exponents alpha searched (PTA methods only)", gt=0, max=100)
     top_ps: tuple[float, ...] = param((0.8,), "top-p thresholds searched (BA2, PA2 only)", gt=0, le=1)
     subsample: str = param("poisson", "private subsample per token: 'poisson' (as the papers' accountant assumes) or 'fixed' (MN without replacement, as Tang's code; accounted by the fixed-size RDP bound)",
                            choices=("fixed", "poisson"))
     accountant: str = param("pld", "Poisson accountant of the sigma-for-epsilon search: 'prv' (prv-accountant upper bound) or 'pld' (dp-accounting)", choices=("prv", "pld"))
-    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}")
+    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}",
+                                             choices=tuple(PAPER_ACCOUNTANT))
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
     n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
-    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip")
-    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews")
+    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip",
+                         allowed="'' or 'none' (skip), an existing local folder, or a Hugging Face id 'org/name' in the local cache")
+    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews",
+                              allowed="a sae-probes dataset name (trustlib.data.sae_probes_datasets())")
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
     PROFILE_DEFAULTS = {
@@ -185,8 +188,32 @@ class Config(BaseConfig):
             raise ConfigError(f"parameter 'k_values': {max(self.k_values)} is out of range; must be <= vocab_size ({self.vocab_size})")
         if self.n_subsets * self.subset_size > self.n_private:
             raise ConfigError(f"parameters 'n_subsets' x 'subset_size' ({self.n_subsets * self.subset_size}) must be <= n_private ({self.n_private})")
-        badr = [r for r in self.accountant_rows if r not in PAPER_ACCOUNTANT]
-        if badr: raise ConfigError(f"parameter 'accountant_rows': {badr} not allowed; choose from {list(PAPER_ACCOUNTANT)}")
+        gib = self.footprint()
+        if gib > 4 and not self._allow_large:
+            raise ConfigError(f"parameters vocab_size × n_queries × methods × k_values × alphas × top_ps × epsilons (and n_entities × n_slots × "
+                              f"n_concepts): about {gib:.1f} GiB; the limit is 4 GiB. Pass allow_large=True (CLI: --allow-large) to run it")
+        if self.text_lm not in ("", "none"): self._check_text()
+
+    def footprint(self) -> float:
+        "Rough peak memory (GiB) of one world and concept: the ICL predictives (prompt sets × queries × V), the queries' next-token table and the HMMs."
+        grid = sum(len(self.k_values) * (len(self.alphas) if METHODS[m][0] != "tang" else 1) * (len(self.top_ps) if METHODS[m][1] else 1)
+                   for m in self.methods if m in METHODS)
+        sets = 1 + self.r0_draws + grid * (len(self.epsilons) + 1)
+        S = self.n_entities * self.n_slots
+        return max(sets * self.n_queries * self.vocab_size, self.n_queries * self.n_concepts * self.vocab_size,
+                   S * S * self.n_concepts + S * self.vocab_size * self.n_concepts) * 8 / 2**30
+
+    def _check_text(self):
+        "The text path's named resources, before any work: a path-like `text_lm` must exist; `text_dataset` must name a sae-probes dataset."
+        import os
+        from trustlib.data import _sae_path, DataUnavailable
+        lm = self.text_lm
+        pathlike = lm.startswith(("/", ".", "~")) or os.sep in lm.strip("/").replace("/", "", 1) or " " in lm
+        if pathlike and not os.path.isdir(os.path.expanduser(lm)):
+            raise ConfigError(f"parameter 'text_lm': {lm!r} is not an existing folder; give a local model folder, a Hugging Face id 'org/name' "
+                              "in the local cache, or '' / 'none' to skip the text path")
+        try: _sae_path(self.text_dataset)
+        except DataUnavailable: pass        # the sae-probes package is not installed: run() stops with its instructions before any work
 
     @property
     def sampling_rate(self) -> float: return self.n_subsets * self.subset_size / self.n_private
@@ -194,6 +221,9 @@ class Config(BaseConfig):
     def compositions(self) -> int: return self.demo_len * self.n_shots
     @property
     def delta(self) -> float: return 1.0 / self.n_private
+    def privacy(self, epsilon:float) -> "PrivacySpec":
+        "The privacy specification of the oracle experiment at `epsilon`: it builds both σ and the per-token sampler."
+        return PrivacySpec(epsilon, self.n_private, self.n_subsets, self.subset_size, self.compositions, self.delta, self.subsample, self.accountant)
 
 
 # %%
@@ -202,6 +232,9 @@ test_fail(lambda: Config.from_params("smoke", methods=["B1", "XX"]), contains="'
 test_fail(lambda: Config.from_params("smoke", k_values=[60]), contains="must be <= vocab_size")
 test_fail(lambda: Config.from_params("smoke", alphas=[0.0]), contains="'alphas': 0.0 is out of range")
 test_fail(lambda: Config.from_params("smoke", epsilons=[float('inf')]), contains="'epsilons[0]': inf is not a finite number")
+test_fail(lambda: Config.from_params("smoke", accountant_rows=["IMDB"]), contains="'accountant_rows'")
+test_fail(lambda: Config.from_params("smoke", text_lm="/nonexistent/model"), contains="'text_lm'")              # named resources, before any work
+test_fail(lambda: Config.from_params("cpu", vocab_size=15_000, n_queries=20_000, k_values=[10]), contains="GiB")   # memory, before any work
 test_fail(lambda: Config.from_params("smoke", n_shot=3), contains="unknown parameter")
 test_eq((Config().sampling_rate, Config().compositions, Config().delta), (0.0125, 40, 1 / 1600))
 cfg
@@ -293,12 +326,15 @@ def sigma_for_epsilon(target_eps:float, # target epsilon
                       delta:float, # target delta
                       accountant:str="prv", # see `epsilon_poisson_gaussian`
                       lo:float=0.3, hi:float=3.0, grid:float=0.01, # the paper's search range and step
-                      subsample:str="poisson", # 'poisson' (the accountant above) or 'fixed' (without replacement, `epsilon_fixed_subsample`; n = round(MN/q) is inferred from 1/delta)
+                      subsample:str="poisson", # 'poisson' (the accountant above) or 'fixed' (without replacement, `epsilon_fixed_subsample`)
+                      n:int|None=None, # |D|, the private examples: required by the fixed-size sampler (whose sample size is round(q·n))
                       ) -> float:
     "The paper's sigma search: the smallest sigma on the grid lo, lo + grid, ..., hi with epsilon <= target_eps."
     from trustlib.privacy.accounting import calibrate_noise
     if subsample == "fixed":
-        n = int(round(1 / delta)); m = int(round(q * n))
+        if n is None or int(n) < 1: raise ValueError("sigma_for_epsilon(subsample='fixed') needs n, the real number of private examples |D| "
+                                                     "(the fixed-size sampler's bound depends on it; it is not 1/delta)")
+        n = int(n); m = int(round(q * n))
         return calibrate_noise(lambda s: epsilon_fixed_subsample(s, n, m, steps, delta), float(target_eps), lo=lo, hi=hi, step=grid)
     if subsample != "poisson": raise ConfigError(f"parameter 'subsample': {subsample!r} is not allowed; choose one of ['fixed', 'poisson']")
     search = lambda acc, a, b: calibrate_noise(lambda s: epsilon_poisson_gaussian(s, q, steps, delta, acc), float(target_eps), lo=a, hi=b, step=grid)
@@ -326,7 +362,8 @@ assert epsilon_poisson_gaussian(0.70, _q, _T, _d, "prv") >= epsilon_poisson_gaus
 # the fixed-size subsample (what Tang's code runs) under its own RDP bound is larger than Poisson's RDP bound at the same σ
 _fx, _po = epsilon_fixed_subsample(0.70, 1600, 20, _T, _d), epsilon_poisson_rdp(0.70, _q, _T, _d)
 assert 1.1 < _fx / _po < 2.0, (_fx, _po)
-_sf = sigma_for_epsilon(1.0, _q, _T, _d, subsample="fixed")
+_sf = sigma_for_epsilon(1.0, _q, _T, _d, subsample="fixed", n=1600)
+test_fail(lambda: sigma_for_epsilon(1.0, _q, _T, _d, subsample="fixed"), contains="needs n")
 assert epsilon_fixed_subsample(_sf, 1600, 20, _T, _d) <= 1.0 < epsilon_fixed_subsample(round(_sf - 0.01, 2), 1600, 20, _T, _d)
 test_close(sigma_for_epsilon(8.0, _q, _T, _d, "pld"), 0.37, eps=0.011)
 test_fail(lambda: epsilon_poisson_gaussian(0.0, _q, _T, _d), contains="'noise_multiplier'")
@@ -420,7 +457,11 @@ def pta_distributions(p_priv, # (..., M, V) private next-token distributions
         lpriv, lpub = np.log(pp), np.log(np.maximum(pu, np.finfo(np.float64).tiny))[..., None, :]
         z = a * (lpriv - lpub)
         if p_base is not None: z = z + np.log(np.asarray(p_base, dtype=np.float64))[..., None, :]
-    if np.any(~np.isfinite(z.max(-1))): raise ValueError("a private distribution has no mass where the base distribution is positive")
+        # PA3 (no base): a token the public prompt rules out has no likelihood ratio and gets weight 0, as it does through the base in
+        # P1; the floor alone would give it a ratio of ~e^708 and put the group's whole mass outside V_pub, where its vote is lost
+        else: z = np.where((pu > 0)[..., None, :], z, -np.inf)
+    if np.any(~np.isfinite(z.max(-1))):
+        raise ValueError(f"a private distribution has no mass where the {'base' if p_base is not None else 'public'} distribution is positive")
     # round away float noise (1e-16): where p_priv = p_pub exactly in theory (e.g. PA3 when the private prompts carry no
     # information) the distribution is then exactly uniform and argmax ties go to the lowest token id, whatever the summation order
     z = np.round(z - z.max(-1, keepdims=True), 12)
@@ -446,6 +487,10 @@ test_fail(lambda: pta_distributions(_pp, _pu, -1.0), contains="alpha must be a p
 _z0 = pta_distributions([[.5, .5, 0, 0], [.25, .25, .5, 0]], [.4, .4, .2, 0], 2.0, [.4, .4, .2, 0])
 assert np.all(np.isfinite(_z0)); test_close(_z0.sum(-1), [1, 1]); test_eq(_z0[:, 3].tolist(), [0.0, 0.0])
 test_close(_z0, pta_distributions([[.5, .5, 0, 0], [.25, .25, .5, 0]], [.4, .4, .2, 1e-300], 2.0, [.4, .4, .2, 1e-300]), eps=1e-12)
+# PA3 with a zero public probability: a group whose private prompt likes that token keeps its mass where V_pub can see it
+_pa3 = pta_distributions([[.1, .1, .8, 0], [.7, .2, .1, 0]], [.5, .5, 0, 0], 2.0)
+test_eq(_pa3[:, 2:].max(), 0.0); test_close(_pa3[0, :2], [.5, .5])                  # the old floor gave group 0 ≈ all its mass on token 2
+test_fail(lambda: pta_distributions([[0, 0, 1., 0]], [.5, .5, 0, 0], 2.0), contains="public distribution is positive")
 
 # %% [markdown]
 # Eq. 13 maximises Σ_v p̂_v log(p_priv/p_pub) − (1/α) KL(p̂ ‖ p_base) over the simplex: compare with scipy's
@@ -536,6 +581,8 @@ test_eq(dp_next_token(_pp, _pu, "B1", k=1), int(np.argmax(_pu)))                
 test_fail(lambda: dp_next_token(_pp, _pu, "P1", k=_V + 1), contains="k must be in 1..|V|")
 test_fail(lambda: dp_next_token(_pp, _pu, "P1", k=3, alpha=0), contains="alpha must be a positive")
 test_fail(lambda: dp_next_token(_pp, _pu, "P9", k=3), contains="choose one of")
+# PA3 with a zero public probability: the groups' votes stay inside V_pub (the argmax of the noise-free mean is token 1, not a tie at 0)
+test_eq(dp_next_token(np.array([[.1, .3, .6, 0], [.1, .3, .6, 0]]), np.array([.5, .5, 0, 0]), "PA3", k=2, alpha=2.0, sigma=0.0, z=np.zeros(4)), 1)
 
 
 # %% [markdown]
@@ -564,21 +611,63 @@ def draw_groups(rng:np.random.Generator, n_private:int, M:int, N:int, mode:str="
         return [np.flatnonzero(take & (grp == i)) for i in range(M)]
     raise ValueError(f"subsample mode {mode!r} is not allowed; choose one of ['fixed', 'poisson']")
 
+
+# %% [markdown]
+# **One privacy specification.** The noise multiplier and the sampler that draws each token's private groups
+# must describe the same mechanism: σ calibrated for Poisson sampling is not a guarantee for a fixed-size
+# sample, and a fixed-size sample's accountant needs the real dataset size |D|, not one inferred from δ.
+# `PrivacySpec` holds ε, δ, |D|, M, N, the number of compositions and the sampler, and builds both σ
+# (`sigma()`) and the groups (`draw()`); `dp_generate` takes a spec, so the two cannot drift apart.
+
+# %%
+#| export
+@dataclass(frozen=True)
+class PrivacySpec:
+    "The privacy of DP generation: it builds both the noise multiplier σ and the per-token sampler, so the two describe the same mechanism."
+    epsilon:float            # target ε (math.inf: no noise)
+    n_private:int            # |D|, the private examples this mechanism samples from
+    M:int; N:int             # groups per token, examples per group
+    steps:int                # compositions: tokens per demonstration × demonstrations
+    delta:float              # target δ
+    subsample:str = "poisson"   # the sampler that is run *and* accounted: 'poisson' or 'fixed' (MN without replacement)
+    accountant:str = "prv"      # the Poisson accountant of the σ search ('prv', 'prv_estimate', 'pld')
+    def __post_init__(self):
+        if self.subsample not in ("poisson", "fixed"): raise ConfigError(f"parameter 'subsample': {self.subsample!r} is not allowed; choose one of ['fixed', 'poisson']")
+        if not (self.epsilon > 0): raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
+        if self.M * self.N > self.n_private: raise ValueError(f"M*N = {self.M * self.N} exceeds the {self.n_private} private examples")
+    @property
+    def q(self) -> float: return self.M * self.N / self.n_private
+    def sigma(self) -> float:
+        "The noise multiplier meeting (ε, δ) for this sampler (the paper's grid search); 0 for ε = ∞."
+        if self.epsilon == math.inf: return 0.0
+        return sigma_for_epsilon(float(self.epsilon), self.q, int(self.steps), float(self.delta), self.accountant, subsample=self.subsample,
+                                 n=int(self.n_private))
+    def achieved_epsilon(self, sigma:float|None=None) -> float:
+        "ε of this sampler at `sigma` (default: `sigma()`), by the accountant of the sampler."
+        s = self.sigma() if sigma is None else float(sigma)
+        if s <= 0: return math.inf
+        if self.subsample == "fixed": return epsilon_fixed_subsample(s, self.n_private, self.M * self.N, int(self.steps), float(self.delta))
+        return epsilon_poisson_gaussian(s, self.q, int(self.steps), float(self.delta), self.accountant)
+    def draw(self, rng:np.random.Generator) -> list[np.ndarray]:
+        "The M private groups (index arrays into the |D| examples) of one token, by this spec's sampler."
+        return draw_groups(rng, self.n_private, self.M, self.N, self.subsample)
+
 def dp_generate(lm_next, # callable(prefix: list[int], groups: list[list]) -> (len(groups), V) next-token probabilities
                 private, # the private examples (a list, or an array indexed by the drawn indices)
                 n_tokens:int, # T_max
-                M:int, N:int, # groups per token, examples per group
-                sigma:float, # noise multiplier
+                privacy:PrivacySpec, # builds both σ and the sampler; its n_private must be len(private)
                 method:str="P1", k:int=10, alpha:float=1.0, top_p:float=1.0,
                 rng:np.random.Generator|None=None, # subsamples and noise
                 stop_tokens=(), # token ids that end the demonstration (included in the output)
-                subsample:str="fixed", # see draw_groups
                 ) -> list[int]:
-    "One synthetic demonstration, token by token, with Tang's (B1, BA2) or PTA's (P1, PA2, PA3) DP step."
+    "One synthetic demonstration, token by token, with Tang's (B1, BA2) or PTA's (P1, PA2, PA3) DP step; σ and the groups come from `privacy`."
+    if not isinstance(privacy, PrivacySpec): raise TypeError(f"privacy must be a PrivacySpec (it builds σ and the sampler together), got {type(privacy).__name__}")
+    if privacy.n_private != len(private): raise ValueError(f"privacy.n_private = {privacy.n_private} but there are {len(private)} private examples: σ is calibrated for the data it samples")
+    if n_tokens > privacy.steps: raise ValueError(f"n_tokens = {n_tokens} exceeds the {privacy.steps} compositions the privacy spec accounts for")
     rng = rng if rng is not None else np.random.default_rng()
-    n = len(private); prefix: list[int] = []
+    sigma = privacy.sigma(); prefix: list[int] = []
     for _ in range(n_tokens):
-        groups = [[private[i] for i in g] for g in draw_groups(rng, n, M, N, subsample)]
+        groups = [[private[i] for i in g] for g in privacy.draw(rng)]
         probs = np.asarray(lm_next(prefix, groups + [[]]), dtype=np.float64)
         z = rng.standard_normal(probs.shape[-1])
         tok = dp_next_token(probs[:-1], probs[-1], method, k, alpha, top_p, sigma, z=z)
@@ -597,10 +686,20 @@ def _toy_lm(prefix, groups, V=12):
     for i, g in enumerate(groups):
         if g: out[i, sum(g) % V] += 20
     return out / out.sum(1, keepdims=True)
-_demo = dp_generate(_toy_lm, [1, 2, 3, 4, 0] * 20, 6, M=4, N=2, sigma=0.0, method="P1", k=12, alpha=2.0, rng=np.random.default_rng(0))
+_free = PrivacySpec(math.inf, 100, M=4, N=2, steps=6, delta=1e-2)                     # no noise
+_demo = dp_generate(_toy_lm, [1, 2, 3, 4, 0] * 20, 6, _free, method="P1", k=12, alpha=2.0, rng=np.random.default_rng(0))
 test_eq(len(_demo), 6); assert all(0 <= t < 12 for t in _demo)
-test_eq(dp_generate(_toy_lm, [1, 2, 3, 4, 0] * 20, 6, M=4, N=2, sigma=0.0, method="P1", k=12, alpha=2.0, rng=np.random.default_rng(0)), _demo)
-test_eq(len(dp_generate(_toy_lm, list(range(5)) * 20, 6, 4, 2, 0.0, rng=np.random.default_rng(0), stop_tokens=tuple(range(12)))), 1)
+test_eq(dp_generate(_toy_lm, [1, 2, 3, 4, 0] * 20, 6, _free, method="P1", k=12, alpha=2.0, rng=np.random.default_rng(0)), _demo)
+test_eq(len(dp_generate(_toy_lm, list(range(5)) * 20, 6, _free, rng=np.random.default_rng(0), stop_tokens=tuple(range(12)))), 1)
+test_fail(lambda: dp_generate(_toy_lm, list(range(50)), 6, _free), contains="σ is calibrated for the data it samples")
+test_fail(lambda: dp_generate(_toy_lm, list(range(100)), 7, _free), contains="exceeds the 6 compositions")
+# one spec, one mechanism: σ meets ε under the accountant of the sampler that is actually run
+for _sub in ("poisson", "fixed"):
+    _ps = PrivacySpec(1.0, 1600, 5, 4, 40, 1 / 1600, _sub, "pld")
+    assert _ps.achieved_epsilon() <= 1.0 < _ps.achieved_epsilon(round(_ps.sigma() - 0.01, 2)), _sub
+_sizes_f = [len(g) for g in PrivacySpec(1.0, 1600, 5, 4, 40, 1 / 1600, "fixed", "pld").draw(np.random.default_rng(0))]
+test_eq(_sizes_f, [4] * 5)
+test_fail(lambda: PrivacySpec(1.0, 1600, 5, 4, 40, 1 / 1600, "shuffle"), contains="'subsample'")
 test_eq([len(g) for g in draw_groups(np.random.default_rng(0), 100, 5, 4)], [4] * 5)
 _sizes = [sum(map(len, draw_groups(np.random.default_rng(i), 1600, 5, 4, "poisson"))) for i in range(300)]
 test_close(np.mean(_sizes), 20, eps=1.0)   # Poisson: E|sample| = qn = MN
@@ -802,15 +901,16 @@ def generate_oracle_batch(world:GincWorld, # the world
 _w = make_ginc_world(np.random.default_rng(3), n_concepts=4, n_entities=4, n_slots=4, vocab_size=30)
 _D = _w.sample(1, 200, 6, np.random.default_rng(4)); _lld, _ = _w.loglik(_D)
 _lm = OracleLM(_w, _lld)
-_specs = [("B1", 10, 1.0, 1.0, 0.7), ("BA2", 10, 1.0, 0.8, 0.7), ("P1", 10, 2.0, 1.0, 0.7), ("PA2", 30, 5.0, 0.9, 0.3), ("PA3", 5, 1.5, 1.0, 0.0)]
+_priv = {e: PrivacySpec(e, 200, 3, 2, 6, 1 / 200, "fixed", "pld") for e in (1.0, 8.0, math.inf)}
+_specs = [("B1", 10, 1.0, 1.0, 1.0), ("BA2", 10, 1.0, 0.8, 1.0), ("P1", 10, 2.0, 1.0, 1.0), ("PA2", 30, 5.0, 0.9, 8.0), ("PA3", 5, 1.5, 1.0, math.inf)]
 _gl, _z, _ref = np.zeros((len(_specs), 6, 3, 4)), np.zeros((len(_specs), 6, 30)), []
-for _s, (_m, _k, _al, _tp, _sg) in enumerate(_specs):          # replay the rng stream of dp_generate: groups, then noise, per token
+for _s, (_m, _k, _al, _tp, _e) in enumerate(_specs):           # replay the rng stream of dp_generate: groups, then noise, per token
     _r = np.random.default_rng(10 + _s)
     for _j in range(6):
-        _gl[_s, _j] = np.stack([_lld[g].sum(0) for g in draw_groups(_r, 200, 3, 2)]); _z[_s, _j] = _r.standard_normal(30)
-    _ref.append(dp_generate(_lm, np.arange(200), 6, 3, 2, _sg, _m, _k, _al, _tp, rng=np.random.default_rng(10 + _s)))
+        _gl[_s, _j] = np.stack([_lld[g].sum(0) for g in _priv[_e].draw(_r)]); _z[_s, _j] = _r.standard_normal(30)
+    _ref.append(dp_generate(_lm, np.arange(200), 6, _priv[_e], _m, _k, _al, _tp, rng=np.random.default_rng(10 + _s)))
 _toks, _llg = generate_oracle_batch(_w, _gl, _z, dict(method=[s[0] for s in _specs], k=[s[1] for s in _specs], alpha=[s[2] for s in _specs],
-                                                       top_p=[s[3] for s in _specs], sigma=[s[4] for s in _specs], shot=np.arange(5)))
+                                                       top_p=[s[3] for s in _specs], sigma=[_priv[s[4]].sigma() for s in _specs], shot=np.arange(5)))
 test_eq(_toks.tolist(), _ref)
 test_close(_llg, _w.loglik(_toks)[0])
 
@@ -888,10 +988,6 @@ PAPER = {
     "text": "ε = 1 (best model, Mistral-7B): AGNews P1 87.88 vs B1 83.74; DBPedia 82.06 vs 85.72 (PTA loses); TREC 84.80 vs 83.56",
     "topp": "top-p variants (PA2, BA2) and PA3 mostly below P1 (e.g. GINC ε = 1: PA2 90.06, PA3 90.14, BA2 89.34 vs P1 93.99)",
 }
-VERDICT_RULES = dict(
-    accountant_tol=0.2,         # |our epsilon - the reference epsilon| for every sigma of the recomputed rows (and excess over nominal)
-    k_small_better_share=0.75,  # B1 with the smallest k significantly above B1 with the largest k at this share of the finite epsilons (and below at none)
-)
 
 def method_grid(cfg) -> list[dict]:
     "Every (method, k, alpha, top_p) combination of the config."
@@ -906,7 +1002,7 @@ def method_grid(cfg) -> list[dict]:
 
 def privacy_sigmas(cfg) -> dict[float, float]:
     "sigma for every epsilon of the config (the paper's grid search), plus inf -> 0."
-    out = {float(e): sigma_for_epsilon(float(e), cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant, subsample=cfg.subsample) for e in cfg.epsilons}
+    out = {float(e): cfg.privacy(float(e)).sigma() for e in cfg.epsilons}
     out[math.inf] = 0.0
     return out
 
@@ -943,11 +1039,12 @@ def _world_concept(cfg, world, c, rng, queries, labels, grid, sigmas):
     llx, nxt, y = queries
     xcf = rng.integers(0, V, size=(3, cfg.query_len))     # content-free inputs: random token sequences
     llcf, acf = world.loglik(xcf); nxtcf = world.emit(acf)
-    # private groups and noise per shot and token (shared by every method, epsilon and hyperparameter)
+    # private groups and noise per shot and token (shared by every method, epsilon and hyperparameter), drawn by the sampler σ is accounted for
+    spec = cfg.privacy(math.inf)
     gl = np.zeros((cfg.n_shots, T, cfg.n_subsets, K)); z = np.zeros((cfg.n_shots, T, V))
     for s in range(cfg.n_shots):
         for j in range(T):
-            gl[s, j] = np.stack([lld[g].sum(0) for g in draw_groups(rng, cfg.n_private, cfg.n_subsets, cfg.subset_size, cfg.subsample)])
+            gl[s, j] = np.stack([lld[g].sum(0) for g in spec.draw(rng)])
             z[s, j] = rng.standard_normal(V)
     r0 = np.stack([lld[rng.choice(cfg.n_private, cfg.n_shots, replace=False)].sum(0) for _ in range(cfg.r0_draws)])
     combos = [(g, e) for g in range(len(grid)) for e in sigmas]
@@ -1050,233 +1147,123 @@ def _eps_key(e) -> str: return "eps_inf" if e == math.inf else "eps" + f"{e:g}".
 # %% [markdown]
 # ### How each claim is judged
 #
-# The rules are fixed before the run (thresholds in `VERDICT_RULES`); every verdict below is computed from
-# the test worlds at the hyperparameters selected on the validation worlds. A claim whose inputs the
-# profile does not produce (a method or an ε it does not run) is left out. The headline is PTA's accuracy
-# gain over Tang at ε = 1.
+# Each claim is declared below as data, before the run, and graded by the one grader in `trustlib.results`
+# (the same semantics for every paper; the table is written from the rules). Every accuracy is measured at
+# the hyperparameters selected on the validation worlds and read per **test world** (the independent unit):
+# a `Diff(a, b)` pairs two per-world lists world by world and is judged through its Student-t interval; an
+# interval must clear its threshold wholly, one across it is inconclusive, and one wholly on the wrong side is
+# against the claim. Rules that read several comparisons together carry a Bonferroni-adjusted `level`. What
+# the keys mean (ε keys as `eps1`, `eps8`; methods in lower case):
 #
-# Accuracies are random (worlds, private samples, noise), so the rules read intervals over the test
-# worlds, never bare means: every comparison is a per-world paired difference with its Student-t
-# interval. A comparison counts **in favour** of the claim when its whole interval lies above 0, **against**
-# it when its whole interval lies below 0, and is **undecided** when the interval contains 0. A rule that reads
-# several comparisons Bonferroni-adjusts their intervals (95 % jointly), and its verdict stands only if it is
-# the same whichever way the undecided comparisons fall; otherwise it is `inconclusive` — the data cannot
-# tell at this scale. No rule gives `partially` or `reproduced` to an effect in the opposite direction.
+# - `acct/max_abs_err`, `acct/max_excess`: over the recomputed rows of the paper's σ table (exact numerical
+#   accounting), the largest |ε_prv − ε_reference| and the largest excess of ε_prv over the nominal ε;
+# - `acc/<method>_<ε>`: per-world 4-shot ICL accuracy; `acc/r0` (4 real demonstrations, ε = ∞) and
+#   `acc/zero_shot`; `r0_minus_dp/<method>_<ε>` = R0 − the method and `dp_minus_zero_shot/<method>_<ε>`, per world;
+# - `llr_share/<method>_<ε>`: per world, the share of synthetic demonstrations whose log-likelihood ratio (true
+#   concept against the best other) exceeds `llr_threshold`;
+# - `small_k_gain/<ε>`: per world, B1 with the smallest k minus B1 with the largest k searched.
 #
-# 1. *The paper's σ table* (exact numerical accounting, no sampling error): reproduced if every recomputed
-#    ε (prv-accountant) lies within ±0.2 of its reference value and at most 0.2 above the nominal ε; not
-#    reproduced otherwise.
-# 2. *P1 beats B1 at ε = 1 and at ε = 8*: the 95 % interval of the mean per-world gap P1 − B1; reproduced if
-#    it lies above 0, not reproduced if at or below 0, inconclusive if it contains 0.
-# 3. *R0 is above every DP method, and DP demonstrations beat zero-shot*: for every selected DP method and
-#    finite ε, R0 − DP and DP − zero-shot; reproduced if every one is in favour; not reproduced if any one is
-#    against (a DP method significantly above R0, or significantly below zero-shot); inconclusive otherwise.
-# 4. *Distinguishability at ε = 1 and 8*: the 95 % interval of the per-world gap in the share of
-#    demonstrations above the threshold, P1 − B1; graded as in 2.
-# 5. *Small k helps*: B1 with the smallest k minus B1 with the largest k, per finite ε; reproduced if in
-#    favour at ≥ 75 % of the finite ε and against at none; partially if in favour at some; not reproduced if
-#    at none.
-# 6. *P1 vs the top-p variants and PA3 at ε = 1*: P1 − each of PA2, PA3, BA2 (those run); reproduced if in
-#    favour for each; partially if for some; not reproduced if for none.
+# The claims name the `cpu` profile's methods and ε; a profile that runs fewer leaves the others unmeasured.
 
 # %%
 #| export
-def _paired(chosen, a, b, e, col:str='acc'):
-    "Per-test-world `col` of method a minus method b at epsilon e (selected hyperparameters)."
-    x = chosen[(chosen.method == a) & (chosen.eps == e)].set_index('world')[col]
-    y = chosen[(chosen.method == b) & (chosen.eps == e)].set_index('world')[col]
-    return (x - y.loc[x.index]).to_numpy() if len(x) and len(y) else np.array([])
+from trustlib.results import Claim, Change, Above, AtMost, Diff, AllOf, Each
 
-def _undecided_note(names, sides) -> str:
-    u = [n for n, s in zip(names, sides) if s == "?"]
-    return f"within noise (interval contains 0): {', '.join(u)}" if u else ""
+CLAIM_EPS = (1.0, 2.0, 4.0, 8.0)
+_DATE = "2026-12-01"
+_R0_LEVEL = 1 - 0.05 / (2 * len(METHODS) * len(CLAIM_EPS))     # Bonferroni over the cpu profile's 40 comparisons
 
-def claim_accountant(acct, sigmas) -> Verdict|None:
-    "The paper's σ values give its ε under the PRV accountant (None without recomputed rows)."
-    if not len(acct): return None
-    tol = VERDICT_RULES['accountant_tol']
-    err = float(np.abs(acct.eps_prv - acct.expected_eps).max()); over = float((acct.eps_prv - acct.nominal_eps).max())
-    xerr = float(np.abs(acct.eps_prv - acct.eps_pld).max())
-    return judge("The paper's σ values give ε ≈ 1, 2, 4, 8 under the Poisson-subsampled Gaussian PRV accountant", PAPER['sigma'],
-                 f"{len(acct)} σ values ({', '.join(sorted(set(acct.dataset)))}): max |ε_prv − ε_expected| = {err:.3f}; largest excess over the nominal ε "
-                 f"{over:+.2f}; prv vs dp-accounting max diff {xerr:.3f}"
-                 + (f"; prv upper bound up to {float(acct.eps_prv_upper.max() - acct.nominal_eps[acct.eps_prv_upper.idxmax()]):+.2f} over the nominal ε"
-                    f"; Tang's fixed-size sampler under its own RDP bound: {float(acct.fixed_over_poisson_rdp.min()):.2f}–{float(acct.fixed_over_poisson_rdp.max()):.2f}× Poisson's RDP ε"
-                    if 'fixed_over_poisson_rdp' in acct else "")
-                 + "; our grid search for this run's setting: "
-                 + ", ".join(f"ε={e:g} → σ={s:.2f}" for e, s in sigmas.items() if e != math.inf),
-                 reproduced=bool(err <= tol and over <= tol),
-                 rule_text=f"reproduced if every recomputed ε is within ±{tol} of its reference value and at most {tol} above the nominal ε",
-                 reason="deterministic numerical accounting (no sampling error; prv-accountant's own ε-error is 0.01)")
+def _p1_b1(e:float, what:str, key:str):
+    return Above(Diff(f'{key}/p1_{_eps_key(e)}', f'{key}/b1_{_eps_key(e)}'), 0.0, what=f"{what} P1 − B1 at ε = {e:g} (per world)")
 
-def claim_p1_beats_b1(chosen, e:float, headline:bool=False) -> Verdict|None:
-    "PTA (P1) is more accurate than Tang (B1) at ε = e: 95 % interval of the per-world gap above 0 (None if either was not run at e)."
-    d = _paired(chosen, 'P1', 'B1', e) * 100
-    if not len(d): return None
-    p1 = _mean_se(chosen[(chosen.method == 'P1') & (chosen.eps == e)].acc * 100); b1 = _mean_se(chosen[(chosen.method == 'B1') & (chosen.eps == e)].acc * 100)
-    est = mean_ci(d)
-    return judge(f"PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = {e:g}", PAPER['acc_eps1' if e == 1.0 else 'acc_eps8'],
-                 f"oracle GINC-like: P1 {p1[0]:.1f} ± {p1[1]:.1f} vs B1 {b1[0]:.1f} ± {b1[1]:.1f} (mean ± s.e.); gap P1 − B1 {str(est)} points; "
-                 f"P1 ahead in {float((d > 0).mean()):.0%} of {len(d)} test worlds",
-                 rule=Rule('>', 0.0, what="mean gap P1 − B1 (points)"), value=est,
-                 reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC", headline=headline)
+def _dist_claim(e:float):
+    return Claim(f"distinguishable_{_eps_key(e)}", f"PTA's synthetic demonstrations are more distinguishable than Tang's (ε = {e:g})", PAPER['dist'],
+                 _p1_b1(e, "share above the threshold,", "llr_share"), reason="exact likelihoods of our world; threshold 0 instead of the paper's Lemma-1 constant",
+                 ours=f"P1 {{llr_share/p1_{_eps_key(e)}:.3f}} vs B1 {{llr_share/b1_{_eps_key(e)}:.3f}}")
 
-def claim_r0_bound(chosen, fixed, sigmas) -> Verdict|None:
-    "R0 lies above every DP method at every finite ε, and every DP method above zero-shot, per world and jointly (None without a finite ε)."
-    fin = [e for e in sigmas if e != math.inf]
-    dp = chosen[chosen.eps.isin(fin) & chosen.method.isin(list(METHODS))]
-    if not len(dp): return None
-    base = {m: fixed[fixed.method == m].set_index('world').acc for m in ('R0', 'zero-shot')}
-    keys = list(dp.groupby(['method', 'eps']).groups)
-    diffs, names = [], []
-    for m, e in keys:
-        x = dp[(dp.method == m) & (dp.eps == e)].set_index('world').acc
-        diffs += [(base['R0'].loc[x.index] - x).to_numpy() * 100, (x - base['zero-shot'].loc[x.index]).to_numpy() * 100]
-        names += [f"R0 − {m} at {_eps_name(e)}", f"{m} − zero-shot at {_eps_name(e)}"]
-    est = joint_ci(diffs); sides = [side(x) for x in est]
-    v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "not_reproduced")
-    against = [n for n, s in zip(names, sides) if s == "-"]
-    zs, r0 = float(base['zero-shot'].mean() * 100), float(base['R0'].mean() * 100)
-    r0_gap = [x for x, n in zip(est, names) if n.startswith("R0")]; zs_gap = [x for x, n in zip(est, names) if not n.startswith("R0")]
-    lo_r0 = min(r0_gap, key=lambda x: x.value)
-    return judge("Real 4-shot ICL (R0) is an upper bound for DP-ICL, and DP demonstrations beat zero-shot", PAPER['r0'],
-                 f"R0 {r0:.1f}, zero-shot {zs:.1f}; DP methods at finite ε range {dp.groupby(['method', 'eps']).acc.mean().min() * 100:.1f}–"
-                 f"{dp.groupby(['method', 'eps']).acc.mean().max() * 100:.1f}; smallest R0 − DP gap {str(lo_r0)} points; "
-                 f"smallest DP − zero-shot gap {str(min(zs_gap, key=lambda x: x.value))} points"
-                 + (f"; against the claim: {', '.join(against)}" if against else ""),
-                 **verdict_flags(v),
-                 rule_text="per selected DP method and finite ε, the per-world gaps R0 − DP and DP − zero-shot (Bonferroni, 95 % jointly); reproduced if every "
-                           "interval lies above 0; not reproduced if any lies below 0 (a DP method above R0 or below zero-shot); inconclusive otherwise",
-                 reason="; ".join(s for s in ("R0: 4 real demonstrations drawn at random, averaged over draws", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
-
-def claim_distinguishable(cfg, chosen, e:float) -> Verdict|None:
-    "P1's demonstrations exceed the log-likelihood-ratio threshold more often than B1's at ε = e: 95 % interval of the per-world gap above 0 (None if either is missing)."
-    d = _paired(chosen, 'P1', 'B1', e, 'llr_share') * 100
-    if not len(d): return None
-    x = chosen[(chosen.method.isin(['P1', 'B1'])) & (chosen.eps == e)].groupby('method').llr_share.mean() * 100
-    return judge(f"PTA's synthetic demonstrations are more distinguishable than Tang's (ε = {e:g})", PAPER['dist'],
-                 f"share with log-likelihood ratio true vs best other concept > {cfg.llr_threshold:g}: P1 {x['P1']:.1f}% vs B1 {x['B1']:.1f}%; "
-                 f"gap {str(mean_ci(d))} points",
-                 rule=Rule('>', 0.0, what="mean gap in share P1 − B1 (points)"), value=mean_ci(d),
-                 reason="exact likelihoods of our world; threshold 0 instead of the paper's Lemma-1 constant")
-
-def claim_small_k(pw, sigmas) -> Verdict|None:
-    "B1 with the smallest k is more accurate than with the largest k, per finite ε and world (None with one k or no finite ε)."
-    test = pw[(pw.split == 'test') & (pw.method == 'B1')]
-    ks, fin = sorted(test.k.unique()), [e for e in sigmas if e != math.inf]
-    if len(ks) < 2 or not fin: return None
-    by = test.groupby(['eps', 'k']).acc.mean().unstack('k') * 100
-    eps = [e for e in fin if e in by.index]
-    if not eps: return None
-    W = test.pivot_table(index=['eps', 'world'], columns='k', values='acc') * 100
-    est = joint_ci([(W.loc[e][ks[0]] - W.loc[e][ks[-1]]).dropna().to_numpy() for e in eps]); sides = [side(x) for x in est]
-    need = VERDICT_RULES['k_small_better_share']
-    v = settle(sides, lambda s: "reproduced" if s.count("+") >= need * len(s) and "-" not in s else "partially" if "+" in s else "not_reproduced")
-    names = [_eps_name(e) for e in eps]
-    return judge("Limiting the vocabulary (small k) helps DP generation", PAPER['k'],
-                 "B1 accuracy by k at finite ε: " + "; ".join(f"{_eps_name(e)}: " + ", ".join(f"k={k}: {by.loc[e, k]:.1f}" for k in ks) for e in eps)
-                 + f"; gap k={ks[0]} − k={ks[-1]}: " + "; ".join(f"{n}: {str(x)}" for n, x in zip(names, est)),
-                 **verdict_flags(v),
-                 rule_text=f"per finite ε, the per-world gap B1(k = {ks[0]}) − B1(k = {ks[-1]}) (Bonferroni, 95 % jointly); reproduced if it lies above 0 at "
-                           f"≥ {need:.0%} of the ε and below 0 at none; partially if above 0 at some; not reproduced if at none; inconclusive if undecided ε could change the verdict",
-                 reason="; ".join(s for s in ("test worlds, all k reported", _undecided_note(names, sides) if v == "inconclusive" else "") if s))
-
-def claim_topp(chosen, sigmas) -> Verdict|None:
-    "At ε = 1, P1 is more accurate than PA2, PA3 and BA2, per world and jointly (None if P1, all of them, or ε = 1 are missing)."
-    others = [m for m in ('PA2', 'PA3', 'BA2') if m in set(chosen.method)]
-    if 'P1' not in set(chosen.method) or not others or 1.0 not in sigmas: return None
-    a = chosen[chosen.eps == 1.0].groupby('method').acc.mean() * 100
-    est = joint_ci([_paired(chosen, 'P1', m, 1.0) * 100 for m in others]); sides = [side(x) for x in est]
-    v = settle(sides, lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced")
-    return judge("At ε = 1, P1 is more accurate than the top-p variants and PA3", PAPER['topp'],
-                 ", ".join(f"{m} {a[m]:.1f}" for m in ['P1'] + others) + "; gaps " + "; ".join(f"P1 − {m}: {str(x)}" for m, x in zip(others, est)),
-                 **verdict_flags(v),
-                 rule_text="per-world gaps P1 − PA2, P1 − PA3, P1 − BA2 (those run; Bonferroni, 95 % jointly); reproduced if every interval lies above 0; "
-                           "partially if some do; not reproduced if none does; inconclusive if undecided gaps could change the verdict",
-                 reason=_undecided_note([f"P1 − {m}" for m in others], sides) if v == "inconclusive" else "selected hyperparameters per method")
-
-def claims(cfg, acct, chosen, fixed, pw, sigmas) -> list[Verdict]:
-    "Every claim the run can grade, in the paper's order, and the text-dataset claim (not testable offline)."
-    V = [claim_accountant(acct, sigmas), claim_p1_beats_b1(chosen, 1.0, headline=True), claim_p1_beats_b1(chosen, 8.0),
-         claim_r0_bound(chosen, fixed, sigmas), claim_distinguishable(cfg, chosen, 1.0), claim_distinguishable(cfg, chosen, 8.0),
-         claim_small_k(pw, sigmas), claim_topp(chosen, sigmas),
-         judge("PTA beats Tang on AGNews and TREC but not DBPedia at ε = 1 (7B LLMs)", PAPER['text'],
-               "not run: needs Llama-2/Mistral-7B weights and the datasets (the full profile has the text path)",
-               verdict="not_testable_offline", reason="no pretrained LLM is available offline")]
-    return [v for v in V if v is not None]
-
-
-# %% [markdown]
-# The rules on crafted tables with known answers: clearly beyond, within noise of and short of each
-# threshold, effects in the opposite direction (never `partially` or `reproduced`), and one world (no
-# interval: `inconclusive`).
+CLAIMS = [
+    Claim("accountant", "The paper's σ values give ε ≈ 1, 2, 4, 8 under the Poisson-subsampled Gaussian PRV accountant", PAPER['sigma'],
+          AllOf(AtMost('acct/max_abs_err', 0.2, what="largest |ε_prv − ε_reference| over the recomputed σ"),
+                AtMost('acct/max_excess', 0.2, what="largest ε_prv − nominal ε")),
+          reason="deterministic numerical accounting (no sampling error; prv-accountant's own ε-error is 0.01)",
+          ours="{acct/rows} σ values: max |ε_prv − ε_expected| {acct/max_abs_err:.3f}; largest excess over the nominal ε {acct/max_excess:+.2f}; "
+               "prv vs dp-accounting max diff {acct/prv_vs_pld:.3f}; Tang's fixed-size sampler under its own RDP bound: up to "
+               "{acct/fixed_over_poisson_max:.2f}× Poisson's RDP ε"),
+    Claim("p1_beats_b1_eps1", "PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = 1", PAPER['acc_eps1'], _p1_b1(1.0, "accuracy", "acc"),
+          headline=True, reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC",
+          ours="P1 {acc/p1_eps1:.3f} vs B1 {acc/b1_eps1:.3f}"),
+    Claim("p1_beats_b1_eps8", "PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = 8", PAPER['acc_eps8'], _p1_b1(8.0, "accuracy", "acc"),
+          reason="k, α, top-p selected on validation worlds", ours="P1 {acc/p1_eps8:.3f} vs B1 {acc/b1_eps8:.3f}"),
+    Claim("r0_bound", "Real 4-shot ICL (R0) is an upper bound for DP-ICL, and DP demonstrations beat zero-shot", PAPER['r0'],
+          AllOf(Each('r0_minus_dp/*', '>', 0.0, what="R0 − DP method", level=_R0_LEVEL),
+                Each('dp_minus_zero_shot/*', '>', 0.0, what="DP method − zero-shot", level=_R0_LEVEL)),
+          reason="R0: 4 real demonstrations drawn at random, averaged over draws; every selected DP method and finite ε; intervals at "
+                 "99.875 % each (95 % jointly over the cpu profile's 40 comparisons)",
+          ours="R0 {acc/r0:.3f}, zero-shot {acc/zero_shot:.3f}"),
+    _dist_claim(1.0), _dist_claim(8.0),
+    Claim("small_k", "Limiting the vocabulary (small k) helps DP generation", PAPER['k'],
+          AllOf(*[Above(f'small_k_gain/{_eps_key(e)}', 0.0, level=1 - 0.05 / len(CLAIM_EPS), what=f"B1(smallest k) − B1(largest k) at ε = {e:g}")
+                  for e in CLAIM_EPS], partial='any'),
+          reason="test worlds, all k reported; intervals at 98.75 % each (95 % jointly over the 4 ε)",
+          log=[Change(_DATE, "per finite ε, the per-world gap B1(k = 10) − B1(k = 150) (Bonferroni, 95 % jointly); reproduced if it lies above 0 at ≥ 75% "
+                      "of the ε and below 0 at none; partially if above 0 at some; not reproduced if at none; inconclusive if undecided ε could "
+                      "change the verdict", "reproduced if (B1(smallest k) − B1(largest k) at ε = 1 > 0) and (B1(smallest k) − B1(largest k) at ε = 2 > 0) and "
+                      "(B1(smallest k) − B1(largest k) at ε = 4 > 0) and (B1(smallest k) − B1(largest k) at ε = 8 > 0); partially if some part "
+                      "holds; partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect "
+                      "against the claim is not reproduced",
+                      "reproduced needs every ε (was: 75 % of them with none against); an ε at which the small vocabulary is significantly "
+                      "worse is against the claim (was: partially)")]),
+    Claim("topp", "At ε = 1, P1 is more accurate than the top-p variants and PA3", PAPER['topp'],
+          AllOf(*[Above(Diff('acc/p1_eps1', f'acc/{m.lower()}_eps1'), 0.0, level=1 - 0.05 / 3, what=f"accuracy P1 − {m} at ε = 1")
+                  for m in ('PA2', 'PA3', 'BA2')], partial='any'),
+          reason="selected hyperparameters per method; intervals at 98.3 % each (95 % jointly over the 3 gaps)",
+          log=[Change(_DATE, "per-world gaps P1 − PA2, P1 − PA3, P1 − BA2 (those run; Bonferroni, 95 % jointly); reproduced if every interval lies above 0; "
+                      "partially if some do; not reproduced if none does; inconclusive if undecided gaps could change the verdict", "reproduced if (accuracy P1 − PA2 at ε = 1 > 0) and (accuracy P1 − PA3 at ε = 1 > 0) and (accuracy P1 − BA2 at ε = 1 > "
+                      "0); partially if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is "
+                      "inconclusive; an effect against the claim is not reproduced",
+                      "a variant significantly more accurate than P1 is against the claim (was: partially when another gap held); some gaps "
+                      "above 0 with the others undecided is partially (within noise of reproduced), as the one grader gives it")]),
+    Claim("text", "PTA beats Tang on AGNews and TREC but not DBPedia at ε = 1 (7B LLMs)", PAPER['text'], status="not_testable_offline",
+          reason="no pretrained 7B LLM is available offline (the full profile has the text path)"),
+]
 
 # %%
-_e = lambda v, lo, hi: Estimate(v, lo, hi, 10)
-test_eq([side(_e(1, 0.5, 1.5)), side(_e(-1, -1.5, -0.5)), side(_e(0.2, -0.1, 0.5)), side(_e(0.5, 0.0, 1.0)), side(Estimate(1, math.nan, math.nan, 1)), side(_e(0, 0, 0))],
-        ["+", "-", "?", "?", "?", "0"])
-_all = lambda s: "reproduced" if all(x == "+" for x in s) else "partially" if "+" in s else "not_reproduced"
-test_eq([settle(s, _all) for s in (["+", "+"], ["+", "-"], ["-", "-"], ["+", "?"], ["?", "-"], ["+", "?", "-"])],
-        ["reproduced", "partially", "not_reproduced", "inconclusive", "inconclusive", "partially"])
-test_close(joint_ci([np.array([0., 1., 2., 3.])])[0].hi, 1.5 + 3.182446 * np.std([0, 1, 2, 3], ddof=1) / 2, eps=1e-5)
-test_eq(joint_ci([np.ones(3), np.ones(3)])[0].level, 0.975)                                  # Bonferroni over two comparisons
+from trustlib.results import claims_table
 
-_W = 10
-_wig = lambda amp: np.array([amp * (1 if w % 2 else -1) for w in range(_W)])   # ± noise around a level, per world
-def _chosen(acc:dict, llr:dict|None=None, eps=1.0):
-    "A crafted table of selected results: acc[method] = per-world accuracies (a scalar: the same in every world) at `eps`."
-    rows = []
-    for m, xs in acc.items():
-        xs = np.broadcast_to(np.asarray(xs, float), (_W,)) if np.ndim(xs) == 0 else np.asarray(xs, float)
-        ls = np.broadcast_to(np.asarray((llr or {}).get(m, 0.0), float), xs.shape)
-        rows += [dict(method=m, eps=eps, world=w, acc=a, llr_share=l) for w, (a, l) in enumerate(zip(xs, ls))]
-    return pd.DataFrame(rows)
-_fix = lambda r0=0.9, zs=0.3, amp=0.0: pd.DataFrame([dict(method=m, world=w, acc=v + n) for m, v in (('zero-shot', zs), ('R0', r0)) for w, n in enumerate(_wig(amp))])
-_sig = {1.0: 0.7, math.inf: 0.0}
-# claim 1: the accountant (deterministic)
-_acct = lambda dev, over: pd.DataFrame(dict(dataset=['GINC'], eps_prv=[1.0 + over], expected_eps=[1.0 + over - dev], nominal_eps=[1.0], eps_pld=[1.0]))
-test_eq([claim_accountant(_acct(d, o), _sig).verdict for d, o in ((0.2, 0.2), (0.21, 0.0), (0.0, 0.21), (-0.3, -0.1))],
-        ['reproduced', 'not_reproduced', 'not_reproduced', 'not_reproduced'])
-test_eq(claim_accountant(_acct(0, 0).iloc[:0], _sig), None)
-# claim 2: P1 vs B1, per-world gap (B1 at 0.5 ± 0.02)
-_b = 0.5 + _wig(0.02)
-test_eq([claim_p1_beats_b1(_chosen(dict(P1=p, B1=_b)), 1.0).verdict for p in
-         (0.6 + _wig(-0.02), np.r_[[0.6] * 9, 0.4], 0.51 + _wig(-0.02), np.full(_W, 0.5) + _wig(0.02), 0.4 + _wig(-0.02), 0.49 + _wig(-0.02))],
-        ['reproduced', 'reproduced', 'inconclusive', 'not_reproduced', 'not_reproduced', 'inconclusive'])
-# (a mean gap of +1 point with a ±4-point spread: within noise, though a bare mean > 0 would say 'partially'; no gap at all: not reproduced; 10 points behind: not reproduced)
-test_eq(claim_p1_beats_b1(_chosen(dict(P1=[0.6], B1=[0.5])), 1.0).verdict, 'inconclusive')   # one world: no interval
-test_eq(claim_p1_beats_b1(_chosen(dict(P1=_b, B1=_b)), 8.0), None)
-assert claim_p1_beats_b1(_chosen(dict(P1=0.6 + _wig(-0.02), B1=_b)), 1.0, headline=True).headline
-# claim 3: R0 above every DP method, every DP method above zero-shot
-_r0 = lambda p1, b1, **k: claim_r0_bound(_chosen(dict(P1=p1, B1=b1)), _fix(**k), _sig).verdict
-test_eq([_r0(0.8, 0.5), _r0(0.95, 0.5), _r0(0.8, 0.2), _r0(0.95, 0.2), _r0(0.9, 0.5), _r0(0.8 + _wig(0.1), 0.5)],
-        ['reproduced', 'not_reproduced', 'not_reproduced', 'not_reproduced', 'not_reproduced', 'inconclusive'])
-# (P1 above R0 is the opposite of the claim: never 'partially', even with both above zero-shot; equal to R0 in every world: not above it;
-#  P1 0.8 ± 0.1 against R0 0.9: within noise)
-test_eq(_r0(0.92 + _wig(0.02), 0.5, amp=0.0), 'inconclusive')          # P1 above R0 by 2 ± 2 points: within noise, not 'against'
-test_eq(_r0(0.95 + _wig(0.01), 0.5, amp=0.0), 'not_reproduced')        # P1 above R0 by 5 ± 1 points: against the claim
-test_eq(claim_r0_bound(_chosen(dict(P1=0.8, B1=0.5)), _fix(), {math.inf: 0.0}), None)
-# claim 4: distinguishability, per-world gap of the share above the threshold
-_d = lambda p: claim_distinguishable(cfg, _chosen(dict(P1=0.5, B1=0.5), dict(P1=p, B1=0.4 + _wig(0.05))), 1.0).verdict
-test_eq([_d(0.6 + _wig(-0.05)), _d(0.41 + _wig(-0.05)), _d(0.4 + _wig(0.05)), _d(0.3 + _wig(-0.05))],
-        ['reproduced', 'inconclusive', 'not_reproduced', 'not_reproduced'])
-# claim 5: small k, per finite ε (B1 with k = 150 at 0.5 ± 0.02 in every world)
-_pw = lambda small: pd.DataFrame([dict(split='test', method='B1', k=k, eps=e, world=w, acc=a) for e, s in zip((1.0, 2.0, 4.0, 8.0), small)
-                                  for w in range(_W) for k, a in ((10, s + _wig(-0.02)[w]), (150, 0.5 + _wig(0.02)[w]))])
-_sig4 = {1.0: 0.7, 2.0: 0.6, 4.0: 0.5, 8.0: 0.4, math.inf: 0.0}
-test_eq([claim_small_k(_pw(s), _sig4).verdict for s in ([0.6] * 4, [0.6, 0.6, 0.6, 0.5], [0.6, 0.6, 0.6, 0.4], [0.6, 0.4, 0.4, 0.4],
-                                                        [0.5] * 4, [0.4] * 4, [0.6, 0.6, 0.5, 0.4], [0.51, 0.4, 0.4, 0.4])],
-        ['reproduced', 'inconclusive', 'partially', 'partially', 'inconclusive', 'not_reproduced', 'partially', 'inconclusive'])
-# (one ε significantly worse drops 'reproduced' to 'partially'; an ε within noise of 0 (0 ± 4 points) is inconclusive when it could
-#  change the verdict — reproduced or partially in the second case, partially or not in the last — and settled when it cannot)
-test_eq(claim_small_k(_pw([0.6] * 4).query('k == 10'), _sig4), None)
-# claim 6: P1 against PA2, PA3, BA2 at ε = 1 (each at 0.6 ± 0.02 unless given)
-_tp = lambda pa2=0.6, pa3=0.6: claim_topp(_chosen(dict(P1=0.7 + _wig(-0.02), PA2=pa2 + _wig(0.02), PA3=pa3 + _wig(0.02), BA2=0.6 + _wig(0.02))), _sig).verdict
-test_eq([_tp(), _tp(pa2=0.8), _tp(pa2=0.8, pa3=0.9), _tp(pa2=0.7), _tp(pa2=0.69, pa3=0.8)],
-        ['reproduced', 'partially', 'partially', 'inconclusive', 'partially'])
-test_eq(claim_topp(_chosen(dict(P1=0.5, PA2=0.6, PA3=0.6, BA2=0.6)), _sig).verdict, 'not_reproduced')
-test_eq(claim_topp(_chosen(dict(P1=0.6 + _wig(-0.02), PA2=0.59 + _wig(0.02), PA3=0.8, BA2=0.8)), _sig).verdict, 'inconclusive')
-test_eq(claim_topp(_chosen(dict(P1=0.5, B1=0.6)), _sig), None)
+# %%
+claims_table(CLAIMS)
+
+
+# %%
+#| export
+def _per_world_acc(chosen, fixed, method, e=None, col='acc') -> list|None:
+    "Per-test-world `col` of `method` at ε = e (selected hyperparameters; R0 and zero-shot need no ε), in world order; None if not run."
+    x = fixed[fixed.method == method] if method in ('R0', 'zero-shot') else chosen[(chosen.method == method) & (chosen.eps == e)]
+    x = x.sort_values('world')[col]
+    return [float(v) for v in x] if len(x) else None
+
+def measurements(cfg, acct, chosen, fixed, pw, sigmas) -> dict:
+    "Every metric the claims read: per-world lists at the selected hyperparameters, the accountant's deviations, the small-k gains."
+    m = {"acct/rows": int(len(acct)), "acct/max_abs_err": float(np.abs(acct.eps_prv - acct.expected_eps).max()) if len(acct) else None,
+         "acct/max_excess": float((acct.eps_prv - acct.nominal_eps).max()) if len(acct) else None,
+         "acct/prv_vs_pld": float(np.abs(acct.eps_prv - acct.eps_pld).max()) if len(acct) else None,
+         "acct/fixed_over_poisson_max": float(acct.fixed_over_poisson_rdp.max()) if len(acct) else None,
+         "acc/r0": _per_world_acc(chosen, fixed, 'R0', None), "acc/zero_shot": _per_world_acc(chosen, fixed, 'zero-shot', None)}
+    fin = [e for e in sigmas if e != math.inf]
+    for mth in METHODS:
+        for e in sorted(set(fin) | set(CLAIM_EPS)):
+            k = f"{mth.lower()}_{_eps_key(e)}"
+            m[f"acc/{k}"], m[f"llr_share/{k}"] = _per_world_acc(chosen, fixed, mth, e), _per_world_acc(chosen, fixed, mth, e, 'llr_share')
+            if m[f"acc/{k}"] is not None and m["acc/r0"] is not None:
+                m[f"r0_minus_dp/{k}"] = list(np.subtract(m["acc/r0"], m[f"acc/{k}"]))
+                m[f"dp_minus_zero_shot/{k}"] = list(np.subtract(m[f"acc/{k}"], m["acc/zero_shot"]))
+    test = pw[(pw.split == 'test') & (pw.method == 'B1')]
+    ks = sorted(test.k.unique())
+    W = test.pivot_table(index=['eps', 'world'], columns='k', values='acc') if len(ks) >= 2 else None
+    for e in sorted(set(fin) | set(CLAIM_EPS)):
+        ok = W is not None and e in W.index.get_level_values(0)
+        m[f"small_k_gain/{_eps_key(e)}"] = [float(v) for v in (W.loc[e][ks[0]] - W.loc[e][ks[-1]]).sort_index()] if ok else None
+    return m
 
 
 # %%
@@ -1329,7 +1316,7 @@ def _bar_example(cfg, sigmas, k=10, alpha=5.0, eps=1.0):
     D = world.sample(0, cfg.n_private, cfg.demo_len, rng); lld, _ = world.loglik(D)
     lm = OracleLM(world, lld)
     prefix = [int(t) for t in world.sample(0, 1, 3, rng)[0]]
-    groups = [list(g) for g in draw_groups(rng, cfg.n_private, cfg.n_subsets, cfg.subset_size)]
+    groups = [list(g) for g in cfg.privacy(math.inf).draw(rng)]
     probs = lm(prefix, groups + [[]]); z = rng.standard_normal(world.vocab_size)
     a, _ = world.init_state(1)
     for t in prefix: a, _ = world.observe(a, np.zeros((1, world.n_concepts)), [t])
@@ -1376,23 +1363,14 @@ def _run(cfg, progress):
     tables, chosen, fixed = _tables(cfg, df, sigmas, grid)
     tables['accountant'] = acct
     tables['sigmas'] = pd.DataFrame(dict(eps=[_eps_name(e) for e in sigmas], sigma=list(sigmas.values()),
-                                         eps_check=[(epsilon_poisson_gaussian(s, cfg.sampling_rate, cfg.compositions, cfg.delta, cfg.accountant)
-                                                     if cfg.subsample == "poisson" else
-                                                     epsilon_fixed_subsample(s, cfg.n_private, cfg.n_subsets * cfg.subset_size, cfg.compositions, cfg.delta))
-                                                    if s > 0 else math.inf for s in sigmas.values()],
+                                         eps_check=[cfg.privacy(e).achieved_epsilon(s) for e, s in sigmas.items()],
                                          subsample=cfg.subsample))
-    V = claims(cfg, acct, chosen, fixed, tables['per_world'], sigmas)
     metrics = dict(q=cfg.sampling_rate, compositions=cfg.compositions, delta=cfg.delta,
                    **{f"sigma/{_eps_key(e)}": s for e, s in sigmas.items()},
                    zero_shot_acc=float(fixed[fixed.method == 'zero-shot'].acc.mean()), r0_acc=float(fixed[fixed.method == 'R0'].acc.mean()))
-    for (m, e), v in chosen.groupby(['method', 'eps']).acc.mean().items(): metrics[f"acc/{m.lower()}_{_eps_key(e)}"] = float(v)
-    for (m, e), v in chosen.groupby(['method', 'eps']).llr_share.mean().items(): metrics[f"llr_share/{m.lower()}_{_eps_key(e)}"] = float(v)
-    for e in sigmas:
-        d = _paired(chosen, 'P1', 'B1', e)
-        if len(d): metrics[f"gap_p1_minus_b1/{_eps_key(e)}"] = float(d.mean()); metrics[f"p1_wins/{_eps_key(e)}"] = float((d > 0).mean())
-    if len(acct): metrics['accountant_max_abs_err'] = float(np.abs(acct.eps_prv - acct.expected_eps).max())
+    metrics.update(measurements(cfg, acct, chosen, fixed, tables['per_world'], sigmas))
     figs = _figures(cfg, chosen, fixed, sigmas, _bar_example(cfg, sigmas)) if {'B1', 'P1'} <= set(cfg.methods) else {}
-    return Result(paper="pta", config=cfg.to_dict(), metrics=metrics, verdicts=V, tables=tables, figures=figs)
+    return Result(paper="pta", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=figs)
 
 
 # %% [markdown]
@@ -1428,15 +1406,20 @@ def text_icl_accuracy(lm, demos, # list of (label, text) demonstrations
     p = p / p.sum(1, keepdims=True)
     return float((p.argmax(1) == y).mean()), float((contextual_calibration(p, cf).argmax(1) == y).mean())
 
+def text_privacy(epsilon:float, n_label:int, M:int, N:int, max_tokens:int, subsample:str="poisson", accountant:str="prv") -> PrivacySpec:
+    "The privacy of one label's demonstration: its own |D^y| examples, T_max compositions (labels partition the data and compose in parallel), δ = 1/|D^y|."
+    return PrivacySpec(epsilon, n_label, M, N, max_tokens, 1.0 / n_label, subsample, accountant)
+
 def text_dp_demos(lm, data, # DataFrame with `prompt` (text) and `y`
-                  labels, M, N, sigma, method, k, alpha, top_p, max_tokens, rng) -> list[tuple[str, str]]:
-    "One DP synthetic demonstration per label (the private data of that label only)."
+                  labels, privacy, # privacy: callable(|D^y|) -> PrivacySpec of one label's demonstration (e.g. `text_privacy`)
+                  method, k, alpha, top_p, max_tokens, rng) -> list[tuple[str, str]]:
+    "One DP synthetic demonstration per label (the private data of that label only); σ and the sampler come from that label's PrivacySpec."
     demos = []
     for yi, lab in enumerate(labels):
         texts = list(data.prompt[data.y == yi])
         def lm_next(prefix, groups, lab=lab):
             return lm.next_token_probs([text_generation_prompt([(lab, t) for t in g], lab, lm.decode(prefix)) for g in groups])
-        ids = dp_generate(lm_next, texts, max_tokens, M, N, sigma, method, k, alpha, top_p, rng=rng, stop_tokens=lm.stop_ids)
+        ids = dp_generate(lm_next, texts, max_tokens, privacy(len(texts)), method, k, alpha, top_p, rng=rng, stop_tokens=lm.stop_ids)
         demos.append((lab, lm.decode([i for i in ids if i not in lm.stop_ids]).replace(' END', '').strip()))
     return demos
 
@@ -1462,9 +1445,10 @@ def _run_text(cfg, res, lm, progress):
     n_min = int(priv.y.value_counts().min()); M, N = 10, 2                  # AGNews setting of run.sh
     rows = []
     for e in tqdm([1.0, 8.0], desc="text eps", disable=not progress):
-        sigma = sigma_for_epsilon(e, M * N / n_min, cfg.text_max_tokens, 1 / n_min, cfg.accountant)
+        privacy = lambda n, e=e: text_privacy(e, n, M, N, cfg.text_max_tokens, cfg.subsample, cfg.accountant)
+        sigma = privacy(n_min).sigma()                                      # the largest σ of the labels (the smallest |D^y|), for the table
         for m, kk, a in (("B1", 10, 1.0), ("P1", 10, 2.0)):
-            demos = text_dp_demos(lm, priv, labels, M, N, sigma, m, kk, a, 1.0, cfg.text_max_tokens, rng)
+            demos = text_dp_demos(lm, priv, labels, privacy, m, kk, a, 1.0, cfg.text_max_tokens, rng)
             acc, cal = text_icl_accuracy(lm, demos, list(test.prompt), test.y.to_numpy(), labels)
             rows.append(dict(method=m, eps=e, sigma=sigma, acc=acc, acc_cal=cal, demo0=demos[0][1][:80]))
     real = [(labels[yi], priv.prompt[priv.y == yi].iloc[0]) for yi in range(len(labels))]
@@ -1479,7 +1463,7 @@ def _run_text(cfg, res, lm, progress):
 # ## Running it
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
 # ### Privacy accounting: the paper's σ table
@@ -1553,8 +1537,7 @@ result.tables['distinguishability'].pivot(index='method', columns='eps', values=
 # no label bias to remove, the label set is large (every token that labels some query: about 70 of the 150),
 # and after a random token sequence — which is nearly impossible under the HMMs — the predictive is peaked on
 # a few arbitrary tokens and tiny elsewhere, so dividing by it promotes labels the content-free input happens
-# to disfavour (averaging over 300 random inputs instead of 3 does not fix this; we checked while building the
-# notebook). The main table therefore uses the uncalibrated prediction, as decided before the first run.
+# to disfavour (averaging over 300 random inputs instead of 3 does not fix this). The main table therefore uses the uncalibrated prediction, as decided before the first run.
 # Calibration matters for real LLMs, and the text path of the `full` profile uses it.
 
 # %%
