@@ -8,6 +8,7 @@ import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
+from ..data import sae_probes_datasets
 from ..results import Result, Verdict, Rule, Estimate, judge, mean_ci, side, settle, joint_ci, verdict_flags
 
 # %% auto #0
@@ -69,7 +70,7 @@ class Config(BaseConfig):
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
     n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip")
-    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews")
+    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews", choices=lambda: sae_probes_datasets("multiclass"))
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
     PROFILE_DEFAULTS = {
