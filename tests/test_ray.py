@@ -174,3 +174,35 @@ def test_a_node_that_does_not_share_the_runs_folder_says_so(tmp_path):
     job = dict(marker=str(tmp_path/'.sweep-x'), runs_dir=str(tmp_path), paper=None, notebook=str(TOY), params={}, profile='smoke')
     res = R._sweep_job(job)
     assert res['status'] == 'failed' and 'every node must see the same runs folder' in res['error']
+
+
+LOCAL_RAY = '''
+import time
+from trustlib.runs import _ray_init
+ray = _ray_init(None)
+print("task", ray.get(ray.remote(num_cpus=1)(lambda: 2).remote()))
+time.sleep(15)     # the dashboard's usage module asks the clouds' metadata addresses a few seconds after start
+ray.shutdown()
+'''
+
+def test_local_ray_stays_on_the_machine(tmp_path):
+    """The local Ray the CLI starts (`_ray_init(None)`) makes no connection and no DNS query off loopback, from any of its
+    Python processes (driver, dashboard, workers): they all run under tests/netguard, which logs every blocked attempt."""
+    log = tmp_path/'net.log'
+    env = {k: v for k, v in os.environ.items() if k != 'RAY_ADDRESS'}
+    env.update(TRUSTLIB_NO_NETWORK='1', TRUSTLIB_NETLOG=str(log), PYTHONPATH=os.pathsep.join([str(ROOT/'tests'/'netguard'), str(ROOT)]))
+    r = subprocess.run([sys.executable, '-c', LOCAL_RAY], env=env, capture_output=True, text=True, timeout=600)
+    assert not log.exists() or log.read_text() == '', log.read_text()[:2000]
+    if r.returncode != 0 and ('Deadline Exceeded' in r.stderr or 'timed out during startup' in r.stderr):   # Ray's own deadlines, on an overloaded machine
+        pytest.skip("the local Ray did not start in time (machine overloaded); no connection left the machine meanwhile")
+    assert r.returncode == 0 and 'task 2' in r.stdout, r.stderr[-2000:]
+
+def test_unreachable_or_silent_address_refused():
+    "An address nothing answers on, or where something that is no Ray listens, is refused with a message, not retried forever."
+    import socket
+    from trustlib.config import ConfigError
+    with pytest.raises(ConfigError, match="cannot connect to the Ray cluster at '127.0.0.1:9'"): R._ray_probe('127.0.0.1:9', timeout=5)
+    srv = socket.create_server(('127.0.0.1', 0))
+    try:
+        with pytest.raises(ConfigError, match="cannot connect to the Ray cluster at"): R._ray_handshake(f"127.0.0.1:{srv.getsockname()[1]}", timeout=20)
+    finally: srv.close()

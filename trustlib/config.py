@@ -82,13 +82,13 @@ def param(default, # default value (the `smoke` profile's, unless the profile ta
           help:str="", # one-line description shown by `trustlib list` and in the notebook's parameters cell
           *, ge=None, gt=None, le=None, lt=None, # hard numeric bounds (inclusive / exclusive)
           max=None, # soft upper bound: larger values need `allow_large=True` (CLI: `--allow-large`)
-          choices=None, # allowed values (for str or numeric parameters; checked per item for lists)
+          choices=None, # allowed values (for str or numeric parameters; checked per item for lists), or a function returning them, called at validation (installed datasets, cached models)
           finite:bool=True, # reject nan and +-inf (also inside lists) unless False
           allowed:str="", # the allowed values in words, for values the config's `validate` checks (patterns, names): shown by `trustlib list`
           ):
     "A dataclass field carrying documentation and validation rules."
     md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, max=max, finite=finite,
-              choices=tuple(choices) if choices is not None else None, allowed=allowed)
+              choices=choices if callable(choices) or choices is None else tuple(choices), allowed=allowed)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
     return field(default=default, metadata=md)
 
@@ -217,8 +217,17 @@ def _is_numeric(tp) -> bool:
     if origin in (tuple, list): return any(_is_numeric(a) for a in args if a is not Ellipsis)
     return tp in (int, float)
 
+def _choices(md) -> tuple|None:
+    "A field's allowed values: its `choices`, or what its choices function returns now."
+    ch = md.get('choices')
+    return tuple(ch()) if callable(ch) else ch
+
 def _allowed(md) -> str:
-    "The bounds / choices of a field's metadata, as text."
+    "The bounds / choices of a field's metadata, as text (a choices function's names, or its docstring if it cannot list them here)."
+    if callable(md.get('choices')):
+        try: ch = _choices(md)
+        except Exception: return md.get('allowed') or 'a name that ' + (md['choices'].__doc__ or md['choices'].__name__).split('\n')[0]
+        return 'one of ' + ', '.join(map(str, ch[:12])) + (f", ... ({len(ch)} in all)" if len(ch) > 12 else '')
     if md.get('choices'): return 'one of ' + ', '.join(map(str, md['choices']))
     if md.get('allowed'): return md['allowed']
     s = ', '.join(f"{w} {md[k]}" for k, w in (('ge', '>='), ('gt', '>'), ('le', '<='), ('lt', '<')) if md.get(k) is not None)
@@ -263,9 +272,15 @@ class BaseConfig:
             md = f.metadata
             v = _coerce(f.name, getattr(self, f.name), hints[f.name], md.get('finite', True))
             if md.get('choices') is not None:
+                choices = None
                 for x in (v if isinstance(v, (tuple, list)) else (v,)):
-                    if x not in md['choices']:
-                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} is not allowed; choose one of {list(md['choices'])}")
+                    if choices is None:                              # a choices function runs once, and only for a value to check
+                        try: choices = _choices(md)
+                        except ResourceUnavailable as e:             # the names cannot be listed here: a profile's own value waits
+                            if f.name in trusted and trusted[f.name] == v: break    # for the run (which says what is missing)
+                            raise ConfigError(f"parameter {f.name!r}: cannot check {_short(x)}: {str(e)[:300]}") from None
+                    if x not in choices:
+                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} is not allowed; choose one of {_short(list(choices), 300)}")
             for key, ok, word in (('ge', lambda a, b: a >= b, '>='), ('gt', lambda a, b: a > b, '>'),
                                   ('le', lambda a, b: a <= b, '<='), ('lt', lambda a, b: a < b, '<')):
                 bound = md.get(key)

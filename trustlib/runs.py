@@ -15,14 +15,15 @@ from .results import write_json
 
 # %% auto #0
 __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'MAX_SPEC_BYTES',
-           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'find_root', 'package_checkout',
-           'packaged_notebooks', 'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters',
-           'param_type', 'short', 'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params',
-           'encode_params', 'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info',
-           'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult',
-           'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of',
-           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
-           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
+           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'RAY_CONNECT_TIMEOUT_S',
+           'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks', 'nbs_path',
+           'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short', 'check_value',
+           'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params', 'decode_params',
+           'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock',
+           'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain', 'drop_empty_tags',
+           'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs',
+           'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress',
+           'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -921,6 +922,7 @@ def load_spec(spec:dict|str|Path) -> dict:
     src = None
     if isinstance(spec, (str, Path)):
         src = Path(spec).expanduser()
+        if src.is_dir(): raise ConfigError(f"sweep spec {short(str(spec))} is a folder; give the path of a YAML spec file (e.g. sweeps/smoke.yaml)")
         if not src.is_file(): raise ConfigError(f"sweep spec {short(str(spec))} does not exist")
         import yaml
         try:
@@ -943,6 +945,8 @@ def load_spec(spec:dict|str|Path) -> dict:
         if k in spec and type(spec[k]) is not str: raise ConfigError(f"sweep spec: {k!r} must be a string, got {short(spec[k])}")
     spec = dict(spec)
     spec.setdefault('profile', 'cpu'); _check_profile(spec['profile'])
+    if isinstance(spec.get('grid'), dict) and not spec['grid']:
+        raise ConfigError("sweep spec: 'grid' is empty; give each swept parameter a list of values, or leave 'grid' out to run 'params' once")
     for k in ('params', 'grid'):
         spec[k] = {} if spec.get(k) is None else spec[k]
         if not isinstance(spec[k], dict) or not all(isinstance(n, str) for n in spec[k]):
@@ -1175,15 +1179,63 @@ class _PoolBackend:
             c.close()
         self.idle, self.busy = [], {}
 
+RAY_CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused (Ray itself retries forever)
+# the environment of a local Ray's processes: no usage stats, and HTTP only through a closed loopback port, so that
+# Ray's own cloud probes (the usage-stats module asks the cloud metadata address even when stats are off; the TPU
+# check asks GCE's) fail at once on 127.0.0.1 instead of leaving the machine; Ray's gRPC ignores the proxy
+# (and no cluster address lookup: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes Ray's processes use 127.0.0.1 instead of
+# asking a UDP socket towards 8.8.8.8 for the machine's address)
+_RAY_LOCAL_ENV = dict(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER='0', RAY_USAGE_STATS_ENABLED='0', RAY_USAGE_STATS_PROMPT_ENABLED='0', http_proxy='http://127.0.0.1:9',
+                      https_proxy='http://127.0.0.1:9', HTTP_PROXY='http://127.0.0.1:9', HTTPS_PROXY='http://127.0.0.1:9',
+                      no_proxy='', NO_PROXY='')
+
+def _ray_probe(address:str, timeout:float=RAY_CONNECT_TIMEOUT_S):
+    "Raise `ConfigError` unless `address` ('host:port' or 'ray://host:port'; other forms are left to Ray) accepts a TCP connection within `timeout` s."
+    import socket
+    hostport = address.split('://', 1)[1] if '://' in address else address
+    host, _, port = hostport.rstrip('/').rpartition(':')
+    if not host or not port.isdigit(): return
+    try: socket.create_connection((host.strip('[]'), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConfigError(f"cannot connect to the Ray cluster at {short(address)}: {_cap_msg(str(e) or type(e).__name__, 200)} "
+                          f"(no answer within {timeout:g} s); check --address / $RAY_ADDRESS") from None
+
+RAY_HANDSHAKE_TIMEOUT_S = 60   # a cluster that does not let a driver connect within this is refused
+
+def _ray_handshake(address:str, timeout:float|None=None):
+    """Raise `ConfigError` unless a Ray driver can connect to `address` within `timeout` s (default: $TRUSTLIB_RAY_CONNECT_TIMEOUT,
+    else `RAY_HANDSHAKE_TIMEOUT_S`), tried in a child process: `ray.init` on an address that accepts TCP but is no Ray (or
+    behind a proxy that accepts everything) waits forever, warning every ~40 s."""
+    timeout = timeout or float(os.environ.get('TRUSTLIB_RAY_CONNECT_TIMEOUT') or RAY_HANDSHAKE_TIMEOUT_S)
+    code = 'import sys, ray; ray.init(address=sys.argv[1], log_to_driver=False); ray.shutdown()'
+    try: r = subprocess.run([sys.executable, '-c', code, address], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"cannot connect to the Ray cluster at {short(address)}: no Ray answered within {timeout:g} s; "
+                          "check --address / $RAY_ADDRESS (TRUSTLIB_RAY_CONNECT_TIMEOUT sets the wait)") from None
+    if r.returncode != 0:
+        last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1:] or [f"exit {r.returncode}"]
+        raise ConfigError(f"cannot connect to the Ray cluster at {short(address)}: {_cap_msg(last[0], 300)}")
+
 def _ray_init(address:str|None):
-    "Ray, connected to `address` (None: $RAY_ADDRESS, else a new local Ray); returns the module."
+    "Ray, connected to `address` (None: $RAY_ADDRESS, else a new local Ray on 127.0.0.1, without dashboard, usage stats or off-machine probes); returns the module."
     try: import ray
     except ImportError as e: raise ImportError('backend="ray" needs Ray, which is not installed: pip install "trustlib-icml25[ray]"') from e
     if not ray.is_initialized():
-        kw = dict(log_to_driver=False)
-        if address is None and not os.environ.get('RAY_ADDRESS'): kw['include_dashboard'] = False   # starting a local Ray
+        kw, target = dict(log_to_driver=False), address or os.environ.get('RAY_ADDRESS')
+        if target and target not in ('local',): _ray_probe(target); _ray_handshake(target)   # fail fast: Ray would retry forever
+        else: kw.update(include_dashboard=False, _node_ip_address='127.0.0.1')   # starting a local Ray: loopback only
+        saved = {k: os.environ.get(k) for k in _RAY_LOCAL_ENV}
+        from ray._private import ray_constants as rc
+        cluster = rc.ENABLE_RAY_CLUSTER
+        if not target: os.environ.update(_RAY_LOCAL_ENV); rc.ENABLE_RAY_CLUSTER = False   # the env: for the processes Ray starts now
         try: ray.init(address=address, **kw)
-        except ConnectionError as e: raise ConfigError(f"cannot connect to the Ray cluster at {short(address)}: {_cap_msg(str(e), 300)}") from None
+        except (ConnectionError, TimeoutError, RuntimeError) as e:
+            raise ConfigError(f"cannot connect to the Ray cluster at {short(target)}: {_cap_msg(str(e), 300)}") from None
+        finally:
+            rc.ENABLE_RAY_CLUSTER = cluster
+            for k, v in saved.items():
+                if v is None: os.environ.pop(k, None)
+                else: os.environ[k] = v
     return ray
 
 class _RayBackend:

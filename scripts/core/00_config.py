@@ -136,13 +136,13 @@ def param(default, # default value (the `smoke` profile's, unless the profile ta
           help:str="", # one-line description shown by `trustlib list` and in the notebook's parameters cell
           *, ge=None, gt=None, le=None, lt=None, # hard numeric bounds (inclusive / exclusive)
           max=None, # soft upper bound: larger values need `allow_large=True` (CLI: `--allow-large`)
-          choices=None, # allowed values (for str or numeric parameters; checked per item for lists)
+          choices=None, # allowed values (for str or numeric parameters; checked per item for lists), or a function returning them, called at validation (installed datasets, cached models)
           finite:bool=True, # reject nan and +-inf (also inside lists) unless False
           allowed:str="", # the allowed values in words, for values the config's `validate` checks (patterns, names): shown by `trustlib list`
           ):
     "A dataclass field carrying documentation and validation rules."
     md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, max=max, finite=finite,
-              choices=tuple(choices) if choices is not None else None, allowed=allowed)
+              choices=choices if callable(choices) or choices is None else tuple(choices), allowed=allowed)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
     return field(default=default, metadata=md)
 
@@ -355,8 +355,17 @@ def _is_numeric(tp) -> bool:
     if origin in (tuple, list): return any(_is_numeric(a) for a in args if a is not Ellipsis)
     return tp in (int, float)
 
+def _choices(md) -> tuple|None:
+    "A field's allowed values: its `choices`, or what its choices function returns now."
+    ch = md.get('choices')
+    return tuple(ch()) if callable(ch) else ch
+
 def _allowed(md) -> str:
-    "The bounds / choices of a field's metadata, as text."
+    "The bounds / choices of a field's metadata, as text (a choices function's names, or its docstring if it cannot list them here)."
+    if callable(md.get('choices')):
+        try: ch = _choices(md)
+        except Exception: return md.get('allowed') or 'a name that ' + (md['choices'].__doc__ or md['choices'].__name__).split('\n')[0]
+        return 'one of ' + ', '.join(map(str, ch[:12])) + (f", ... ({len(ch)} in all)" if len(ch) > 12 else '')
     if md.get('choices'): return 'one of ' + ', '.join(map(str, md['choices']))
     if md.get('allowed'): return md['allowed']
     s = ', '.join(f"{w} {md[k]}" for k, w in (('ge', '>='), ('gt', '>'), ('le', '<='), ('lt', '<')) if md.get(k) is not None)
@@ -401,9 +410,15 @@ class BaseConfig:
             md = f.metadata
             v = _coerce(f.name, getattr(self, f.name), hints[f.name], md.get('finite', True))
             if md.get('choices') is not None:
+                choices = None
                 for x in (v if isinstance(v, (tuple, list)) else (v,)):
-                    if x not in md['choices']:
-                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} is not allowed; choose one of {list(md['choices'])}")
+                    if choices is None:                              # a choices function runs once, and only for a value to check
+                        try: choices = _choices(md)
+                        except ResourceUnavailable as e:             # the names cannot be listed here: a profile's own value waits
+                            if f.name in trusted and trusted[f.name] == v: break    # for the run (which says what is missing)
+                            raise ConfigError(f"parameter {f.name!r}: cannot check {_short(x)}: {str(e)[:300]}") from None
+                    if x not in choices:
+                        raise ConfigError(f"parameter {f.name!r}: {_short(x)} is not allowed; choose one of {_short(list(choices), 300)}")
             for key, ok, word in (('ge', lambda a, b: a >= b, '>='), ('gt', lambda a, b: a > b, '>'),
                                   ('le', lambda a, b: a <= b, '<='), ('lt', lambda a, b: a < b, '<')):
                 bound = md.get(key)
@@ -538,6 +553,31 @@ test_eq([r['name'] for r in _DemoConfig.describe()], ['profile', 'seed', 'n_memb
 test_eq(_DemoConfig.to_dict(_DemoConfig.from_params('full'))['widths'], [256])
 test_eq(_allowed(param(("a",), "names", allowed="any of a, b, or c_<k>").metadata), "any of a, b, or c_<k>")   # values validate() checks, in words
 _DemoConfig.describe()[2]
+
+# %% [markdown]
+# Named resources (installed datasets, cached models) are allowed values too: `choices` may be a function
+# that lists them, called when a value is validated (so before any work) and by `trustlib list --params`:
+
+# %%
+_calls = []
+def _installed_sets():
+    "names an installed data set"
+    _calls.append(1); return ('adult', 'compas')
+@dataclass
+class _NamedConfig(BaseConfig):
+    datasets: tuple[str, ...] = param(('adult',), "data sets to use", choices=_installed_sets)
+test_eq(_NamedConfig.from_params('smoke', datasets=['compas', 'adult']).datasets, ('compas', 'adult'))
+test_fail(lambda: _NamedConfig.from_params('smoke', datasets=['adlt']), contains="parameter 'datasets': 'adlt' is not allowed; choose one of ['adult', 'compas']")
+_calls.clear(); _NamedConfig.from_params('smoke', datasets=[]); test_eq(_calls, [])   # nothing to check: the function does not run
+test_eq(_allowed(fields(_NamedConfig)[-1].metadata), 'one of adult, compas')
+def _missing(): "names an installed data set"; raise ResourceUnavailable('the data sets are not installed')
+@dataclass
+class _MissingConfig(BaseConfig):
+    dataset: str = param('adult', "data set", choices=_missing)
+test_eq(_MissingConfig.from_params('smoke').dataset, 'adult')   # the profile's own value: the run reports what is missing
+test_fail(lambda: _MissingConfig.from_params('smoke', dataset='compas'), contains="parameter 'dataset': cannot check 'compas': the data sets are not installed")
+def _broken(): "names a cached model"; raise RuntimeError('no cache')
+test_eq(_allowed(param('m', "model", choices=_broken).metadata), 'a name that names a cached model')
 
 # %% [markdown]
 # Sizes above a soft limit are refused unless asked for explicitly; a profile's own values are exempt

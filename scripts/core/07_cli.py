@@ -595,6 +595,15 @@ def browser_check(site:Path, shots:Path) -> int:
 
 # %%
 #| export
+_NEGATIVE = __import__('re').compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-\.?(inf|nan)$', __import__('re').I)
+
+def _seconds(v:str) -> float:
+    "A finite, positive number of seconds (argparse type)."
+    try: x = float(v)
+    except ValueError: raise argparse.ArgumentTypeError(f"{v[:40]!r} is not a number of seconds") from None
+    if not (x > 0 and x < float('inf')): raise argparse.ArgumentTypeError(f"{v[:40]!r}: give a finite number of seconds > 0")
+    return x
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='trustlib', description="Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy ML.")
     from trustlib import __version__
@@ -608,7 +617,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('-p', '--param', nargs=2, action='append', metavar=('KEY', 'VALUE'), help="parameter override (value parsed as YAML); repeatable")
     p.add_argument('--profile', default='cpu', choices=PROFILES, help="smoke (CI, < 60 s) | cpu (published results; default) | full (paper scale)")
     p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS, else <repo>/runs inside a checkout, else ./runs)")
-    p.add_argument('--timeout', type=float, help="per-cell timeout in seconds")
+    p._negative_number_matcher = _NEGATIVE   # -p lr -5e-1: a negative number (also 1e-3 forms, -inf) is a value, not an option
+    p.add_argument('--timeout', type=_seconds, help="per-cell timeout in seconds")
     p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook> (needs a clean tree)")
     p.add_argument('--allow-dirty', action='store_true', help="with --publish: publish even if the work tree has uncommitted changes")
     p.add_argument('--allow-large', action='store_true', help="lift the paper's soft upper bounds on sizes (also TRUSTLIB_ALLOW_LARGE=1)")
@@ -706,6 +716,11 @@ rc, out, err = run_cli('run', 'disparate', '--runs-dir', runs)
 test_eq(rc, 2); assert "unknown paper 'disparate'" in err
 rc, out, err = run_cli('run', TOY, '--profile', 'gpu')
 test_eq(rc, 2); assert "invalid choice: 'gpu'" in err
+rc, out, err = run_cli('run', TOY, '-p', 'seed', '-5e-1', '--runs-dir', runs)   # a negative number is a value, not an option
+test_eq(rc, 2); assert "parameter 'seed'" in err and "expected" in err, err
+for _t in ('nan', 'inf', '-1', 'soon'):
+    rc, out, err = run_cli('run', TOY, '--timeout', _t, '--runs-dir', runs)
+    test_eq(rc, 2); assert "argument --timeout" in err, err
 test_eq(os.listdir(runs), [])   # nothing ran
 print(err)
 

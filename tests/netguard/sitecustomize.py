@@ -7,10 +7,18 @@ if os.environ.get("TRUSTLIB_NO_NETWORK") == "1":
     _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
     _LOCAL = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
+    def _log(what):   # TRUSTLIB_NETLOG=FILE: every blocked attempt is also appended there (for tests of child processes)
+        path = os.environ.get("TRUSTLIB_NETLOG")
+        if path:
+            try:
+                with open(path, "a") as f: f.write(f"{os.getpid()} {what!r}\n")
+            except OSError: pass
+
     def _check(sock, address):
         if sock.family == getattr(socket, "AF_UNIX", None): return
         host = address[0] if isinstance(address, tuple) else address
         if host not in _LOCAL:
+            _log(address)
             raise ConnectionRefusedError(f"network access to {address!r} is blocked in trustlib tests (TRUSTLIB_NO_NETWORK=1)")
 
     def connect(self, address):
@@ -23,6 +31,7 @@ if os.environ.get("TRUSTLIB_NO_NETWORK") == "1":
     _gai = socket.getaddrinfo
     def getaddrinfo(host, *a, **k):
         if host not in _LOCAL and host is not None:
+            _log(("dns", host))
             raise socket.gaierror(f"DNS lookup of {host!r} is blocked in trustlib tests (TRUSTLIB_NO_NETWORK=1)")
         return _gai(host, *a, **k)
     socket.getaddrinfo = getaddrinfo

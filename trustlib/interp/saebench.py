@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from ..data import sae_probes_datasets
 
 # %% auto #0
 __all__ = ['ARCHS', 'Config', 'sae_codes', 'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy',
@@ -43,7 +44,7 @@ class Config(BaseConfig):
     top_n: int = param(20, "latents ablated in SCR and TPP", ge=1, le=100_000)
     ravel_attrs: int = param(4, "parents used as attributes in the RAVEL-style score", ge=2, le=10_000)
     minilm: bool = param(False, "run the MiniLM add-on")
-    minilm_datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is"), "sae-probes datasets for the add-on")
+    minilm_datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is"), "sae-probes datasets for the add-on", choices=lambda: sae_probes_datasets("binary"))
     minilm_layer: int = param(3, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
     minilm_rows: int = param(400, "texts per dataset", ge=50, le=100_000)
     minilm_d_sae: int = param(768, "SAE width on MiniLM activations", ge=16, le=1_000_000)
@@ -345,6 +346,7 @@ def gt_ravel(sae, h:Hierarchy, rng, kw:dict, n:int, n_attr:int=4, codes_fn=None,
         src = ravel_pairs(Yb, i, rng)
         out.append(ravel_scores(sae, Xb, Xb[src], i, w, b, Yb[src, i], codes=(fb, fb[src]), **mask_kw))
     return {k: float(np.mean([o[k] for o in out])) for k in out[0]}
+
 
 
 # %% ../../nbs/papers/interp/saebench.ipynb #1d525d2d

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Optional
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.data import sae_probes_datasets
 
 # %%
 #| hide
@@ -115,7 +116,7 @@ CPU_DATASETS = ("5_hist_fig_ismale", "6_hist_fig_isamerican", "87_glue_cola", "9
 class Config(BaseConfig):
     "Configuration of the SAE-probing reproduction on MiniLM representations of the sae-probes datasets."
     n_seeds: int = param(3, "independent repetitions (splits, regime samples, probe searches)", ge=1, le=100)
-    datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is", "5_hist_fig_ismale"), "sae-probes binary datasets (file stems)")
+    datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is", "5_hist_fig_ismale"), "sae-probes binary datasets (file stems)", choices=lambda: sae_probes_datasets("binary"))
     max_rows: int = param(300, "rows kept per dataset (stratified subsample)", ge=40, max=20_000, le=1_000_000)
     test_frac: float = param(0.3, "share of each dataset held out as the test set", gt=0.05, lt=0.9)
     n_train: int = param(1024, "training examples in the standard, noise and covariate-shift regimes", ge=8, le=1_000_000)

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Optional
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.data import sae_probes_datasets
 
 # %%
 #| hide
@@ -131,7 +132,7 @@ class Config(BaseConfig):
     top_n: int = param(20, "latents ablated in SCR and TPP", ge=1, le=100_000)
     ravel_attrs: int = param(4, "parents used as attributes in the RAVEL-style score", ge=2, le=10_000)
     minilm: bool = param(False, "run the MiniLM add-on")
-    minilm_datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is"), "sae-probes datasets for the add-on")
+    minilm_datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is"), "sae-probes datasets for the add-on", choices=lambda: sae_probes_datasets("binary"))
     minilm_layer: int = param(3, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
     minilm_rows: int = param(400, "texts per dataset", ge=50, le=100_000)
     minilm_d_sae: int = param(768, "SAE width on MiniLM activations", ge=16, le=1_000_000)

@@ -1,0 +1,78 @@
+"""Every bad input refused before work, for all 19 papers: cases generated from each paper's `Config` declarations
+(tests/badparams.py: wrong types, values just outside each bound, unknown choices, unknown names for str parameters)
+go through `trustlib.runs.validate_params`, the check `trustlib run` / `sweep` make before any run folder exists,
+and must be refused with a message naming the parameter. Run as a script for the tally per paper:
+`PYTHONPATH=. python tests/test_bad_params.py`."""
+import importlib, json, sys
+from pathlib import Path
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from badparams import bad_cases, NO_SUCH
+from trustlib.config import PAPERS, ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPLEMENTED = [p for p in PAPERS if (ROOT/'nbs'/p.notebook).exists()]
+# str parameters that name something the Config does not yet resolve before work (to do in the paper's validate or
+# its param declaration): a generated case here is an expected failure until the paper resolves it
+KNOWN_GAPS = {('l2h', 'logits_path'): "a .npz path, checked only when the full profile loads it",
+              ('backdoor_complications', 'trigger'): "a word-piece of the tokenizer, checked when the model is loaded",
+              ('pta', 'text_lm'): "a local model path or cached id, resolved when the text part runs"}
+
+def outcome(paper, name, value) -> tuple[str, str]:
+    "('early', message) if refused before work naming the parameter; ('unnamed', message) if refused without naming it; ('silent', '') if accepted."
+    from trustlib.runs import validate_params
+    try: validate_params(paper, {name: value}, profile='smoke')
+    except ConfigError as e: return ('early' if f"'{name}" in str(e) else 'unnamed'), str(e)
+    return 'silent', ''
+
+def tally(papers=IMPLEMENTED) -> dict:
+    "Per paper: tried / early / unnamed / silent (and the failing cases)."
+    out = {}
+    for p in papers:
+        Config = importlib.import_module(p.module).Config
+        row = dict(tried=0, early=0, unnamed=0, silent=0, failing=[])
+        for name, kind, value in bad_cases(Config):
+            res, msg = outcome(p.name, name, value)
+            row['tried'] += 1; row[res] += 1
+            if res != 'early': row['failing'].append((name, kind, repr(value)[:40], msg[:120]))
+        out[p.name] = row
+    return out
+
+def test_all_papers_have_cases():
+    assert len(IMPLEMENTED) == len(PAPERS) == 19
+    for p in IMPLEMENTED:
+        cases = bad_cases(importlib.import_module(p.module).Config)
+        kinds = {k for _, k, _ in cases}
+        assert len(cases) >= 20 and {'type', 'range'} <= kinds, (p.name, len(cases), kinds)
+
+@pytest.mark.parametrize('paper', IMPLEMENTED, ids=lambda p: p.name)
+def test_bad_inputs_refused_before_work(paper):
+    Config = importlib.import_module(paper.module).Config
+    failing = []
+    for name, kind, value in bad_cases(Config):
+        if (paper.name, name) in KNOWN_GAPS: continue
+        res, msg = outcome(paper.name, name, value)
+        if res != 'early': failing.append(f"{name} ({kind}) = {value!r:.40}: {res} {msg[:150]}")
+    assert not failing, f"{paper.name}: {len(failing)} bad inputs not refused before work:\n" + '\n'.join(failing)
+
+@pytest.mark.parametrize('paper,name', sorted(KNOWN_GAPS), ids=lambda x: str(x))
+def test_known_gaps(paper, name):
+    "A gap the paper has not closed yet is an expected failure; once it is refused, remove it from KNOWN_GAPS."
+    if outcome(paper, name, NO_SUCH)[0] != 'early': pytest.xfail(f"{paper}.{name}: {KNOWN_GAPS[(paper, name)]}")
+
+def test_cli_refuses_before_any_run_folder(tmp_path, capsys):
+    "Through the CLI: exit 2, a message naming the parameter, and no run folder, for one generated case per paper."
+    from trustlib.cli import main
+    for p in IMPLEMENTED:
+        name, kind, value = bad_cases(importlib.import_module(p.module).Config)[0]
+        rc = main(['run', p.name, '--profile', 'smoke', '-q', '--runs-dir', str(tmp_path), '-p', name, json.dumps(value)])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"'{name}" in err, (p.name, name, value, rc, err[-300:])
+        assert not any(tmp_path.iterdir()), (p.name, list(tmp_path.iterdir()))
+
+if __name__ == '__main__':
+    t = tally()
+    tot = {k: sum(r[k] for r in t.values()) for k in ('tried', 'early', 'unnamed', 'silent')}
+    for p, r in t.items(): print(f"{p:24s} tried {r['tried']:4d}  early {r['early']:4d}  unnamed {r['unnamed']}  silent {r['silent']}", *r['failing'], sep='\n    ' if r['failing'] else '')
+    print('all', tot)
