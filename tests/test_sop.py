@@ -7,6 +7,7 @@ import pytest
 import torch
 from trustlib.config import check_parameters_cell, ConfigError, ResourceUnavailable
 from trustlib.interp import sop
+from published import published_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,3 +60,17 @@ def test_bad_tau_and_group_counts_rejected():
 def test_full_profile_needs_the_real_datasets():
     with pytest.raises(ResourceUnavailable, match="ImageNet-S"):
         sop.run(sop.Config.from_params("full"), progress=False)
+
+def test_conditions_hold_on_the_published_run():
+    """The page is a cpu run; the headline was graded with its condition (the class evidence lives in the digit's box) met,
+    and the purity claim either with its groups distinct or visibly inconclusive for want of them — never graded on
+    collapsed groups."""
+    rows, note = published_verdicts(ROOT / "nbs" / "papers" / "interp" / "sop.ipynb")
+    assert 'profile = "cpu"' in note, note
+    by = {r["claim"]: r for r in rows}
+    head = next(c for c in sop.CLAIMS if c.headline)
+    assert by[head.claim].get("conditions") and "condition not met" not in by[head.claim]["reason"], by[head.claim]
+    purity = next(c for c in sop.CLAIMS if c.id == "purity")
+    r = by[purity.claim]
+    assert r.get("conditions")
+    if "condition not met" in r["reason"]: assert r["verdict"] == "inconclusive", r
