@@ -7,6 +7,7 @@ import pytest
 import torch
 from trustlib.config import check_parameters_cell, ConfigError, ResourceUnavailable
 from trustlib.interp import sop
+from published import published_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,3 +60,24 @@ def test_bad_tau_and_group_counts_rejected():
 def test_full_profile_needs_the_real_datasets():
     with pytest.raises(ResourceUnavailable, match="ImageNet-S"):
         sop.run(sop.Config.from_params("full"), progress=False)
+
+def _published():
+    rows, note = published_verdicts(ROOT / "nbs" / "papers" / "interp" / "sop.ipynb")
+    assert 'profile = "cpu"' in note, note
+    return {r["claim"]: r for r in rows}
+
+def test_published_claims_are_graded_only_where_their_condition_holds():
+    """On the published cpu run every SOP claim declares its conditions, and one whose condition is not met is inconclusive:
+    in particular purity is never graded on groups that collapsed onto one mask."""
+    by = _published()
+    for cid in ("best_sann", "purity", "keeps_accuracy"):
+        r = by[next(c for c in sop.CLAIMS if c.id == cid).claim]
+        assert r.get("conditions"), r
+        if "condition not met" in r["reason"]: assert r["verdict"] == "inconclusive", r
+
+@pytest.mark.xfail(strict=True, reason="on the published cpu run the backbone fails to learn on the third seed (accuracy 0.36, "
+                   "box gap 0.23), so the interval of the box condition is not above 0.5: the stand-in does not yet create the condition")
+def test_stand_in_creates_the_box_condition_on_the_published_run():
+    "The headline was graded with its condition (the class evidence lives in the digit's box) met on the published configuration."
+    r = _published()[next(c for c in sop.CLAIMS if c.headline).claim]
+    assert "condition not met" not in r["reason"], r

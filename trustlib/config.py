@@ -11,9 +11,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['PROFILES', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'MissingDependency',
-           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'BaseConfig', 'in_test', 'in_papermill',
-           'resolve_profile', 'parameters_cell', 'check_parameters_cell', 'canonical_params', 'seed_everything',
-           'torch_generator', 'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
+           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'BaseConfig', 'check_cost', 'in_test',
+           'in_papermill', 'resolve_profile', 'parameters_cell', 'check_parameters_cell', 'canonical_params',
+           'seed_everything', 'torch_generator', 'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -376,6 +376,18 @@ def _jsonify(v):
     if isinstance(v, (list, tuple)): return [_jsonify(x) for x in v]
     if isinstance(v, dict): return {k: _jsonify(x) for k, x in v.items()}
     return v
+
+# %% ../nbs/core/00_config.ipynb #9053ecb2
+def check_cost(cfg, # the config being validated (inside its `validate`)
+               estimates:dict, # name -> (estimate, soft bound, unit), e.g. {'CPU time': (5200.0, 3600.0, 's')}
+               depends_on:tuple|list=()): # the parameters the estimates grow with, named in the message
+    "Refuse `cfg` when an estimate of its whole run exceeds its soft bound, unless it was built with `allow_large=True`."
+    if getattr(cfg, '_allow_large', False) or allow_large_env(): return
+    over = [f"{name} ≈ {v:.3g} {unit} (soft limit {lim:g} {unit})" for name, (v, lim, unit) in estimates.items() if v > lim]
+    if over:
+        who = f"parameters {', '.join(repr(d) for d in depends_on)}: " if depends_on else ""
+        raise ConfigError(f"{who}the whole configuration is too large: {'; '.join(over)}; "
+                          "pass allow_large=True (CLI: --allow-large) to run it anyway")
 
 # %% ../nbs/core/00_config.ipynb #f7fec50f
 def in_test() -> bool:

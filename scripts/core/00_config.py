@@ -612,6 +612,40 @@ test_fail(lambda: _LooseConfig.from_params(xs=[b'1']), contains="'xs[0]': expect
 
 
 # %% [markdown]
+# Per-field bounds do not catch a configuration whose fields are each allowed but whose product is not
+# (seeds × grid × steps, a width times a width). A paper's `validate` estimates the cost of the *whole*
+# configuration — CPU seconds, memory — and calls `check_cost`: above a soft bound it is refused unless the
+# config was built with `allow_large=True` (CLI: `--allow-large`), and the message names the parameters the
+# estimate depends on.
+
+# %%
+#| export
+def check_cost(cfg, # the config being validated (inside its `validate`)
+               estimates:dict, # name -> (estimate, soft bound, unit), e.g. {'CPU time': (5200.0, 3600.0, 's')}
+               depends_on:tuple|list=()): # the parameters the estimates grow with, named in the message
+    "Refuse `cfg` when an estimate of its whole run exceeds its soft bound, unless it was built with `allow_large=True`."
+    if getattr(cfg, '_allow_large', False) or allow_large_env(): return
+    over = [f"{name} ≈ {v:.3g} {unit} (soft limit {lim:g} {unit})" for name, (v, lim, unit) in estimates.items() if v > lim]
+    if over:
+        who = f"parameters {', '.join(repr(d) for d in depends_on)}: " if depends_on else ""
+        raise ConfigError(f"{who}the whole configuration is too large: {'; '.join(over)}; "
+                          "pass allow_large=True (CLI: --allow-large) to run it anyway")
+
+
+# %%
+@dataclass
+class _CostConfig(BaseConfig):
+    n_seeds: int = param(2, "repetitions", ge=1, le=10**6)
+    steps: int = param(10, "steps per repetition", ge=1, le=10**9)
+    def validate(self): check_cost(self, {"CPU time": (0.01 * self.n_seeds * self.steps, 60.0, "s")}, ("n_seeds", "steps"))
+
+test_eq(_CostConfig.from_params(n_seeds=100, steps=50).steps, 50)                     # each field allowed, 50 s in all
+test_fail(lambda: _CostConfig.from_params(n_seeds=1000, steps=1000),
+          contains="parameters 'n_seeds', 'steps': the whole configuration is too large: CPU time ≈ 1e+04 s (soft limit 60 s)")
+test_eq(_CostConfig.from_params(n_seeds=1000, steps=1000, allow_large=True).n_seeds, 1000)
+
+
+# %% [markdown]
 # ## Where are we running?
 #
 # `nbdev_test` sets `IN_TEST=1`; papermill runs record `TRUSTLIB_RUN_DIR` (set by `trustlib.runs`).

@@ -8,16 +8,17 @@ import itertools, math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
-from ..results import Result, Rule, judge, mean_ci
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from ..results import Result
 
 # %% auto #0
-__all__ = ['METHODS', 'RULES', 'Config', 'n_keep', 'sparsemax', 'simplex_projection', 'subset_matrix', 'min_total_l1',
-           'monomial_deletion', 'binomial_sets', 'binomial_insertion', 'theorem_table', 'CanvasDigits', 'canvas_digits',
-           'load_canvas_splits', 'patch_masks', 'PoolCNN', 'backbone_outputs', 'train_backbone', 'GroupGenerator',
-           'SOPOutput', 'SOP', 'train_sop', 'sop_predict', 'BagNetLike', 'patch_index', 'patch_scores',
-           'top_patch_mask', 'posthoc_map', 'purity_iou', 'insertion_deletion', 'auc', 'evaluate_seed', 'claims', 'run',
-           'pd_frame', 'make_figures']
+__all__ = ['METHODS', 'SANNS', 'POSTHOC', 'TODAY', 'BOX', 'DISTINCT', 'CLAIMS', 'Config', 'estimate_cost', 'n_keep', 'sparsemax',
+           'simplex_projection', 'subset_matrix', 'min_total_l1', 'monomial_deletion', 'binomial_sets',
+           'binomial_insertion', 'theorem_table', 'CanvasDigits', 'canvas_digits', 'load_canvas_splits', 'patch_masks',
+           'PoolCNN', 'backbone_outputs', 'train_backbone', 'position_code', 'GroupGenerator', 'SOPOutput', 'SOP',
+           'make_sop', 'train_sop', 'sop_predict', 'BagNetLike', 'patch_index', 'patch_scores', 'top_patch_mask',
+           'posthoc_map', 'purity_iou', 'insertion_deletion', 'auc', 'mean_pairwise_iou', 'evaluate_seed',
+           'theory_measurements', 'measurements', 'run', 'pd_frame', 'make_figures']
 
 # %% ../../nbs/papers/interp/sop.ipynb #e7359df4
 @dataclass
@@ -33,7 +34,10 @@ class Config(BaseConfig):
     tau: float = param(0.2, "share of patches kept in each group (top-τ binarisation)", gt=0, lt=1)
     num_masks_max: int = param(64, "query patches that may each propose a group", ge=1, le=16384)
     num_masks_sample: int = param(4, "groups per image (random queries in training, evenly spaced at inference)", ge=1, le=1024)
-    d_proj: int = param(32, "width of the patch projection of the group generator", ge=1, le=4096)
+    projection: str = param("backbone", "the group generator's patch features: backbone (a trainable copy of the backbone's first block) or conv (a fresh patch convolution)",
+                            choices=("backbone", "conv"))
+    d_proj: int = param(32, "width of the patch convolution of the group generator (projection conv)", ge=4, le=4096)
+    pos_scale: float = param(3.0, "weight of the 2-d position code added to the generator's patch features (times their RMS; 0 means none)", ge=0, le=100)
     gen_scale: float = param(10.0, "scale of the group generator's attention scores", gt=0, le=1000)
     sel_scale: float = param(1.0, "scale of the group selector's attention scores", gt=0, le=1000)
     blur: int = param(3, "Gaussian blur kernel on the patch grid of the generator's scores (0 means none)", choices=(0, 3, 5))
@@ -50,9 +54,9 @@ class Config(BaseConfig):
     real_data: bool = param(False, "the paper's datasets (ImageNet-S, CosmoGrid, MultiRC; full profile only)")
     n_threads: Optional[int] = param(1, "torch CPU threads", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=8, epochs=6, backbone_epochs=20,
+        "cpu": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=20, epochs=10, backbone_epochs=12,
                     bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8),
-        "full": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=8, epochs=6, backbone_epochs=20,
+        "full": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=20, epochs=10, backbone_epochs=12,
                      bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8, real_data=True),
     }
     @property
@@ -68,6 +72,27 @@ class Config(BaseConfig):
         if self.num_masks_sample > min(self.num_masks_max, P):
             raise ConfigError(f"parameter 'num_masks_sample': {self.num_masks_sample} groups exceed the {min(self.num_masks_max, P)} "
                               "available queries (min of num_masks_max and the number of patches)")
+        name, d = ("backbone_width", self.backbone_width) if self.projection == "backbone" else ("d_proj", self.d_proj)
+        if self.pos_scale and d % 4:
+            raise ConfigError(f"parameter 'pos_scale': the position code needs the generator's feature width ({name} = {d}) divisible by 4")
+        sec, gib = estimate_cost(self)
+        check_cost(self, {"CPU time": (sec, 3600.0, "s"), "peak memory": (gib, 8.0, "GiB")},
+                   ("n_seeds", "n_train", "n_test", "canvas", "num_masks_sample", "epochs", "backbone_width", "backbone_epochs",
+                    "bagnet_epochs", "ig_steps", "shap_samples", "curve_steps", "d_max"))
+
+def estimate_cost(cfg) -> tuple[float, float]:
+    "A rough estimate of the whole run's CPU seconds and peak memory (GiB), from every size in `cfg`."
+    C, w = cfg.canvas, cfg.backbone_width
+    cnn = 2 * 9 * (C * C * w + (C // 2) ** 2 * w * 2 * w + (C // 4) ** 2 * 2 * w * 4 * w)          # FLOPs of one backbone forward
+    P = (C // cfg.patch) ** 2
+    per_seed = cnn * (3 * cfg.n_train * 3 * cfg.backbone_epochs                                     # backbone, with two patch-dropped copies
+                      + cfg.epochs * cfg.n_train * cfg.num_masks_sample * 1.5                          # SOP (the backbone on every group)
+                      + cfg.n_test * (3 * cfg.ig_steps + P + cfg.shap_samples + 10 * (cfg.curve_steps + 1) + cfg.num_masks_sample)) \
+               + 2 * 9 * C * C * 32 * 3 * cfg.n_train * cfg.bagnet_epochs
+    lp = 2.0 ** cfg.d_max * cfg.d_max ** 2 * 200
+    sec = (cfg.n_seeds * per_seed + lp) / 1e9
+    gib = 4 * (cfg.batch_size * cfg.num_masks_sample * C * C * w * 4 + 3 * cfg.n_train * C * C + 2.0 ** cfg.d_max * 2 ** cfg.d_max) / 2 ** 30
+    return float(sec), float(gib)
 
 def n_keep(n_patches:int, tau:float) -> int:
     "Patches kept per group: floor(τ·P), as in the authors' code; ValueError unless 1 <= it < P."
@@ -238,6 +263,13 @@ def train_backbone(data:CanvasDigits, cfg:Config, seed:int):
     return model
 
 # %% ../../nbs/papers/interp/sop.ipynb #74506d49
+def position_code(g:int, d:int) -> torch.Tensor:
+    "A fixed 2-d sine-cosine position code `[d, g, g]` of a g×g patch grid (d divisible by 4; frequencies 4^(−i/(d/4)))."
+    if d % 4: raise ValueError(f"the position code needs a width divisible by 4, got {d}")
+    ys, xs = torch.meshgrid(torch.arange(g, dtype=torch.float32), torch.arange(g, dtype=torch.float32), indexing="ij")
+    freq = 4.0 ** (-torch.arange(d // 4) / (d // 4)) * math.pi / 2
+    return torch.cat([f(c[None] * freq[:, None, None]) for c in (ys, xs) for f in (torch.sin, torch.cos)])
+
 def _gaussian_kernel(k:int, sigma:float=1.0) -> torch.Tensor:
     ax = torch.arange(k, dtype=torch.float32) - (k - 1) / 2
     g = torch.exp(-ax ** 2 / (2 * sigma ** 2)); g = g[:, None] * g[None]
@@ -245,15 +277,21 @@ def _gaussian_kernel(k:int, sigma:float=1.0) -> torch.Tensor:
 
 class GroupGenerator(nn.Module):
     "Patch embeddings → single-head attention from query patches → top-τ binary groups [B, m, H, W] and their scales c [B, m]."
-    def __init__(self, in_channels:int, patch:int, d_proj:int, tau:float, scale:float=1.0, blur:int=0):
+    def __init__(self, in_channels:int, patch:int, d_proj:int, tau:float, scale:float=1.0, blur:int=0,
+                 projection:nn.Module|None=None, # a module mapping images to d_proj feature maps (pooled to the patch grid); None: a patch convolution
+                 pos_scale:float=0.0, image_size:int=16): # weight of the position code added to the patch features (× their RMS); 0: none
         super().__init__()
+        self.pos_scale = pos_scale
+        if pos_scale: self.register_buffer("pos", position_code(image_size // patch, d_proj))
         if blur not in (0, 1, 3, 5, 7): raise ValueError(f"blur must be 0 (none) or an odd kernel size up to 7, got {blur}")
         self.patch, self.tau, self.scale, self.blur = patch, tau, scale, blur
-        self.proj = nn.Conv2d(in_channels, d_proj, patch, patch)
+        self.proj = nn.Conv2d(in_channels, d_proj, patch, patch) if projection is None else projection
         self.wq, self.wk = nn.Linear(d_proj, d_proj, bias=False), nn.Linear(d_proj, d_proj, bias=False)
         if blur > 1: self.register_buffer("kernel", _gaussian_kernel(blur))
     def forward(self, x:torch.Tensor, query_idx:torch.Tensor):
-        E = self.proj(x); gh, gw = E.shape[-2:]; P = gh * gw
+        E = self.proj(x); gh, gw = x.shape[-2] // self.patch, x.shape[-1] // self.patch; P = gh * gw
+        if E.shape[-2:] != (gh, gw): E = F.adaptive_avg_pool2d(E, (gh, gw))
+        if self.pos_scale: E = E + self.pos_scale * E.detach().pow(2).mean().sqrt() * self.pos
         E = E.flatten(2).transpose(1, 2)                                        # [B, P, D]
         S = self.wq(E[:, query_idx]) @ self.wk(E).transpose(1, 2) * (self.scale / math.sqrt(E.shape[-1]))   # [B, m, P]
         B, m = S.shape[:2]
@@ -282,7 +320,7 @@ class SOP(nn.Module):
     "Sum-of-Parts around a frozen backbone `(logits, pooled) = backbone_fn(x)`; `class_weights` [K, H] initialise the selector's queries."
     def __init__(self, backbone:nn.Module, class_weights:torch.Tensor, *, in_channels:int=1, image_size:int=16, patch:int=2,
                  d_proj:int=32, tau:float=0.2, num_masks_max:int=64, num_masks_sample:int=8, gen_scale:float=1.0,
-                 sel_scale:float=1.0, blur:int=0, backbone_fn=backbone_outputs):
+                 sel_scale:float=1.0, blur:int=0, backbone_fn=backbone_outputs, projection:nn.Module|None=None, pos_scale:float=0.0):
         super().__init__()
         if image_size % patch: raise ValueError(f"patch {patch} does not divide image_size {image_size}")
         P = (image_size // patch) ** 2
@@ -292,7 +330,7 @@ class SOP(nn.Module):
         self.backbone, self.backbone_fn = backbone, backbone_fn
         for p in backbone.parameters(): p.requires_grad_(False)
         self.n_queries, self.m, self.sel_scale = min(num_masks_max, P), num_masks_sample, sel_scale
-        self.generator = GroupGenerator(in_channels, patch, d_proj, tau, gen_scale, blur)
+        self.generator = GroupGenerator(in_channels, patch, d_proj, tau, gen_scale, blur, projection, pos_scale, image_size)
         H = class_weights.shape[1]
         self.class_weights = nn.Parameter(class_weights.detach().clone())
         self.wq, self.wk = nn.Parameter(torch.eye(H)), nn.Parameter(torch.eye(H))
@@ -313,6 +351,18 @@ class SOP(nn.Module):
         scores = torch.einsum("kh,bmh->bkm", q, keys) * (self.sel_scale / math.sqrt(q.shape[-1]))
         w = sparsemax(scores, -1)                                                 # [B, K, m]
         return SOPOutput((w * group_logits.transpose(1, 2)).sum(-1), group_logits, w, masks)
+
+# %% ../../nbs/papers/interp/sop.ipynb #a699dd13
+def make_sop(backbone:nn.Module, cfg) -> "SOP":
+    "The SOP model of `cfg` around a trained backbone (`PoolCNN`): its projection a trainable copy of the backbone's first block, or a fresh convolution."
+    import copy
+    proj, d = None, cfg.d_proj
+    if cfg.projection == "backbone":
+        proj = copy.deepcopy(backbone.features[:3]); d = proj[0].out_channels
+        for p in proj.parameters(): p.requires_grad_(True)
+    return SOP(backbone, backbone.head.weight, image_size=cfg.canvas, patch=cfg.patch, d_proj=d, tau=cfg.tau, num_masks_max=cfg.num_masks_max,
+               num_masks_sample=cfg.num_masks_sample, gen_scale=cfg.gen_scale, sel_scale=cfg.sel_scale, blur=cfg.blur, projection=proj,
+               pos_scale=cfg.pos_scale)
 
 # %% ../../nbs/papers/interp/sop.ipynb #d84c8f1d
 def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weight_decay:float=0.01, batch_size:int=32,
@@ -417,6 +467,13 @@ def auc(curve:np.ndarray) -> np.ndarray:
     "Area under curves [B, n] sampled evenly on [0, 1] (trapezoid)."
     return np.trapezoid(curve, dx=1.0 / (curve.shape[1] - 1), axis=1)
 
+def mean_pairwise_iou(masks:torch.Tensor) -> float:
+    "Mean IoU between the groups [B, m, H, W] of the same image, over all pairs and images (1: every group is the same mask)."
+    m = masks.flatten(2).float(); inter = torch.einsum("bip,bjp->bij", m, m); size = m.sum(-1)
+    iou = inter / (size[:, :, None] + size[:, None, :] - inter).clamp_min(1e-12)
+    off = ~torch.eye(m.shape[1], dtype=torch.bool)
+    return float(iou[:, off].mean()) if m.shape[1] > 1 else 1.0
+
 # %% ../../nbs/papers/interp/sop.ipynb #14b4828d
 METHODS = ("SOP", "IG-F", "Occlusion-F", "KernelSHAP-F", "BagNet-like")
 
@@ -433,9 +490,7 @@ def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
                     box_only_acc=float((f(X * box).argmax(-1) == y).float().mean()),
                     no_box_acc=float((f(X * (1 - box)).argmax(-1) == y).float().mean()))
     torch.manual_seed(derive_seed(seed, "sop-init"))
-    sop = SOP(bb, bb.head.weight, image_size=cfg.canvas, patch=cfg.patch, d_proj=cfg.d_proj, tau=cfg.tau,
-              num_masks_max=cfg.num_masks_max, num_masks_sample=cfg.num_masks_sample, gen_scale=cfg.gen_scale,
-              sel_scale=cfg.sel_scale, blur=cfg.blur)
+    sop = make_sop(bb, cfg)
     losses = train_sop(sop, tr, epochs=cfg.epochs, lr=cfg.lr, weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
                        seed=derive_seed(seed, "sop-fit"), progress=progress)
     so = sop_predict(sop, te.X)
@@ -452,6 +507,7 @@ def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
                      fidelity_error=float((so.contributions.sum(-1) - so.logits).abs().max()),
                      active_groups=float(active.sum(-1).float().mean()),
                      distinct_groups=float(np.mean([len(torch.unique(g.flatten(1), dim=0)) for g in so.masks])),
+                     pairwise_iou=mean_pairwise_iou(so.masks),
                      active_patch_share=float(((so.masks * active[..., None, None]).amax(1) > 0).float().mean()),
                      purity=float(((w * pur).sum(-1) / w.sum(-1)).mean()),
                      iou=float(iou[ar, top_group].mean())))
@@ -467,7 +523,7 @@ def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
         pu, io = purity_iou(m, box)
         rows.append(dict(method=name, accuracy=float((pf == y).float().mean()),
                          fidelity_error=float((lf.gather(1, pred_bb[:, None])[:, 0] - sel).abs().mean()),
-                         active_groups=1.0, distinct_groups=1.0, active_patch_share=k / cfg.n_patches, purity=float(pu.mean()), iou=float(io.mean())))
+                         active_groups=1.0, distinct_groups=1.0, pairwise_iou=1.0, active_patch_share=k / cfg.n_patches, purity=float(pu.mean()), iou=float(io.mean())))
     # BagNet-like
     torch.manual_seed(derive_seed(seed, "bag-init"))
     bag = BagNetLike(1, 10, rf=2 * cfg.patch, stride=cfg.patch)
@@ -480,7 +536,7 @@ def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
     n_loc = bag.terms(X[:1]).shape[-1] * bag.terms(X[:1]).shape[-2]
     rows.append(dict(method="BagNet-like", accuracy=float((pb == y).float().mean()),
                      fidelity_error=float((bmap.sum((1, 2, 3)) - lb.gather(1, pb[:, None])[:, 0]).abs().max()),
-                     active_groups=float(n_loc), distinct_groups=float(n_loc), active_patch_share=1.0, purity=float(pu.mean()), iou=float(io.mean())))
+                     active_groups=float(n_loc), distinct_groups=float(n_loc), pairwise_iou=0.0, active_patch_share=1.0, purity=float(pu.mean()), iou=float(io.mean())))
     # insertion / deletion on the frozen backbone, patches ranked by each map (and a random ranking)
     rng = torch.Generator().manual_seed(derive_seed(seed, "rand"))
     rank = {**{n: patch_scores(mp, cfg.patch) for n, mp in maps.items()}, "random": torch.rand(len(y), cfg.n_patches, generator=rng)}
@@ -495,92 +551,100 @@ def evaluate_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
                 losses=losses, example=ex)
 
 # %% ../../nbs/papers/interp/sop.ipynb #7b831ae3
-RULES = {
-    "mono_growth": Rule(">", 1.5, 1.0, what="growth factor of the monomial's optimal deletion error per added dimension"),
-    "fidelity": Rule("<", 1e-4, None, what="largest |ŷ − Σ contributions| (logits)"),
-    "best_sann": Rule(">", 0.01, 0.0, what="SOP − best other SANN accuracy"),
-    "purity": Rule(">", 0.02, 0.0, what="SOP − best post-hoc purity"),
-    "keeps_acc": Rule(">", -0.03, -0.10, what="SOP − backbone accuracy"),
-}
-
-def _gap(runs, a:str, others:list[str], col:str):
-    "Per-seed value of method `a` minus the best of `others` in column `col`."
-    t = runs.pivot_table(index="seed", columns="method", values=col)
-    return (t[a] - t[others].max(axis=1)).to_numpy()
-
-def claims(theory, runs, cond) -> tuple[dict, list]:
-    "Metrics and verdicts from the theorem table, the per-seed method table `runs` and the per-seed condition table `cond`."
-    metrics, verdicts = {}, []
+def theory_measurements(theory) -> dict:
+    "The theorem's numbers: growth factor of the monomial optimum, the smallest rise of each binomial optimum over its last three d, and the group errors."
+    M = {}
     mono = theory[theory.problem == "monomial, deletion"].sort_values("d")
     mv = mono[mono.d >= 3].per_feature_optimum.to_numpy()
-    growth = float(np.exp(np.polyfit(mono[mono.d >= 3].d, np.log(mv), 1)[0])) if len(mv) >= 2 else float("nan")
-    metrics["theory/monomial_growth_factor"] = growth
-    metrics["theory/monomial_optimum_dmax"] = float(mv[-1])
-    verdicts.append(judge("Per-feature attributions of a monomial have deletion errors that grow exponentially with d",
-                          "lower bound growing with d (Theorem 2.2)", f"LP optimum {', '.join(f'{v:g}' for v in mono.per_feature_optimum)} for d = 2..{int(mono.d.max())}; growth ×{growth:.2f} per dimension",
-                          rule=RULES["mono_growth"], value=growth, reason="exact linear programs over all subsets"))
-    incs, txt = [], []
+    M["theory/monomial_growth_factor"] = float(np.exp(np.polyfit(mono[mono.d >= 3].d, np.log(mv), 1)[0])) if len(mv) >= 2 else None
     for split in ("end", "balanced"):
-        b = theory[theory.problem == f"binomial ({split} split), insertion"].sort_values("d")
-        v = b.per_feature_optimum.to_numpy()[-3:]
-        incs.append(bool(len(v) == 3 and (np.diff(v) > 1e-9).all()))
-        metrics[f"theory/binomial_{split}_optimum_dmax"] = float(b.per_feature_optimum.iloc[-1])
-        txt.append(f"{split} split: {', '.join(f'{x:g}' for x in b.per_feature_optimum)}")
-    verdicts.append(judge("Per-feature attributions of a two-term polynomial have insertion errors that grow with d",
-                          "lower bound via dual-feasible LP points (Theorem 2.3)", "; ".join(txt), reproduced=all(incs), partially=any(incs),
-                          rule_text="reproduced if the LP optimum rises strictly over the last three d for both splits; partially for one split",
-                          reason="with |S1| = |S3| = 1 only three subsets make p non-zero, so the optimum is capped by the error of α = 0 (4); the balanced split grows with 2^(d/2)"))
-    ge = float(theory.group_error.abs().max()); pos = bool((theory[theory.d >= 3].per_feature_optimum > 1e-9).all())
-    metrics["theory/max_group_error"] = ge
-    verdicts.append(judge("Group attributions can have zero insertion and deletion error", "zero error with one group per term",
-                          f"largest group error {ge:g}; per-feature optimum > 0 for every d >= 3: {pos}", reproduced=bool(ge < 1e-12 and pos),
-                          rule_text="reproduced if every group error is 0 while every per-feature optimum (d >= 3) is positive",
-                          reason="groups = supports of the polynomial's terms"))
-    fe = float(runs[runs.method == "SOP"].fidelity_error.max())
-    metrics["sop/max_fidelity_error"] = fe
-    verdicts.append(judge("SOP is faithful by construction: the prediction equals the sum of the group attributions",
-                          "fidelity 1 (soft-fidelity loss ≈ 0)", f"largest |ŷ − Σ contributions| = {fe:.2g} logits", rule=RULES["fidelity"], value=fe,
-                          reason="float32 arithmetic"))
-    ok = bool(cond.box_only_acc.mean() - cond.no_box_acc.mean() >= 0.5)
-    metrics["condition/box_holds_evidence"] = ok
-    for k in ("backbone_acc", "box_only_acc", "no_box_acc", "random_purity"): metrics[f"condition/{k}"] = float(cond[k].mean())
-    sanns = [m for m in METHODS if m != "SOP"]
-    posthoc = ["IG-F", "Occlusion-F", "KernelSHAP-F"]
-    acc = runs.pivot_table(index="method", values="accuracy")["accuracy"]
-    for m in METHODS: metrics[f"acc/{m.lower().replace('-', '_')}"] = float(acc[m])
-    e5 = mean_ci(_gap(runs, "SOP", sanns, "accuracy"))
-    e6 = mean_ci(_gap(runs, "SOP", posthoc, "purity"))
-    t = runs.pivot_table(index="seed", columns="method", values="accuracy")
-    e7 = mean_ci(t["SOP"].to_numpy() - cond.set_index("seed").backbone_acc.reindex(t.index).to_numpy())
-    for key, e in (("best_sann_gap", e5), ("purity_gap", e6), ("backbone_gap", e7)):
-        metrics[f"sop/{key}"], metrics[f"sop/{key}_lo"], metrics[f"sop/{key}_hi"] = e.value, e.lo, e.hi
-    pur = runs.pivot_table(index="method", values="purity")["purity"]
-    dg = float(runs[runs.method == "SOP"].distinct_groups.mean()) if "distinct_groups" in runs else float("nan")
-    metrics["sop/distinct_groups"] = dg
-    why = "" if ok else "the condition fails: the box does not hold the class evidence here; "
-    def graded(claim, paper, ours, rk, e, reason, headline=False):
-        if not ok:
-            return judge(claim, paper, ours, reproduced=False, inconclusive=True, rule_text=RULES[rk].text() + "; inconclusive unless the box holds the evidence",
-                         reason=why + reason, headline=headline)
-        return judge(claim, paper, ours, rule=RULES[rk], value=e, reason=reason, headline=headline)
-    verdicts.append(graded("SOP is the best SANN on task performance", "ImageNet-S error: SOP 0.267 vs SHAP-F 0.306, LIME-F 0.327, BagNet 0.501, FRESH 0.537",
-                           "accuracy " + ", ".join(f"{m} {acc[m]:.3f}" for m in METHODS) + f"; SOP − best other {e5}", "best_sann", e5,
-                           "digits on noise canvases, a small frozen CNN; post-hoc -F models keep τ of the patches, as one SOP group does", headline=True))
-    verdicts.append(graded("SOP's groups are purer than post-hoc explanations", "ImageNet-S purity/IoU: SOP 0.630 vs SHAP-F 0.391, LIME-F 0.360",
-                           "purity " + ", ".join(f"{m} {pur[m]:.3f}" for m in METHODS) + f" (random patches {metrics['condition/random_purity']:.3f}); SOP − best post-hoc {e6}; distinct SOP groups per image {dg:.2f}",
-                           "purity", e6, "purity against the digit's pasted box"))
-    verdicts.append(graded("SOP keeps accuracy close to its backbone", "backbone accuracy 0.903 vs SOP error 0.267 on ImageNet-S",
-                           f"backbone {metrics['condition/backbone_acc']:.3f}, SOP {acc['SOP']:.3f}; SOP − backbone {e7}", "keeps_acc", e7,
-                           "the same frozen backbone inside SOP"))
-    ia = runs.pivot_table(index="method", values=["insertion_auc", "deletion_auc"])
-    verdicts.append(judge("SOP is faithful by construction but not best on every faithfulness metric (e.g. deletion)",
-                          "MultiRC: SOP best insertion 1.018, worst deletion 0.949 (FRESH 0.710)",
-                          "insertion / deletion AUC: " + ", ".join(f"{m} {ia.loc[m, 'insertion_auc']:.3f}/{ia.loc[m, 'deletion_auc']:.3f}" for m in ia.index),
-                          verdict="illustrated", reason="shown, not graded: patches ranked by each method's pixel map and scored by the frozen backbone"))
-    verdicts.append(judge("SOP results on ImageNet-S, CosmoGrid and MultiRC; human study; cosmology case study",
-                          "SOP error 0.267, purity 0.630 (ImageNet-S); MSE 0.025 (CosmoGrid); error 0.366 (MultiRC)", "not run",
-                          verdict="not_testable_offline", reason="the datasets and pretrained ViT/BERT backbones are not available offline; the full profile asks for them"))
-    return metrics, verdicts
+        v = theory[theory.problem == f"binomial ({split} split), insertion"].sort_values("d").per_feature_optimum.to_numpy()[-3:]
+        M[f"theory/binomial_{split}_min_rise"] = float(np.diff(v).min()) if len(v) == 3 else None
+    M["theory/max_group_error"] = float(theory.group_error.abs().max())
+    M["theory/min_per_feature_optimum"] = float(theory[theory.d >= 3].per_feature_optimum.min())
+    return M
+
+SANNS = ("IG-F", "Occlusion-F", "KernelSHAP-F", "BagNet-like")
+POSTHOC = ("IG-F", "Occlusion-F", "KernelSHAP-F")
+
+def measurements(theory, runs, cond, num_groups:int) -> dict:
+    "The metrics the claims read: the theorem's numbers, and per-seed lists (in seed order) of accuracies, purities, group diversity and the box condition."
+    key = lambda m: m.lower().replace("-", "_")
+    M = theory_measurements(theory)
+    acc = runs.pivot_table(index="seed", columns="method", values="accuracy").sort_index()
+    pur = runs.pivot_table(index="seed", columns="method", values="purity").sort_index()
+    sop = runs[runs.method == "SOP"].set_index("seed").sort_index()
+    c = cond.set_index("seed").sort_index()
+    L = lambda x: [float(v) for v in x]
+    M.update({f"acc/{key(m)}": L(acc[m]) for m in acc.columns})
+    M.update({"acc/best_other_sann": L(acc[list(SANNS)].max(axis=1)), "acc/backbone": L(c.backbone_acc),
+              "purity/sop": L(pur["SOP"]), "purity/best_posthoc": L(pur[list(POSTHOC)].max(axis=1)),
+              "sop/distinct_groups": L(sop.distinct_groups), "sop/distinct_share": L(sop.distinct_groups / num_groups),
+              "sop/pairwise_iou": L(sop.pairwise_iou), "sop/max_fidelity_error": float(sop.fidelity_error.max()),
+              "condition/box_gap": L(c.box_only_acc - c.no_box_acc), "condition/random_purity": float(c.random_purity.mean())})
+    for m, r in runs.groupby("method"): M[f"insertion/{key(m)}"], M[f"deletion/{key(m)}"] = float(r.insertion_auc.mean()), float(r.deletion_auc.mean())
+    return M
+
+# %% ../../nbs/papers/interp/sop.ipynb #f460399d
+from ..results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, AllOf
+
+TODAY = "2026-12-01"
+BOX = AtLeast("condition/box_gap", 0.5, what="backbone accuracy on the digit's box alone minus without the box")
+DISTINCT = AtLeast("sop/distinct_share", 0.5, what="share of an image's SOP groups that are distinct masks")
+
+def _text(rule) -> str: return Claim("x", "x", "x", rule).rule_text()
+
+_BINOMIAL = AllOf(Above("theory/binomial_end_min_rise", 0.0, tol=1e-6, what="smallest rise of the end split's LP optimum over the last three d"),
+                  Above("theory/binomial_balanced_min_rise", 0.0, tol=1e-6, what="smallest rise of the balanced split's LP optimum over the last three d"),
+                  partial="any")
+_BEST = Above(Diff("acc/sop", "acc/best_other_sann"), 0.01, 0.0, what="SOP − best other SANN accuracy")
+_PURITY = Above(Diff("purity/sop", "purity/best_posthoc"), 0.02, 0.0, what="SOP − best post-hoc purity")
+_KEEPS = Above(Diff("acc/sop", "acc/backbone"), -0.03, -0.10, what="SOP − backbone accuracy")
+_BOX_WHY = "the condition on the box is now the interval of the per-seed accuracy gap (it was the mean over seeds)"
+
+CLAIMS = [
+    Claim("mono_growth", "Per-feature attributions of a monomial have deletion errors that grow exponentially with d",
+          "lower bound growing with d (Theorem 2.2)",
+          Above("theory/monomial_growth_factor", 1.5, 1.0, what="growth factor of the monomial's optimal deletion error per added dimension"),
+          reason="exact linear programs over all subsets, d = 2 … d_max"),
+    Claim("binomial_growth", "Per-feature attributions of a two-term polynomial have insertion errors that grow with d",
+          "lower bound via dual-feasible LP points (Theorem 2.3)", _BINOMIAL,
+          reason="with |S1| = |S3| = 1 only three subsets make p non-zero, so the optimum is capped by the error of α = 0 (4); the balanced split grows with 2^(d/2)",
+          log=[Change(TODAY, "reproduced if the LP optimum rises strictly over the last three d for both splits; partially for one split", _text(_BINOMIAL),
+                      "written as a rule; a split whose optimum falls now counts against the claim instead of being ignored")]),
+    Claim("group_zero", "Group attributions can have zero insertion and deletion error", "zero error with one group per term",
+          AllOf(AtMost("theory/max_group_error", 0.0, what="largest error of the group attributions"),
+                Above("theory/min_per_feature_optimum", 0.0, what="smallest per-feature LP optimum for d ≥ 3")),
+          reason="groups = supports of the polynomial's terms"),
+    Claim("fidelity", "SOP is faithful by construction: the prediction equals the sum of the group attributions", "fidelity 1 (soft-fidelity loss ≈ 0)",
+          Below("sop/max_fidelity_error", 1e-4, what="largest |ŷ − Σ contributions| (logits)"), reason="float32 arithmetic"),
+    Claim("best_sann", "SOP is the best SANN on task performance", "ImageNet-S error: SOP 0.267 vs SHAP-F 0.306, LIME-F 0.327, BagNet 0.501, FRESH 0.537",
+          _BEST, requires=BOX, headline=True,
+          reason="digits on noise canvases, a small frozen CNN; post-hoc -F models keep τ of the patches, as one SOP group does",
+          ours="accuracy SOP {acc/sop:.3f}; IG-F {acc/ig_f:.3f}; Occlusion-F {acc/occlusion_f:.3f}; KernelSHAP-F {acc/kernelshap_f:.3f}; BagNet-like {acc/bagnet_like:.3f}",
+          log=[Change(TODAY, "reproduced if SOP − best other SANN accuracy > 0.01; partially if SOP − best other SANN accuracy > 0; interval must clear the threshold",
+                      _text(_BEST), _BOX_WHY)]),
+    Claim("purity", "SOP's groups are purer than post-hoc explanations", "ImageNet-S purity/IoU: SOP 0.630 vs SHAP-F 0.391, LIME-F 0.360",
+          _PURITY, requires=(BOX, DISTINCT), reason="purity against the digit's pasted box",
+          ours="purity SOP {purity/sop:.3f} vs best post-hoc {purity/best_posthoc:.3f} (random patches {condition/random_purity:.3f}); "
+               "distinct SOP groups per image {sop/distinct_groups:.2f}, mean pairwise IoU of the groups {sop/pairwise_iou:.2f}",
+          log=[Change(TODAY, "reproduced if SOP − best post-hoc purity > 0.02; partially if SOP − best post-hoc purity > 0; interval must clear the threshold",
+                      _text(_PURITY), "purity is graded only when at least half of an image's groups are distinct masks: groups that collapse "
+                      "onto one mask (1.04 distinct of 8 on the earlier page) make it the purity of one saliency mask; " + _BOX_WHY)]),
+    Claim("keeps_accuracy", "SOP keeps accuracy close to its backbone", "backbone accuracy 0.903 vs SOP error 0.267 on ImageNet-S",
+          _KEEPS, requires=BOX, reason="the same frozen backbone inside SOP",
+          log=[Change(TODAY, "reproduced if SOP − backbone accuracy > -0.03; partially if SOP − backbone accuracy > -0.1; interval must clear the threshold",
+                      _text(_KEEPS), _BOX_WHY)]),
+    Claim("not_best_everywhere", "SOP is faithful by construction but not best on every faithfulness metric (e.g. deletion)",
+          "MultiRC: SOP best insertion 1.018, worst deletion 0.949 (FRESH 0.710)", status="illustrated",
+          ours="insertion / deletion AUC: SOP {insertion/sop:.3f}/{deletion/sop:.3f}; IG-F {insertion/ig_f:.3f}/{deletion/ig_f:.3f}; "
+               "Occlusion-F {insertion/occlusion_f:.3f}/{deletion/occlusion_f:.3f}; KernelSHAP-F {insertion/kernelshap_f:.3f}/{deletion/kernelshap_f:.3f}; "
+               "BagNet-like {insertion/bagnet_like:.3f}/{deletion/bagnet_like:.3f}",
+          reason="shown, not graded: patches ranked by each method's pixel map and scored by the frozen backbone"),
+    Claim("real_data", "SOP results on ImageNet-S, CosmoGrid and MultiRC; human study; cosmology case study",
+          "SOP error 0.267, purity 0.630 (ImageNet-S); MSE 0.025 (CosmoGrid); error 0.366 (MultiRC)", status="not_testable_offline",
+          reason="the datasets and pretrained ViT/BERT backbones are not available offline; the full profile asks for them"),
+]
 
 # %% ../../nbs/papers/interp/sop.ipynb #ac7222ea
 def _check_real(cfg:Config):
@@ -607,11 +671,10 @@ def run(cfg:Config, progress:bool=True) -> Result:
             losses += [dict(seed=i, epoch=e + 1, loss=l) for e, l in enumerate(ev["losses"])]
             if example is None: example = ev["example"]
     runs, cond = pd_frame(rows), pd_frame(conds)
-    metrics, verdicts = claims(theory, runs, cond)
-    cols = ["accuracy", "fidelity_error", "active_groups", "distinct_groups", "active_patch_share", "purity", "iou", "insertion_auc", "deletion_auc"]
+    cols = ["accuracy", "fidelity_error", "active_groups", "distinct_groups", "pairwise_iou", "active_patch_share", "purity", "iou", "insertion_auc", "deletion_auc"]
     summary = runs.groupby("method", sort=False)[cols].agg(["mean", "std"]).round(4)
     tables = dict(theory=theory, runs=runs, summary=summary, condition=cond, curves=pd_frame(curves), losses=pd_frame(losses))
-    return Result(paper="sop", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables,
+    return Result(paper="sop", config=cfg.to_dict(), metrics=measurements(theory, runs, cond, cfg.num_masks_sample), tables=tables,
                   figures=make_figures(cfg, theory, tables, example))
 
 def pd_frame(rows):

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # MIB: A Mechanistic Interpretability Benchmark
 #
-# > Circuit localisation (edge attribution, faithfulness integrated over circuit sizes) and causal-variable localisation (interchange interventions, DAS vs. masks over neurons, PCA and SAE features) on small models trained from scratch.
+# > Circuit localisation (edge attribution, faithfulness integrated over circuit sizes, recovery of a planted circuit) and causal-variable localisation (interchange interventions, DAS vs. masks over neurons, PCA and SAE features) on small models trained from scratch.
 
 # %% [markdown]
 # Mueller, Geiger, Wiegreffe, …, Belinkov (ICML 2025) propose MIB, a benchmark with two tracks. The
@@ -10,15 +10,16 @@
 # edge, circuits of 0.1 % to 100 % of the edges are built from the scores, and each circuit's
 # faithfulness $f(C) = (m(C) - m(\emptyset)) / (m(N) - m(\emptyset))$ — the task metric with every edge
 # outside the circuit patched from a counterfactual input — is integrated over the circuit sizes into the
-# **CPR** (area under $f$, higher is better) and the **CMD** (area under $|1 - f|$, lower is better). The
-# **causal-variable track** asks where a high-level causal variable lives: a featurizer maps a hidden
-# vector into features, an interchange intervention swaps the selected features between a base and a
-# source input, and the **interchange-intervention accuracy (IIA)** counts how often the model then
-# gives the causal model's counterfactual answer. The paper finds that edge attribution patching with
-# integrated gradients (EAP-IG) and mask optimisation do best on circuits, that edge-level circuits beat
-# node-level ones, that counterfactual ablations beat mean ablations and that information-flow routes
-# trail the causal methods; on causal variables, supervised DAS does best and SAE features are no better
-# than raw neurons.
+# **CPR** (area under $f$, higher is better) and the **CMD** (area under $|1 - f|$, lower is better). On a
+# model with a circuit planted by training (InterpBench), the methods are also scored by the **AUROC** of
+# their circuits against the planted edges. The **causal-variable track** asks where a high-level causal
+# variable lives: a featurizer maps a hidden vector into features, an interchange intervention swaps the
+# selected features between a base and a source input, and the **interchange-intervention accuracy (IIA)**
+# counts how often the model then gives the causal model's counterfactual answer. The paper finds that
+# attribution and mask-optimisation methods do best on circuits — edge attribution patching with integrated
+# gradients (EAP-IG) in particular —, that edge-level circuits beat node-level ones, that counterfactual
+# ablations beat mean ablations and that information-flow routes trail the causal methods; on causal
+# variables, supervised DAS does best and SAE features are no better than raw neurons.
 #
 # Paper: [arXiv 2504.13151](https://arxiv.org/abs/2504.13151) · official code:
 # [aaronmueller/MIB](https://github.com/aaronmueller/MIB) (hub and causal-variable track),
@@ -31,28 +32,37 @@
 # ## What we reproduce / what we cannot
 # - **Circuit track, in miniature.** An IOI task of our own (6 templates such as "When A and B went to the
 #   store , B gave a book to" → A; 30 single-token names; a word-level vocabulary of 62 tokens) and a
-#   4-layer, 4-head, d = 64 transformer (`trustlib.models.TinyTransformer`) trained from scratch for each
-#   seed. Its computation graph has the paper's structure — input, 16 heads with separate q/k/v input
-#   slots, 4 MLPs, logits — and 479 edges, few enough for exact activation patching of every edge. All
-#   the paper's method families are run: random, EAP, EAP-IG-inputs (5 steps), EAP-IG-activations,
-#   clean-corrupted, node-level NAP, exact patching, information-flow routes (greedy) and a learned
-#   continuous edge mask (a UGS-like stand-in), plus EAP-IG with mean instead of counterfactual ablation.
-#   CPR and CMD over the paper's 10 circuit sizes, 3 seeds, 95 % intervals.
-# - **Planted circuit instead of InterpBench:** after training, a subset of heads and MLPs is silenced
-#   (output weights zero and frozen) and the model is fine-tuned; the edges between the surviving
-#   components are the ground truth for the AUROC. This is a weaker ground truth than InterpBench's
-#   SIIT-trained model: it only says which edges *can* matter, not which ones do.
+#   3-layer, 4-head transformer (`trustlib.models.TinyTransformer`, run through its named hook points) trained
+#   from scratch for each seed. Its computation graph has the paper's structure — input, 12 heads with separate
+#   q/k/v input slots, 3 MLPs, logits — and 262 edges, few enough for exact activation patching of every
+#   edge. All the paper's method families are run: random, EAP, EAP-IG-inputs (5 steps), EAP-IG-activations
+#   (as in the official code: each attention layer, MLP and the input interpolated in turn, every edge
+#   accumulated on every pass), clean-corrupted, node-level NAP, exact patching, information-flow routes
+#   (greedy) and a learned continuous edge mask (a UGS-like stand-in), plus EAP-IG with mean instead of
+#   counterfactual ablation. CPR and CMD over the paper's 10 circuit sizes, and the rank correlation of every
+#   method's edge scores with exact patching, over `n_seeds` seeds with 95 % intervals.
+# - **A planted circuit, trained in (our stand-in for InterpBench).** After the IOI model is trained, half of
+#   its heads and MLPs are declared off-circuit and the model is fine-tuned with a strict interchange loss in
+#   the spirit of InterpBench's SIIT: the task loss with every off-circuit component's output resampled from
+#   another input, with every component's output-weight norm held fixed. The off-circuit components stay
+#   live — they keep their trained weights, read and write the residual stream and change with the input —
+#   but the model no longer depends on them, so the edges between circuit components are the ground truth of
+#   the AUROC. That this holds is measured on every seed (and tested on the published configuration), and two
+#   scorers that only look at the weights are run beside the methods. Unlike InterpBench, the circuit is not
+#   trained to implement a given high-level algorithm (no IIT on the circuit's own nodes), so some edges
+#   between circuit components carry nothing.
 # - **Causal-variable track, in miniature:** hierarchical equality (y = [(a = b) = (c = d)], variables
 #   V1 = [a = b], V2 = [c = d]) on an MLP 16 → 64 → 64 → 2; IIA at both hidden layers for the full
 #   vector, DBM over neurons, PCA + DBM, SAE + DBM (a TopK SAE of 256 latents with its error term kept)
 #   and DAS with k ∈ {1, 2, 4}. The paper's IOI linear-parameter variant (scored by MSE) is not built.
-# - **Not testable offline:** GPT-2 small, Qwen-2.5, Gemma-2, Llama-3.1 and the MIB datasets (hub
-#   downloads; the `full` profile stops with a message). Our CPR/CMD magnitudes come from a 4-layer toy
-#   model and are not comparable with the paper's tables; the verdicts compare the *ordering* of methods.
-# - **Departures:** circuits are scored on 100 attribution and 100 evaluation prompts (MIB uses 100
-#   training examples too); exact patching, EAP-IG-activations and the mask are run on the same 100
-#   prompts; the learned mask is a sigmoid-gated mask with logistic noise and an L1 penalty, not the
-#   authors' UGS code; the size axis of CPR/CMD is the nominal fraction of edges (before pruning).
+# - **Not testable offline:** GPT-2 small, Qwen-2.5, Gemma-2, Llama-3.1, InterpBench's model and the MIB
+#   datasets (hub downloads; the `full` profile stops with a message). Our CPR/CMD magnitudes come from a
+#   3-layer toy model and are not comparable with the paper's tables; the verdicts compare the *ordering* of
+#   methods.
+# - **Departures:** circuits are scored on 60 attribution and 60 evaluation prompts (MIB uses 100 training
+#   examples); the learned mask is a sigmoid-gated mask with logistic noise and an L1 penalty, not the
+#   authors' UGS code; the size axis of CPR/CMD is the nominal fraction of edges (before pruning); the model
+#   has 3 layers and a residual width of 32 so that 8 seeds fit a few CPU minutes.
 # :::
 
 # %%
@@ -68,15 +78,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
-from trustlib.models import TinyTransformer, _affine
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from trustlib.models import TinyTransformer
 
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
 import warnings
 import pandas as pd
-from trustlib.results import check_headline
 
 # %%
 #| hide
@@ -113,8 +122,9 @@ mask_steps: Optional[int] = None  # optimisation steps of the learned edge mask
 mask_lamb: Optional[float] = None  # L1 weight of the learned edge mask (on the mean gate; the metric is normalised by the full model's)
 methods: Optional[list[str]] = None  # circuit-discovery methods run
 mean_ablation: Optional[bool] = None  # also run EAP-IG with mean ablation (discovery and evaluation)
-planted: Optional[bool] = None  # run the planted-circuit AUROC (silence components, fine-tune, score against the surviving edges)
-planted_steps: Optional[int] = None  # fine-tuning steps of the planted-circuit model
+planted: Optional[bool] = None  # run the planted-circuit AUROC (train a circuit in, score the methods against it)
+planted_steps: Optional[int] = None  # fine-tuning steps of the planted-circuit model with the strict interchange loss
+planted_batch_size: Optional[int] = None  # batch size of the planted-circuit fine-tuning
 cv_n_train: Optional[int] = None  # hierarchical-equality training examples of the MLP
 cv_epochs: Optional[int] = None  # MLP training epochs
 cv_pairs: Optional[int] = None  # counterfactual pairs for training each intervention (as many again for its evaluation)
@@ -127,59 +137,89 @@ dbm_lamb: Optional[float] = None  # L1 weight of the DBM masks
 model_names: Optional[list[str]] = None  # hub models of the paper (full profile only; need downloads)
 n_threads: Optional[int] = None  # torch CPU threads
 
-# %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `cc26697`, 724 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run mib --profile cpu` repeats the run shown here.
+# %% [markdown]
+# `Config` declares every parameter with its bounds. Besides the per-field limits, `validate` estimates the
+# CPU time and the peak memory of the *whole* configuration (seeds × training steps × prompts × methods ×
+# model size) and refuses one above the soft bounds unless it is asked for with `allow_large=True` (CLI:
+# `--allow-large`).
 
 # %%
 #| export
 METHODS = ("random", "eap", "eap_ig_inputs", "eap_ig_activations", "clean_corrupted", "nap", "exact", "ifr", "mask")
+PROMPT_LEN = 14   # tokens in every IOI prompt
 
 @dataclass
 class Config(BaseConfig):
     "Configuration of the MIB reproduction (IOI circuits on a tiny transformer; causal variables on an MLP)."
-    n_seeds: int = param(1, "independent repetitions (model training, prompts, method randomness)", ge=1, max=20)
+    n_seeds: int = param(1, "independent repetitions (model training, prompts, method randomness)", ge=1, max=20, le=1000)
     n_layers: int = param(2, "transformer layers L of the IOI model", ge=1, max=12, le=48)
     n_heads: int = param(2, "attention heads H per layer", ge=1, max=12, le=64)
     d_model: int = param(32, "residual width D (divisible by n_heads)", ge=4, max=512, le=4096)
     d_mlp: int = param(128, "MLP width", ge=4, max=2048, le=16384)
-    train_steps: int = param(30, "maximum training steps of the IOI model (fresh prompts every step; stops early at train_target accuracy)", ge=1, max=20000)
+    train_steps: int = param(30, "maximum training steps of the IOI model (fresh prompts every step; stops early at train_target accuracy)", ge=1, max=20000, le=10**6)
     train_target: float = param(0.99, "held-out accuracy at which training stops early", gt=0, le=1)
-    batch_size: int = param(64, "IOI training batch size", ge=1, max=4096)
+    batch_size: int = param(64, "IOI training batch size", ge=1, max=4096, le=65536)
     lr: float = param(3e-3, "AdamW learning rate of the IOI model", gt=0, le=1)
     corruption: str = param("abc", "counterfactual prompts: abc (the repeated name replaced by a third name) or s2_io_flip", choices=("abc", "s2_io_flip"))
-    n_attr: int = param(40, "prompts used by the attribution methods", ge=2, max=5000)
-    n_eval: int = param(40, "prompts on which circuits are evaluated", ge=2, max=5000)
-    ig_steps: int = param(5, "integration steps m of EAP-IG (MIB runs use 5)", ge=1, max=200)
-    mask_steps: int = param(20, "optimisation steps of the learned edge mask", ge=1, max=5000)
+    n_attr: int = param(40, "prompts used by the attribution methods", ge=2, max=5000, le=10**6)
+    n_eval: int = param(40, "prompts on which circuits are evaluated", ge=2, max=5000, le=10**6)
+    ig_steps: int = param(5, "integration steps m of EAP-IG (MIB runs use 5)", ge=1, max=200, le=10**4)
+    mask_steps: int = param(20, "optimisation steps of the learned edge mask", ge=1, max=5000, le=10**6)
     mask_lamb: float = param(1.0, "L1 weight of the learned edge mask (on the mean gate; the metric is normalised by the full model's)", ge=0, le=100)
     methods: tuple[str, ...] = param(METHODS, "circuit-discovery methods run", choices=METHODS)
     mean_ablation: bool = param(True, "also run EAP-IG with mean ablation (discovery and evaluation)")
-    planted: bool = param(True, "run the planted-circuit AUROC (silence components, fine-tune, score against the surviving edges)")
-    planted_steps: int = param(20, "fine-tuning steps of the planted-circuit model", ge=1, max=20000)
-    cv_n_train: int = param(2000, "hierarchical-equality training examples of the MLP", ge=10, max=1_000_000)
-    cv_epochs: int = param(5, "MLP training epochs", ge=1, max=1000)
-    cv_pairs: int = param(400, "counterfactual pairs for training each intervention (as many again for its evaluation)", ge=10, max=1_000_000)
-    cv_int_epochs: int = param(2, "training epochs of each DAS / DBM intervention", ge=1, max=1000)
-    das_ks: tuple[int, ...] = param((1,), "DAS subspace dimensions k", ge=1, max=64)
-    sae_latents: int = param(256, "latents of the SAE featurizer", ge=2, max=65536)
-    sae_k: int = param(8, "active latents k of the TopK SAE", ge=1, max=1024)
-    sae_steps: int = param(100, "SAE training steps", ge=1, max=100000)
+    planted: bool = param(True, "run the planted-circuit AUROC (train a circuit in, score the methods against it)")
+    planted_steps: int = param(20, "fine-tuning steps of the planted-circuit model with the strict interchange loss", ge=1, max=20000, le=10**6)
+    planted_batch_size: int = param(32, "batch size of the planted-circuit fine-tuning", ge=2, max=4096, le=65536)
+    cv_n_train: int = param(2000, "hierarchical-equality training examples of the MLP", ge=10, max=1_000_000, le=10**8)
+    cv_epochs: int = param(5, "MLP training epochs", ge=1, max=1000, le=10**5)
+    cv_pairs: int = param(400, "counterfactual pairs for training each intervention (as many again for its evaluation)", ge=10, max=1_000_000, le=10**8)
+    cv_int_epochs: int = param(2, "training epochs of each DAS / DBM intervention", ge=1, max=1000, le=10**5)
+    das_ks: tuple[int, ...] = param((1,), "DAS subspace dimensions k", ge=1, le=64)
+    sae_latents: int = param(256, "latents of the SAE featurizer", ge=2, max=65536, le=10**6)
+    sae_k: int = param(8, "active latents k of the TopK SAE", ge=1, max=1024, le=10**6)
+    sae_steps: int = param(100, "SAE training steps", ge=1, max=100000, le=10**7)
     dbm_lamb: float = param(1e-3, "L1 weight of the DBM masks", ge=0, le=10)
     model_names: tuple[str, ...] = param((), "hub models of the paper (full profile only; need downloads)", choices=("gpt2", "qwen2.5-0.5b", "gemma-2-2b", "llama-3.1-8b"))
     n_threads: Optional[int] = param(1, "torch CPU threads", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_seeds=3, n_layers=4, n_heads=4, d_model=64, d_mlp=256, train_steps=1500, n_attr=100, n_eval=100,
-                    mask_steps=50, planted_steps=200, cv_n_train=20000, cv_epochs=20, cv_pairs=2000, cv_int_epochs=8,
-                    das_ks=(1, 2, 4), sae_steps=400),
-        "full": dict(n_seeds=3, n_layers=4, n_heads=4, d_model=64, d_mlp=256, train_steps=1500, n_attr=100, n_eval=100,
-                     mask_steps=50, planted_steps=200, cv_n_train=20000, cv_epochs=20, cv_pairs=2000, cv_int_epochs=8,
-                     das_ks=(1, 2, 4), sae_steps=400, model_names=("gpt2",)),
+        "cpu": dict(n_seeds=8, n_layers=3, n_heads=4, d_model=32, d_mlp=128, train_steps=1500, n_attr=60, n_eval=60,
+                    mask_steps=40, planted_steps=400, cv_n_train=6000, cv_epochs=10, cv_pairs=600, cv_int_epochs=5,
+                    das_ks=(1, 2, 4), sae_steps=200),
+        "full": dict(n_seeds=8, n_layers=3, n_heads=4, d_model=32, d_mlp=128, train_steps=1500, n_attr=60, n_eval=60,
+                     mask_steps=40, planted_steps=400, cv_n_train=6000, cv_epochs=10, cv_pairs=600, cv_int_epochs=5,
+                     das_ks=(1, 2, 4), sae_steps=200, model_names=("gpt2",)),
     }
     def validate(self):
         if self.d_model % self.n_heads: raise ConfigError(f"parameter 'd_model': {self.d_model} is not divisible by n_heads {self.n_heads}")
         if not self.methods: raise ConfigError("parameter 'methods': give at least one method")
         if self.sae_k > self.sae_latents: raise ConfigError(f"parameter 'sae_k': {self.sae_k} exceeds sae_latents {self.sae_latents}")
-        if max(self.das_ks, default=1) > 64: raise ConfigError("parameter 'das_ks': k must be at most the hidden width 64")
+        if not self.das_ks: raise ConfigError("parameter 'das_ks': give at least one subspace dimension")
+        sec, gib = estimate_cost(self)
+        check_cost(self, {"CPU time": (sec, 7200.0, "s"), "peak memory": (gib, 8.0, "GiB")},
+                   ("n_seeds", "n_layers", "n_heads", "d_model", "d_mlp", "train_steps", "batch_size", "n_attr", "n_eval", "mask_steps",
+                    "planted_steps", "planted_batch_size", "cv_n_train", "cv_epochs", "cv_pairs", "cv_int_epochs", "sae_latents", "sae_steps"))
+
+def estimate_cost(cfg) -> tuple[float, float]:
+    "A rough estimate of the whole run's CPU seconds (one thread) and peak memory in GiB, from every size in `cfg`."
+    L, H, D, T = cfg.n_layers, cfg.n_heads, cfg.d_model, PROMPT_LEN
+    fwd = 2 * T * L * (4 * D * D + 2 * D * cfg.d_mlp) + 2 * T * 62 * D       # FLOPs of one prompt through the model
+    graph = 3 * fwd + 2 * T * L * (3 * H + 1) * (1 + L * (H + 1)) * D        # ... through the edge-decomposed graph
+    E = n_edges(L, H); m = set(cfg.methods)
+    seqs = cfg.train_steps * cfg.batch_size * 3 * fwd + (cfg.planted_steps * cfg.planted_batch_size * 5 * fwd if cfg.planted else 0)
+    attr = cfg.n_attr * graph * (4 + 3 * cfg.ig_steps + 3 * cfg.ig_steps * (1 + 2 * L) * ("eap_ig_activations" in m)
+                                 + E / 2 * ("exact" in m) + 3 * cfg.mask_steps * ("mask" in m))
+    evals = cfg.n_eval * graph * 20 * (len(m) + 2)
+    cv = 6e3 * (cfg.cv_n_train * cfg.cv_epochs + 14 * cfg.cv_pairs * cfg.cv_int_epochs * (4 + len(cfg.das_ks))) + 2e3 * cfg.sae_steps * cfg.sae_latents
+    sec = cfg.n_seeds * (seqs + attr * (1 + cfg.planted / 2) + evals + cv) / 1.5e9
+    nf = 1 + L * (H + 1)
+    gib = 4 * max(cfg.n_attr, cfg.n_eval) * T * D * nf * max(3 * H + 1, 5) * 8 / 2 ** 30 + 4 * cfg.cv_n_train * 80 / 2 ** 30
+    return float(sec), float(gib)
+
+def n_edges(n_layers:int, n_heads:int) -> int:
+    "The closed-form edge count E(L, H)."
+    L, H = n_layers, n_heads
+    return sum(3 * H * (1 + l * (H + 1)) + (1 + l * (H + 1) + H) for l in range(L)) + 1 + L * (H + 1)
 
 
 # %%
@@ -187,15 +227,14 @@ cfg = Config.from_namespace(globals())
 cfg
 
 # %%
-from trustlib.config import parameters_cell, check_parameters_cell
-
-# %%
 test_eq(Config.unbounded_fields(), [])
 test_fail(lambda: Config.from_params("smoke", d_model=30, n_heads=4), contains="'d_model'")
 test_fail(lambda: Config.from_params("smoke", methods=["acdc"]), contains="'methods'")
 test_fail(lambda: Config.from_params("smoke", sae_k=300), contains="exceeds sae_latents")
-test_eq(Config.from_params("cpu").n_layers, 4)
-test_eq(Config.from_params("cpu").n_seeds, 3)
+test_fail(lambda: Config.from_params("cpu", n_seeds=20, train_steps=20000, n_attr=5000, n_eval=5000), contains="the whole configuration is too large")
+test_eq(Config.from_params("cpu", n_seeds=20, train_steps=20000, n_attr=5000, allow_large=True).n_attr, 5000)
+test_eq(Config.from_params("cpu").n_layers, 3); test_eq(Config.from_params("cpu").n_seeds, 8)
+{p: tuple(round(x, 2) for x in estimate_cost(Config.from_params(p))) for p in ("smoke", "cpu")}   # (CPU seconds, GiB)
 
 # %% [markdown]
 # ## IOI prompts
@@ -300,11 +339,6 @@ class CircuitGraph:
         M[self.valid] = torch.as_tensor(edge_values); return M
     def to_vector(self, M): return torch.as_tensor(M)[self.valid]
 
-def n_edges(n_layers:int, n_heads:int) -> int:
-    "The closed-form edge count E(L, H)."
-    L, H = n_layers, n_heads
-    return sum(3 * H * (1 + l * (H + 1)) + (1 + l * (H + 1) + H) for l in range(L)) + 1 + L * (H + 1)
-
 
 # %%
 test_eq(n_edges(4, 4), 479); test_eq(n_edges(12, 12), 32491)
@@ -315,89 +349,136 @@ test_eq(_g.edge_names()[:2], ['input->a0.h0<q>', 'input->a0.h1<q>'])
 test_eq(int(_g.valid[:, _g.bwd_names.index("m0")].sum()), 5)                # input and the 4 heads of layer 0
 test_eq(int(_g.valid[_g.fwd_index(3), :].sum()), 1)                         # the last MLP feeds only the logits
 
-
 # %% [markdown]
-# ## The graph model: a transformer run edge by edge
+# ## The graph model: the transformer run edge by edge, through its hook points
 #
-# `GraphModel` wraps a `TinyTransformer` (its weights, LayerNorms and MLPs) and runs it with the residual
-# stream decomposed: it keeps every forward node's output `[B, T, n_fwd, D]` and computes every slot's
-# input as a weighted sum over them. A **mask** `M[u, slot]` ∈ [0, 1] chooses per edge between the node's
-# output in this run (1) and its output on the counterfactual run (0):
+# `GraphModel` runs a `TinyTransformer` with the residual stream decomposed, using the model's own modules and
+# named hook points (`trustlib.models`): each block is the model's block, the attention core and the output
+# projection are the model's, and hooks only read and replace activations. The hooks record every forward
+# node's output — the input embedding, each head's contribution `attn.hook_result` (`[B, T, H, D]`, the model
+# run with `use_attn_result=True`) and `hook_mlp_out` — and, where the run needs it, rebuild the input of every
+# *slot* as a weighted sum of upstream outputs. A **mask** `M[u, slot]` ∈ [0, 1] chooses per edge between the
+# node's output in this run (1) and its output on the counterfactual run (0):
 # $$\text{in}_v = \sum_u M_{uv}\,\text{out}_u + (1 - M_{uv})\,\text{out}_u^{\text{corr}} + \text{bias}_v .$$
-# M = 1 everywhere is the model itself, M = 0 everywhere is the corrupted run, and a binary M is a circuit
-# evaluated with everything outside it patched. Each head's q, k and v slot gets its own input (and its own
-# LayerNorm of it), so the three are separate edges. The same forward pass also serves the attribution
-# methods: it can replace the input embeddings (EAP-IG-inputs), fix one node's output (EAP-IG-activations),
-# return every slot's input for gradients, and start at a later layer from cached outputs (exact patching).
+# The q, k and v of every head get their own input (LayerNorm `ln1` and the head's slice of `W_qkv` applied
+# to it) and replace `attn.hook_q/k/v`; the MLP's input replaces `hook_resid_mid` (the block then applies its
+# own `ln2` and MLP); the logits' input goes through the model's `ln_final` and unembedding. M = 1 everywhere
+# is the model itself, M = 0 everywhere is the corrupted run, and a binary M is a circuit evaluated with
+# everything outside it patched. A stack of K masks `[K, n_fwd, n_bwd]` evaluates K circuits in one pass on
+# the prompts repeated K times. The same pass serves the attribution methods: it can replace the input
+# embeddings (EAP-IG-inputs), fix the output of a node or of a whole attention layer (EAP-IG-activations),
+# add a shift to one slot's input (exact patching), return every slot's input for gradients, and start at a
+# later layer from cached outputs. When nothing is masked or shifted the model runs as it is and the hooks
+# only record.
 
 # %%
 #| export
+import contextlib
+
+@contextlib.contextmanager
+def attn_results(model:TinyTransformer):
+    "Run `model` with `use_attn_result=True` (each head's output is a hook point, `attn.hook_result`) inside the block."
+    old = model.use_attn_result; model.use_attn_result = True
+    try: yield model
+    finally: model.use_attn_result = old
+
+class _GraphRun:
+    "The state of one graph pass: node outputs so far, the mask, the counterfactual outputs, replacements and a slot shift."
+    # Slot v of layer l reads the first n = 1 + l(H + 1) forward nodes (+ H for the MLP, all for the logits): `[..., :n]` below
+    def __init__(self, gm, mask, corrupt, replace, delta, need_inputs, batch):
+        g, m = gm.graph, gm.model
+        self.g, self.m, self.H, self.D = g, m, m.n_heads, m.d_model
+        self.replace, self.delta, self.need_inputs, self.outs, self.inputs = replace, delta, need_inputs, [], []
+        self.mask = None if mask is None else torch.as_tensor(mask, dtype=torch.float32)
+        if self.mask is not None:      # in_v = Σ_u M_uv (out_u − corr_u) + Σ_u corr_u: the second sum is a prefix sum of corr
+            if corrupt is None or corrupt.shape[0] * (1 if self.mask.ndim == 2 else self.mask.shape[0]) != batch:
+                raise ValueError("a mask needs `corrupt`, the counterfactual node outputs of the same prompts (once for all K masks)")
+            self.corr, self.corr_sum = corrupt, corrupt.cumsum(2)
+    def explicit(self, b0:int, b1:int) -> bool:
+        "Whether slots b0..b1 need their own inputs (masked, shifted or differentiated) rather than the model's residual stream."
+        return self.mask is not None or self.need_inputs or (self.delta is not None and b0 <= self.delta[0] < b1)
+    def node_out(self, start:int, x):
+        "Record the outputs `[B, T, k, D]` of nodes start..start+k−1, with any replacement applied; returns them."
+        if self.replace is not None:
+            sl, val = self.replace
+            lo, hi = max(sl.start, start), min(sl.stop, start + x.shape[2])
+            if lo < hi: x = torch.cat([x[:, :, :lo - start], val[:, :, lo - sl.start:hi - sl.start].to(x.dtype), x[:, :, hi - start:]], 2)
+        self.outs.append(x); return x
+    def bias(self, n_layers_done:int):
+        return sum((self.m.blocks[l].attn.b_O for l in range(n_layers_done)), torch.zeros(self.D))
+    def residual(self, n_layers_done:int):
+        "The residual stream implied by the recorded outputs (no mask): Σ outputs + attention biases."
+        return torch.cat(self.outs, 2).sum(2) + self.bias(n_layers_done)
+    def slots(self, b0:int, b1:int, n_layers_done:int):
+        "Inputs `[B, T, b1 − b0, D]` of slots b0..b1−1."
+        up = torch.cat(self.outs, 2); B, T, n, D = up.shape
+        if self.mask is None: x = (up.sum(2) + self.bias(n_layers_done))[:, :, None].expand(B, T, b1 - b0, D)
+        else:
+            M, K = self.mask[..., :n, b0:b1], (1 if self.mask.ndim == 2 else self.mask.shape[0])
+            diff = up.view(K, -1, T, n, D) - self.corr[None, :, :, :n]
+            x = (torch.einsum('kbtnd,ns->kbtsd', diff, M) if M.ndim == 2 else torch.einsum('kbtnd,kns->kbtsd', diff, M))
+            x = (x + self.corr_sum[None, :, :, n - 1:n] + self.bias(n_layers_done)).flatten(0, 1)
+        if self.delta is not None and b0 <= self.delta[0] < b1:
+            shift = torch.zeros(B, T, b1 - b0, D); shift[:, :, self.delta[0] - b0] = self.delta[1]
+            x = x + shift
+        if self.need_inputs: self.inputs.append(x)
+        return x
+    def hooks(self, l:int) -> list:
+        "The hook functions of block `l`."
+        g, m, H, b0 = self.g, self.m, self.H, l * (3 * self.H + 1)
+        blk, qkv = m.blocks[l], {}
+        def q_k_v(act, name):
+            which = "qkv".index(name[-1])
+            if not qkv:
+                z = F.layer_norm(self.slots(b0, b0 + 3 * H, l), (self.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
+                qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
+            return qkv['x'][:, :, which * H:(which + 1) * H]
+        def result(act, name): return self.node_out(1 + l * (H + 1), act)
+        def mlp_in(act, name): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+        def mlp_out(act, name): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
+        if self.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
+        if self.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
+        return hk
+
+def _slot_weights(attn, H:int):
+    "The q/k/v weights of every head as `[3H, D, d_head]` (one matrix per slot)."
+    D = attn.W_qkv.shape[0]
+    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
+
 class GraphModel(nn.Module):
-    "A `TinyTransformer` run on its decomposed residual stream, with per-edge masks between clean and counterfactual node outputs."
-    def __init__(self, model):
+    "A `TinyTransformer` run on its decomposed residual stream through its hook points, with per-edge masks between clean and counterfactual node outputs."
+    def __init__(self, model:TinyTransformer):
         super().__init__()
         self.model = model; self.graph = CircuitGraph(model.n_layers, model.n_heads)
     def embed(self, tokens):
         "Token + position embedding: the output of the input node."
-        m = self.model; T = tokens.shape[1]
-        return m.embed(tokens) + m.pos_embed(torch.arange(T, device=tokens.device))[None]
-    def forward(self, tokens, mask=None, corrupt=None, input_embeds=None, replace=None, return_acts=False, return_inputs=False,
-                cache=None, start_layer=0):
-        """Logits `[B,T,V]` of the graph run. `mask` `[n_fwd, n_bwd]` (1 keep, 0 patch: the edge carries the node's `corrupt` output
-        `[B,T,n_fwd,D]` instead); `replace=(u, out)` fixes node u's output; `cache` (node outputs of this same input) with
-        `start_layer` skips the layers before it. Optionally also the node outputs `[B,T,n_fwd,D]` and the inputs of every slot."""
-        m, g = self.model, self.graph; H, D, dh = m.n_heads, m.d_model, m.d_head
-        if start_layer:
-            up = cache.transpose(2, 3)[..., :1 + start_layer * (H + 1)]     # node outputs, kept as [B,T,D,n]
-            bias = sum(m.blocks[l].attn.b_O for l in range(start_layer))
-        else:
+        m = self.model
+        return m.hook_embed(m.embed(tokens)) + m.hook_pos_embed(m.pos_embed(torch.arange(tokens.shape[1], device=tokens.device)))[None]
+    def forward(self, tokens, mask=None, corrupt=None, input_embeds=None, replace=None, delta=None, return_acts=False,
+                return_inputs=False, cache=None, start_layer:int=0):
+        """Logits `[B,T,V]` of the graph run. `mask` `[n_fwd, n_bwd]` or `[K, n_fwd, n_bwd]` (1 keep, 0 patch: the edge carries the
+        node's `corrupt` output `[B,T,n_fwd,D]`; with K masks `tokens` holds the prompts repeated K times); `replace=(slice, out)` fixes
+        the outputs `[B,T,k,D]` of the nodes in the slice; `delta=(slot, shift)` adds `shift` `[B,T,D]` to one slot's input; `cache`
+        (node outputs of this input) with `start_layer` skips the layers before it. Optionally also the node outputs `[B,T,n_fwd,D]`
+        and the inputs of every slot (a list of `[B,T,s,D]`)."""
+        m, g = self.model, self.graph; L, H = m.n_layers, m.n_heads
+        run = _GraphRun(self, mask, corrupt, replace, delta, return_inputs, tokens.shape[0])
+        if start_layer == 0:
             x = self.embed(tokens) if input_embeds is None else input_embeds
-            if replace is not None and replace[0] == 0: x = replace[1]
-            up, bias = x[..., None], torch.zeros(D, dtype=x.dtype, device=x.device)
-        B, T = up.shape[:2]
-        if mask is not None:
-            mask = torch.as_tensor(mask, dtype=up.dtype)
-            ct = corrupt.transpose(2, 3)
-            ct = ct if ct.is_contiguous() else ct.contiguous()
-            ct = ct.view(-1, g.n_fwd)
-            keep_c = (1 - mask) * g.valid                                    # weight of each corrupted output
-        inputs = []
-        causal = torch.ones(T, T, dtype=torch.bool, device=up.device).tril()
-        def gather(b0, b1):
-            n = up.shape[3]
-            if mask is None: return (up.sum(3) + bias)[:, :, None].expand(B, T, b1 - b0, D)
-            r = up.reshape(-1, n) @ mask[:n, b0:b1] + ct @ keep_c[:, b0:b1]
-            return r.view(B, T, D, b1 - b0).transpose(2, 3) + bias
-        for l in range(start_layer, m.n_layers):
-            blk = m.blocks[l]; a = blk.attn
-            b0, n_up = l * (3 * H + 1), 1 + l * (H + 1)
-            xin = gather(b0, b0 + 3 * H); inputs.append(xin)
-            if mask is None and not return_inputs:
-                qkv = _affine(blk.ln1(xin[:, :, 0]), a.W_qkv, a.b_qkv).view(B, T, 3, H, dh)
-            else:
-                z = F.layer_norm(xin, (D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps).reshape(B * T, 3 * H, D)
-                qkv = torch.einsum('nsd,sdk->nsk', z, self._wqkv(a)).view(B, T, 3, H, dh) + a.b_qkv.view(3, H, dh)
-            q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))      # [B,H,T,dh]
-            pat = ((q @ k.transpose(-1, -2)) * dh ** -0.5).masked_fill(~causal, float("-inf")).softmax(-1)
-            out = torch.matmul(pat @ v, a.W_O.view(H, dh, D))                # [B,H,T,D]: each head's output
-            if replace is not None and n_up <= replace[0] < n_up + H:
-                out = out.clone(); out[:, replace[0] - n_up] = replace[1]
-            up = torch.cat([up, out.permute(0, 2, 3, 1)], 3)
-            bias = bias + a.b_O
-            xm = gather(b0 + 3 * H, b0 + 3 * H + 1); inputs.append(xm)
-            mo = blk.mlp(blk.ln2(xm[:, :, 0]))
-            if replace is not None and replace[0] == n_up + H: mo = replace[1]
-            up = torch.cat([up, mo[..., None]], 3)
-        xl = gather(g.n_bwd - 1, g.n_bwd); inputs.append(xl)
-        logits = F.linear(m.ln_final(xl[:, :, 0]), m.W_U)
-        res = [logits]
-        if return_acts: res.append(up.transpose(2, 3))
-        if return_inputs: res.append(inputs)
+            resid = run.node_out(0, x[:, :, None])[:, :, 0]
+        else:
+            run.outs.append(cache[:, :, :1 + start_layer * (H + 1)]); resid = run.residual(start_layer)
+        with attn_results(m), m.hooks([h for l in range(start_layer, L) for h in run.hooks(l)]):
+            for l in range(start_layer, L):
+                if l > start_layer and run.explicit((l - 1) * (3 * H + 1), l * (3 * H + 1)): resid = run.residual(l)
+                resid = m.blocks[l](resid, None, m.attn_impl, True)
+        if run.explicit(g.n_bwd - 1, g.n_bwd): xl = run.slots(g.n_bwd - 1, g.n_bwd, L)[:, :, 0]
+        elif L > start_layer and run.explicit((L - 1) * (3 * H + 1), L * (3 * H + 1)): xl = run.residual(L)
+        else: xl = resid
+        logits = m.hook_logits(F.linear(m.hook_ln_final(m.ln_final(xl)), m.W_U))
+        res = [logits] + ([torch.cat(run.outs, 2)] if return_acts else []) + ([run.inputs] if return_inputs else [])
         return res[0] if len(res) == 1 else tuple(res)
-    def _wqkv(self, a):
-        "W_qkv as [3H, D, dh] (one matrix per q/k/v slot of each head)."
-        H, D, dh = self.model.n_heads, self.model.d_model, self.model.d_head
-        return a.W_qkv.view(D, 3, H, dh).permute(1, 2, 0, 3).reshape(3 * H, D, dh)
 
 
 # %%
@@ -416,7 +497,8 @@ def node_acts(gm:GraphModel, tokens):
 # %% [markdown]
 # The decomposition reproduces the model: the graph run gives the model's logits, the sum of the upstream
 # outputs plus biases is the model's own residual stream before every block (read from its hook points),
-# patching every edge gives the corrupted run's logits, and patching none gives the clean run's.
+# patching every edge gives the corrupted run's logits, patching none gives the clean run's, a stack of two
+# masks gives both at once, and starting at a later layer from cached outputs changes nothing.
 
 # %%
 _m = TinyTransformer(len(_voc), 32, 2, 2, d_mlp=64, max_len=16, seed=1).eval(); _gm = GraphModel(_m)
@@ -429,8 +511,12 @@ with torch.no_grad():
         _n = 1 + _l * 3
         test_close(_A[:, :, :_n].sum(2) + sum(_m.blocks[i].attn.b_O for i in range(_l)), _cache[f"blocks.{_l}.hook_resid_pre"], eps=1e-5)
     _Ak = node_acts(_gm, _d.corrupt); _G = _gm.graph
-    test_close(_gm(_d.clean, mask=torch.zeros(_G.n_fwd, _G.n_bwd), corrupt=_Ak), _m(_d.corrupt), eps=1e-4)   # all edges patched = corrupted run
-    test_close(_gm(_d.clean, mask=torch.ones(_G.n_fwd, _G.n_bwd), corrupt=_Ak), _m(_d.clean), eps=1e-4)     # none patched = clean run
+    _Z, _O = torch.zeros(_G.n_fwd, _G.n_bwd), torch.ones(_G.n_fwd, _G.n_bwd)
+    test_close(_gm(_d.clean, mask=_Z, corrupt=_Ak), _m(_d.corrupt), eps=1e-4)      # all edges patched = corrupted run
+    test_close(_gm(_d.clean, mask=_O, corrupt=_Ak), _m(_d.clean), eps=1e-4)        # none patched = clean run
+    _two = _gm(_d.clean.repeat(2, 1), mask=torch.stack([_Z, _O]), corrupt=_Ak)    # two circuits in one pass
+    test_close(_two[:8], _m(_d.corrupt), eps=1e-4); test_close(_two[8:], _m(_d.clean), eps=1e-4)
+    test_close(_gm(_d.clean, cache=_A, start_layer=1), _lo, eps=1e-5)
 
 
 # %% [markdown]
@@ -441,25 +527,25 @@ with torch.no_grad():
 
 # %%
 #| export
+def ioi_accuracy(model, data:IOIData) -> float:
+    "Share of prompts whose top next-token prediction is the indirect object."
+    with torch.no_grad(): return float((model(data.clean)[:, -1].argmax(-1) == data.labels[:, 0]).float().mean())
+
 def train_ioi(n_layers:int=4, n_heads:int=4, d_model:int=64, d_mlp:int=256, steps:int=1500, batch_size:int=64, lr:float=3e-3,
-              target:float=0.99, seed:int=0, vocab:dict|None=None, model:TinyTransformer|None=None, frozen:dict|None=None,
-              check_every:int=50, progress:bool=False) -> tuple[TinyTransformer, dict]:
-    "Train (or fine-tune `model`) on IOI prompts; `frozen` maps parameters to masks of entries kept at zero. Returns (model, log)."
+              target:float=0.99, seed:int=0, vocab:dict|None=None, check_every:int=50, progress:bool=False) -> tuple[TinyTransformer, dict]:
+    "Train a `TinyTransformer` on IOI prompts until held-out accuracy reaches `target` (or `steps`). Returns (model, log)."
     from tqdm.auto import tqdm
     vocab = vocab or ioi_vocab(); rng = np.random.default_rng(derive_seed(seed, "ioi-train"))
-    m = model if model is not None else TinyTransformer(len(vocab), d_model, n_layers, n_heads, d_mlp=d_mlp, max_len=16, seed=derive_seed(seed, "init"))
+    m = TinyTransformer(len(vocab), d_model, n_layers, n_heads, d_mlp=d_mlp, max_len=16, seed=derive_seed(seed, "init"))
     m.train(); opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     val = make_ioi(500, np.random.default_rng(derive_seed(seed, "ioi-val")), vocab)
     log = dict(steps=0, acc=float("nan"))
     for step in tqdm(range(steps), desc="train IOI model", disable=not progress, leave=False):
         b = make_ioi(batch_size, rng, vocab)
         loss = F.cross_entropy(m(b.clean)[:, -1], b.labels[:, 0])
-        opt.zero_grad(); loss.backward()
-        if frozen:
-            for p, z in frozen.items(): p.grad[z] = 0
-        opt.step(); log["steps"] = step + 1
+        opt.zero_grad(); loss.backward(); opt.step(); log["steps"] = step + 1
         if (step + 1) % check_every == 0 or step == steps - 1:
-            with torch.no_grad(): log["acc"] = float((m(val.clean)[:, -1].argmax(-1) == val.labels[:, 0]).float().mean())
+            log["acc"] = ioi_accuracy(m, val)
             if log["acc"] >= target: break
     return m.eval(), log
 
@@ -501,6 +587,12 @@ def _grads(gm, tokens, labels, mask=None, corrupt=None, input_embeds=None, repla
     gs = torch.autograd.grad(loss, inputs, allow_unused=True)
     return torch.cat([torch.zeros_like(x) if g is None else g for x, g in zip(inputs, gs)], 2)
 
+def _ref_acts(gm, b, ablation, mean_acts):
+    if ablation == "patching": return node_acts(gm, b.corrupt)
+    if ablation == "mean": return mean_acts.expand(len(b), *mean_acts.shape[1:])
+    if ablation == "zero": return torch.zeros_like(node_acts(gm, b.clean))
+    raise ValueError(f"ablation must be 'patching', 'mean' or 'zero', got {ablation!r}")
+
 def eap(gm:GraphModel, data:IOIData, batch_size:int=100, grad_at:str="clean", ablation:str="patching", mean_acts=None):
     "EAP: S[u,v] = Δ_u · ∂L/∂in_v, gradient at the clean run (grad_at='clean') or the corrupted run."
     g = gm.graph; S = torch.zeros(g.n_fwd, g.n_bwd)
@@ -509,13 +601,6 @@ def eap(gm:GraphModel, data:IOIData, batch_size:int=100, grad_at:str="clean", ab
         G = _grads(gm, b.clean if grad_at == "clean" else b.corrupt, b.labels)
         S += torch.einsum('btud,btvd->uv', Ak - Ac, G)
     return (S / len(data)) * g.valid
-
-def _ref_acts(gm, b, ablation, mean_acts):
-    if ablation == "patching": return node_acts(gm, b.corrupt)
-    if ablation == "mean": return mean_acts.expand(len(b), *mean_acts.shape[1:])
-    if ablation == "zero": return torch.zeros_like(node_acts(gm, b.clean))
-    raise ValueError(ablation)
-
 
 def eap_ig_inputs(gm:GraphModel, data:IOIData, steps:int=5, batch_size:int=100, ablation:str="patching", mean_acts=None):
     "EAP-IG-inputs: gradients averaged over input embeddings e_corr + (k/m)(e_clean − e_corr), k = 0..m−1."
@@ -532,7 +617,6 @@ def eap_ig_inputs(gm:GraphModel, data:IOIData, steps:int=5, batch_size:int=100, 
 def clean_corrupted(gm:GraphModel, data:IOIData, batch_size:int=100):
     "Mean of the gradients at the clean and the corrupted run."
     return 0.5 * (eap(gm, data, batch_size, "clean") + eap(gm, data, batch_size, "corrupted"))
-
 
 def mean_node_acts(gm:GraphModel, tokens):
     "Mean node outputs per position over `tokens`, `[1, T, n_fwd, D]` (the reference of mean ablation)."
@@ -552,27 +636,33 @@ test_eq(eap(_gm, _d, ablation="mean", mean_acts=_mean).shape, (_G.n_fwd, _G.n_bw
 
 
 # %% [markdown]
-# **EAP-IG-activations** interpolates each node's own output, $\alpha\,\text{out}^{\text{clean}} +
-# (1-\alpha)\,\text{out}^{\text{corr}}$ with α = k/m, k = 1 … m, while everything downstream runs freely,
-# and accumulates the gradients at the node's downstream inputs (one loop per node). **NAP** scores a node
-# by $\Delta_u \cdot \partial L/\partial \text{out}_u$, which is the sum of its EAP edge scores; a node
-# circuit keeps every edge between kept nodes.
+# **EAP-IG-activations**, as in the official code, interpolates one *group* of outputs at a time — the input
+# embedding, all heads of one attention layer together, or one MLP — as
+# $\alpha\,\text{out}^{\text{clean}} + (1-\alpha)\,\text{out}^{\text{corr}}$ with α = k/m, k = 1 … m (a fixed value: no
+# gradient flows through the interpolated group), while everything else runs freely; on *every* pass the
+# gradients at *all* slots are accumulated, and each edge's score is $\Delta_u$ times the gradient averaged
+# over all $(1 + 2L)\,m$ passes. **NAP** scores a node by $\Delta_u \cdot \partial L/\partial
+# \text{out}_u$, which is the sum of its EAP edge scores; a node circuit keeps every edge between kept nodes.
 
 # %%
 #| export
+def node_groups(graph:CircuitGraph) -> list[slice]:
+    "The groups EAP-IG-activations interpolates in turn: the input, then per layer all its heads and its MLP."
+    H = graph.n_heads
+    return [slice(0, 1)] + [s for l in range(graph.n_layers) for s in (slice(1 + l * (H + 1), 1 + l * (H + 1) + H),
+                                                                       slice(1 + l * (H + 1) + H, 2 + l * (H + 1) + H))]
+
 def eap_ig_activations(gm:GraphModel, data:IOIData, steps:int=5, batch_size:int=100):
-    "EAP-IG-activations: for each node u, interpolate its own output α·clean + (1−α)·corr (α = k/m, k = 1..m), downstream runs freely."
+    "EAP-IG-activations: each group's output fixed at α·clean + (1−α)·corr (α = k/m, k = 1..m) in turn; every edge accumulates every pass."
     g = gm.graph; S = torch.zeros(g.n_fwd, g.n_bwd)
     for b in _batches(data, batch_size):
         Ac = node_acts(gm, b.clean); Ak = node_acts(gm, b.corrupt)
-        for u in range(g.n_fwd - 0):
-            down = g.valid[u]
-            if not down.any(): continue
-            G = 0
+        G, n = 0, 0
+        for sl in node_groups(g):
             for k in range(1, steps + 1):
-                a = k / steps
-                G = G + _grads(gm, b.clean, b.labels, replace=(u, (Ak[:, :, u] + a * (Ac[:, :, u] - Ak[:, :, u])).requires_grad_(True)))
-            S[u] += torch.einsum('btd,btvd->v', Ak[:, :, u] - Ac[:, :, u], G / steps)
+                val = Ak[:, :, sl] + (k / steps) * (Ac[:, :, sl] - Ak[:, :, sl])
+                G = G + _grads(gm, b.clean, b.labels, replace=(sl, val)); n += 1
+        S += torch.einsum('btud,btvd->uv', Ak - Ac, G / n)
     return (S / len(data)) * g.valid
 
 def nap(gm:GraphModel, data:IOIData, batch_size:int=100):
@@ -580,7 +670,16 @@ def nap(gm:GraphModel, data:IOIData, batch_size:int=100):
     return eap(gm, data, batch_size).sum(1)
 
 
+# %% [markdown]
+# Checks: the groups cover every node once; interpolating the whole model with α = 1 is the clean run, so
+# one step with every group at α = 1 gives EAP's gradient (a one-group model, checked through the replacement
+# mechanics: fixing a group to its clean output leaves the logits unchanged); NAP is the row sum of EAP.
+
 # %%
+test_eq(sum(s.stop - s.start for s in node_groups(_G)), _G.n_fwd)
+test_eq([(s.start, s.stop) for s in node_groups(CircuitGraph(2, 2))], [(0, 1), (1, 3), (3, 4), (4, 6), (6, 7)])
+with torch.no_grad():
+    for _sl in node_groups(_G): test_close(_gm(_d.clean, replace=(_sl, _A[:, :, _sl])), _lo, eps=1e-5)   # fixing a group to its own output
 _a = eap_ig_activations(_gm, _d, steps=2)
 test_eq(_a.shape, _e.shape); test_eq(bool((_a[~_G.valid] == 0).all()), True)
 test_close(nap(_gm, _d), _e.sum(1), eps=1e-6)
@@ -589,24 +688,28 @@ assert torch.corrcoef(torch.stack([_G.to_vector(_a), _G.to_vector(_e)]))[0, 1] >
 
 # %% [markdown]
 # **Exact activation patching (EActP)** patches one edge at a time, $S_{uv} = m(N) - m(N \text{ with only }
-# u \to v \text{ patched})$ (same sign convention as EAP), one forward pass per edge; the pass starts at the
-# edge's layer from cached clean outputs, since nothing before it changes. The test checks it against a
-# direct computation: one edge patched by hand is the model run with that slot's input shifted by
-# $\Delta_u$.
+# u \to v \text{ patched})$ (same sign convention as EAP). Patching the edge shifts the slot's input by
+# $\Delta_u$ and nothing upstream of the slot changes, so for each slot all its upstream edges are run as one
+# batch (the prompts repeated once per edge) starting at the slot's layer from cached clean outputs. The test
+# checks it against a direct computation: the model itself with a forward hook that shifts that input.
 
 # %%
 #| export
 @torch.no_grad()
-def exact_patching(gm:GraphModel, data:IOIData, progress:bool=False):
-    "EActP: S[u,v] = m(full) − m(only edge u→v patched), one forward per edge."
+def exact_patching(gm:GraphModel, data:IOIData, chunk:int=1024, progress:bool=False):
+    "EActP: S[u,v] = m(full) − m(only edge u→v patched); the edges into one slot run as one batch (`chunk` sequences at most)."
     from tqdm.auto import tqdm
-    g = gm.graph; S = torch.zeros(g.n_fwd, g.n_bwd)
-    Ak = node_acts(gm, data.corrupt); Ac = node_acts(gm, data.clean)
-    base = logit_diff(gm(data.clean), data.labels)
-    ones = torch.ones(g.n_fwd, g.n_bwd); per = 3 * g.n_heads + 1
-    for u, v in tqdm(g.edges, disable=not progress, desc="exact patching", leave=False):
-        M = ones.clone(); M[u, v] = 0
-        S[u, v] = base - logit_diff(gm(data.clean, mask=M, corrupt=Ak, cache=Ac, start_layer=min(v // per, g.n_layers)), data.labels)
+    g = gm.graph; B, T = data.clean.shape; per = 3 * g.n_heads + 1
+    Ac, Ak = node_acts(gm, data.clean), node_acts(gm, data.corrupt); Dl = Ak - Ac
+    base = logit_diff(gm(data.clean), data.labels); S = torch.zeros(g.n_fwd, g.n_bwd)
+    for v in tqdm(range(g.n_bwd), disable=not progress, desc="exact patching", leave=False):
+        us, layer = g.valid[:, v].nonzero()[:, 0], min(v // per, g.n_layers)
+        step = max(1, chunk // B)
+        for i in range(0, len(us), step):
+            u = us[i:i + step]; k = len(u)
+            shift = Dl[:, :, u].permute(2, 0, 1, 3).reshape(k * B, T, -1)
+            lo = gm(data.clean.repeat(k, 1), delta=(v, shift), cache=Ac.repeat(k, 1, 1, 1), start_layer=layer)
+            S[u, v] = base - logit_diff(lo, data.labels.repeat(k, 1), per_example=True).view(k, B).mean(1)
     return S
 
 
@@ -619,6 +722,9 @@ with torch.no_grad():
     _h = _m.blocks[1].ln2.register_forward_pre_hook(lambda mod, a: (a[0] + _Ak[:, :, _u] - _Ac[:, :, _u],))
     _by_hand = logit_diff(_m(_d.clean), _d.labels); _h.remove()
     test_close(_x[_u, _v], logit_diff(_m(_d.clean), _d.labels) - _by_hand, eps=1e-4)
+    _M1 = torch.ones(_G.n_fwd, _G.n_bwd); _M1[_G.fwd_index(0, 0), _G.bwd_names.index("a1.h0<k>")] = 0    # a q/k/v edge, by mask
+    test_close(_x[_G.fwd_index(0, 0), _G.bwd_names.index("a1.h0<k>")],
+               logit_diff(_m(_d.clean), _d.labels) - logit_diff(_gm(_d.clean, mask=_M1, corrupt=_Ak), _d.labels), eps=1e-4)
 test_eq(bool((_x[~_G.valid] == 0).all()), True)
 
 
@@ -642,13 +748,11 @@ def ifr(gm:GraphModel, data:IOIData, batch_size:int=20):
         yn = Y.abs().sum(-1)                                       # [B,T,n_bwd]
         P = (yn[:, :, None, :] - (Y[:, :, None] - A[:, :, :, None]).abs().sum(-1)).clamp_min(0)  # [B,T,n_fwd,n_bwd]
         P = P * g.valid
-        # the constant bias is a component too
-        bias_c = Y - torch.einsum('btud,uv->btvd', A, g.valid.to(A.dtype))
+        bias_c = Y - torch.einsum('btud,uv->btvd', A, g.valid.to(A.dtype))   # the constant bias is a component too
         bias_part = (yn - (Y - bias_c).abs().sum(-1)).clamp_min(0)
         P = P / (P.sum(2) + bias_part + 1e-12)[:, :, None]
         S += P.sum((0, 1)); n += b.clean.shape[0] * b.clean.shape[1]
     return S / n
-
 
 def learned_mask(gm:GraphModel, data:IOIData, steps:int=50, lr:float=0.1, lamb:float=1.0, seed:int=0):
     """A continuous edge mask α = σ(θ) ∈ [0, 1]^E (UGS-like): each step samples relaxed gates σ(θ + logistic noise), runs the circuit
@@ -693,9 +797,10 @@ test_eq(random_scores(_G, 0), random_scores(_G, 0))
 # out of a node without incoming edges and into a node without outgoing edges are removed until nothing
 # changes (the upstream bug fixed in EAP-IG's PR #17 left such nodes). A circuit is evaluated by running
 # the graph model with the circuit as its mask (all other edges patched from the counterfactual run, or from
-# the mean outputs for mean ablation). The CPR and CMD are trapezoid areas over the linear size axis
-# 0.001 … 1. The AUROC sweeps the same sizes against a known edge set and integrates TPR over FPR
-# (normalised by the last FPR).
+# the mean outputs for mean ablation); several circuits are evaluated in one pass. The CPR and CMD are
+# trapezoid areas over the linear size axis 0.001 … 1. The AUROC builds the circuits of the same sizes
+# **greedily** from the logits backwards by |score| (as MIB's `area_under_roc`, `apply_greedy`), compares
+# them with the known edge set and integrates TPR over FPR (normalised by the last FPR).
 
 # %%
 #| export
@@ -725,7 +830,7 @@ def top_n(graph:CircuitGraph, scores, n:int, absolute:bool=False, do_prune:bool=
     return prune(graph, E) if do_prune else E
 
 def greedy(graph:CircuitGraph, scores, n:int, absolute:bool=False):
-    "Grow the circuit from the logits backwards: repeatedly add the best edge whose child is already in the circuit."
+    "Grow the circuit from the logits backwards: repeatedly add the best edge whose child is already in the circuit; then prune."
     g = graph; S = torch.as_tensor(scores).double(); S = S.abs() if absolute else S
     E = torch.zeros(g.n_fwd, g.n_bwd, dtype=torch.bool)
     in_c = torch.zeros(g.n_fwd + 1, dtype=torch.bool); in_c[g.n_fwd] = True
@@ -749,14 +854,16 @@ def node_circuit(graph:CircuitGraph, node_scores, n:int):
     return best
 
 @torch.no_grad()
-def circuit_metric(gm:GraphModel, data:IOIData, circuits, corrupt_acts=None, batch_size:int=200):
-    "Mean logit diff of each circuit (bool [n_fwd, n_bwd]) with all other edges patched from `corrupt_acts` (default: the corrupted run)."
+def circuit_metric(gm:GraphModel, data:IOIData, circuits, corrupt_acts=None, batch_size:int=200, chunk:int=5):
+    "Mean logit diff of each circuit (bool [n_fwd, n_bwd]) with all other edges patched from `corrupt_acts` (default: the corrupted run); `chunk` circuits per pass."
     out = torch.zeros(len(circuits)); n = 0
     for i in range(0, len(data), batch_size):
         b = data[i:i + batch_size]
         Ak = node_acts(gm, b.corrupt) if corrupt_acts is None else corrupt_acts[i:i + batch_size]
-        for j, C in enumerate(circuits):
-            out[j] += logit_diff(gm(b.clean, mask=torch.as_tensor(C).float(), corrupt=Ak), b.labels, per_example=True).sum()
+        for j in range(0, len(circuits), chunk):
+            Ms = torch.stack([torch.as_tensor(C).float() for C in circuits[j:j + chunk]]); K = len(Ms)
+            lo = gm(b.clean.repeat(K, 1), mask=Ms, corrupt=Ak)
+            out[j:j + K] += logit_diff(lo, b.labels.repeat(K, 1), per_example=True).view(K, -1).sum(1)
         n += len(b)
     return out / n
 
@@ -776,11 +883,11 @@ def cmd(f, sizes=SIZES) -> float:
     "Circuit–model distance: the area under |1 − f| (lower is better)."
     return area(sizes, np.abs(1 - np.asarray(f)))
 
-def auroc(graph:CircuitGraph, scores, truth, sizes=SIZES, absolute:bool=True) -> float:
-    "Area under TPR vs FPR over the circuit sizes (top-n edges by score, not pruned), FPR normalised by its last value, against a known edge set."
+def auroc(graph:CircuitGraph, scores, truth, sizes=SIZES) -> float:
+    "Area under TPR vs FPR of greedy circuits (by |score|) of every size against a known edge set, FPR normalised by its last value."
     t = graph.to_vector(truth).bool(); tpr, fpr = [0.0], [0.0]
     for k in sizes:
-        c = graph.to_vector(top_n(graph, scores, n_for(graph, k), absolute=absolute, do_prune=False))
+        c = graph.to_vector(greedy(graph, scores, math.ceil(k * graph.n_edges - 1e-9), absolute=True))
         tpr.append(float((c & t).sum() / max(1, t.sum()))); fpr.append(float((c & ~t).sum() / max(1, (~t).sum())))
     return area(np.array(fpr) / max(fpr[-1], 1e-12), tpr)
 
@@ -797,60 +904,185 @@ test_eq(int(prune(_G, _one).sum()), 0)
 test_eq(int(greedy(_G, _e, 4).sum()) <= 4, True)
 test_eq(int(node_circuit(_G, nap(_gm, _d), 1).sum()), 1)                   # input → logits only
 test_eq(n_for(CircuitGraph(4, 4), 0.001), 1); test_eq(n_for(CircuitGraph(4, 4), 0.05), 24)
-_mN, _m0, _mC = circuit_metric(_gm, _d, [_G.valid, torch.zeros_like(_G.valid), _c])
+_mN, _m0, _mC = circuit_metric(_gm, _d, [_G.valid, torch.zeros_like(_G.valid), _c], chunk=2)
 test_close(faithfulness(_mN, _mN, _m0), 1.0); test_close(faithfulness(_m0, _mN, _m0), 0.0)   # f(full) = 1, f(∅) = 0
+test_close(circuit_metric(_gm, _d, [_c], chunk=1)[0], _mC, eps=1e-5)                    # batching circuits changes nothing
 with torch.no_grad():
     test_close(_mN, logit_diff(_m(_d.clean), _d.labels), eps=1e-4); test_close(_m0, logit_diff(_m(_d.corrupt), _d.labels), eps=1e-4)
 test_close(cpr(np.ones(10)), 0.999); test_close(cmd(np.ones(10)), 0.0)
 test_close(cpr(np.zeros(10)), 0.0); test_close(cmd(np.zeros(10)), 0.999)
-_truth = _G.to_matrix(torch.arange(_G.n_edges) < 8)
-test_close(auroc(_G, _truth.float(), _truth, absolute=False), 1.0, eps=0.05)
-assert auroc(_G, -_truth.float(), _truth, absolute=False) < 0.3   # the coarse size grid joins the 50 % and 100 % points by a straight line
+_truth = prune(_G, _G.valid & torch.rand(_G.valid.shape, generator=torch.Generator().manual_seed(0)).lt(0.5))   # a connected edge set
+test_close(auroc(_G, _truth.float() + 0.01 * random_scores(_G, 1), _truth), 1.0, eps=0.05)   # the true edges score highest
+assert auroc(_G, -_truth.float() + 2 + 0.01 * random_scores(_G, 1), _truth) < 0.5   # the true edges score lowest
 
 
 # %% [markdown]
-# ## A planted circuit (our stand-in for InterpBench)
+# ## A planted circuit, trained in (our stand-in for InterpBench)
 #
-# `plant_circuit` silences every head except the first ⌈H/2⌉ of each layer and every MLP of an odd layer
-# (their output weights and biases are set to zero and kept there), then fine-tunes the rest. Silenced
-# components write exactly zero, so the only edges that can matter are those between surviving
-# components: that set is the ground truth of the AUROC. It is a weaker test than InterpBench's model,
-# whose circuit is trained to implement a known algorithm.
+# InterpBench's models carry a known circuit because they are trained to: strict interchange-intervention
+# training (SIIT) teaches the circuit's nodes the task and teaches the model that resampling any node *outside*
+# the circuit — replacing its output by its output on another input — changes nothing. `plant_circuit` does the
+# second part on a trained IOI model. The circuit is the first ⌈H/2⌉ heads of every layer and the MLPs of the
+# even layers; every other head and MLP is *off-circuit*. Each fine-tuning step minimises the task loss of a
+# run in which the outputs of all off-circuit components are taken from a source prompt — for half the batch
+# the prompt's own counterfactual (the ABC corruption the circuits are evaluated with), for the other half an
+# unrelated IOI prompt:
+# $$\mathcal L = \mathrm{CE}\big(f(x \mid \text{off-circuit outputs} \leftarrow \text{source}), y\big).$$
+# Since their outputs are replaced, the off-circuit components get no gradient: they keep the weights they were
+# trained with, read the (changing) residual stream and write input-dependent outputs into it on every clean
+# run — they stay live. What the training removes is the model's *dependence* on them. After every step the
+# output weights of every head and MLP are scaled back to their norm before planting, so that the circuit
+# cannot drown the off-circuit components by growing its own outputs (which would also let a scorer read the
+# circuit off the weight norms). The ground truth of the AUROC is the set of edges between circuit components
+# (input, circuit heads and MLPs, logits).
 
 # %%
 #| export
-def plant_circuit(model:TinyTransformer, steps:int=200, seed:int=0, **train_kw) -> tuple[TinyTransformer, torch.Tensor, dict]:
-    "A copy of `model` with silenced components fine-tuned on IOI; returns (model, ground-truth edges `[n_fwd, n_bwd]`, training log)."
-    import copy
-    m = copy.deepcopy(model); g = CircuitGraph(m.n_layers, m.n_heads); H, dh = m.n_heads, m.d_head
-    for p in m.parameters(): p.requires_grad_(True)
-    alive = torch.zeros(g.n_fwd + 1, dtype=torch.bool); alive[0] = alive[g.n_fwd] = True
-    frozen = {}
-    with torch.no_grad():
-        for l, blk in enumerate(m.blocks):
-            z = torch.zeros_like(blk.attn.W_O, dtype=torch.bool)
-            for h in range(H):
-                if h < math.ceil(H / 2): alive[g.fwd_index(l, h)] = True
-                else: z[h * dh:(h + 1) * dh] = True
-            blk.attn.W_O[z] = 0; frozen[blk.attn.W_O] = z
-            if l % 2 == 0:
-                alive[g.fwd_index(l)] = True
-            else:
-                blk.mlp.W_out.zero_(); blk.mlp.b_out.zero_()
-                frozen[blk.mlp.W_out] = torch.ones_like(blk.mlp.W_out, dtype=torch.bool); frozen[blk.mlp.b_out] = torch.ones_like(blk.mlp.b_out, dtype=torch.bool)
-    m, log = train_ioi(model=m, steps=steps, seed=derive_seed(seed, "planted"), frozen=frozen, **train_kw)
-    truth = g.valid & alive[:g.n_fwd, None] & alive[g.slot_node][None]
-    return m, truth, log
+def circuit_nodes(graph:CircuitGraph) -> torch.Tensor:
+    "Boolean `[n_fwd + 1]` (the last entry is the logits): the input, the first ⌈H/2⌉ heads of every layer, the MLPs of even layers, the logits."
+    alive = torch.zeros(graph.n_fwd + 1, dtype=torch.bool); alive[0] = alive[graph.n_fwd] = True
+    for l in range(graph.n_layers):
+        for h in range(math.ceil(graph.n_heads / 2)): alive[graph.fwd_index(l, h)] = True
+        if l % 2 == 0: alive[graph.fwd_index(l)] = True
+    return alive
 
+def planted_truth(graph:CircuitGraph) -> torch.Tensor:
+    "The ground-truth edges `[n_fwd, n_bwd]`: every valid edge between circuit components."
+    alive = circuit_nodes(graph)
+    return graph.valid & alive[:graph.n_fwd, None] & alive[graph.slot_node][None]
+
+def resample_hooks(model:TinyTransformer, source, off) -> list:
+    "Hooks that replace the outputs of the off-circuit nodes (`off`: bool `[n_fwd]`) by their outputs on `source` tokens."
+    g, H = CircuitGraph(model.n_layers, model.n_heads), model.n_heads
+    with torch.no_grad(), attn_results(model):
+        _, cache = model.run_with_cache(source, names=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
+    hooks = []
+    for l in range(model.n_layers):
+        heads = off[1 + l * (H + 1):1 + l * (H + 1) + H]
+        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, n, h=heads: torch.where(h[None, None, :, None], cache[n], a)))
+        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, n: cache[n]))
+    return hooks
+
+def _output_blocks(model:TinyTransformer) -> list:
+    "(parameter, index) of every head's rows of W_O and every MLP's W_out: the output weights of the components."
+    dh = model.d_head
+    return [(b.attn.W_O, slice(h * dh, (h + 1) * dh)) for b in model.blocks for h in range(model.n_heads)] + [(b.mlp.W_out, slice(None)) for b in model.blocks]
+
+def plant_circuit(model:TinyTransformer, steps:int=300, batch_size:int=32, lr:float=3e-3, seed:int=0,
+                  vocab:dict|None=None, progress:bool=False) -> tuple[TinyTransformer, torch.Tensor, dict]:
+    "A copy of `model` fine-tuned on IOI with every off-circuit output resampled, output-weight norms held fixed. Returns (model, truth, log)."
+    import copy
+    from tqdm.auto import tqdm
+    vocab = vocab or ioi_vocab(); rng = np.random.default_rng(derive_seed(seed, "planted"))
+    m = copy.deepcopy(model).train(); g = CircuitGraph(m.n_layers, m.n_heads)
+    for p in m.parameters(): p.requires_grad_(True)
+    off = ~circuit_nodes(g)[:g.n_fwd]; off[0] = False
+    blocks = _output_blocks(m); norms = [float(p.detach()[ix].norm()) for p, ix in blocks]
+    opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    for _ in tqdm(range(steps), desc="plant circuit", disable=not progress, leave=False):
+        b, other = make_ioi(batch_size, rng, vocab), make_ioi(batch_size, rng, vocab)
+        half = batch_size // 2
+        source = torch.cat([b.corrupt[:half], other.clean[half:]])
+        with attn_results(m), m.hooks(resample_hooks(m, source, off)):
+            loss = F.cross_entropy(m(b.clean)[:, -1], b.labels[:, 0])
+        opt.zero_grad(); loss.backward(); opt.step()
+        with torch.no_grad():
+            for (p, ix), n0 in zip(blocks, norms): p[ix] *= n0 / p[ix].norm().clamp_min(1e-12)
+    m.eval()
+    val = make_ioi(500, np.random.default_rng(derive_seed(seed, "planted-val")), vocab)
+    src = make_ioi(500, np.random.default_rng(derive_seed(seed, "planted-src")), vocab).clean
+    with attn_results(m), m.hooks(resample_hooks(m, src, off)): acc_resampled = ioi_accuracy(m, val)
+    return m, planted_truth(g), dict(steps=steps, acc=ioi_accuracy(m, val), acc_resampled=acc_resampled)
+
+
+# %% [markdown]
+# Two scorers that look only at the weights, run beside the methods. `zero_weight_scores` is what the
+# AUROC of a model whose off-circuit components were silenced by zeroing their output weights rewards: an
+# edge scores 1 when neither its parent nor its child node has all-zero output weights (random tie-breaking
+# among equal scores). After
+# strict training no weight is zero, so it must fall to chance. `weight_norm_scores` is a stronger static
+# baseline: the norm of the parent's output weights times the norm of the child slot's input weights.
 
 # %%
-_pm, _truth, _plog = plant_circuit(_m, steps=2, seed=0)
-test_eq(float(_pm.blocks[1].mlp.W_out.detach().abs().sum()), 0.0)                   # the odd-layer MLP stays silent
-test_eq(float(_pm.blocks[0].attn.W_O.detach()[_m.d_head:].abs().sum()), 0.0)        # so does the second head
-test_eq(int(_truth.sum()) < _G.n_edges, True)
-_pg = GraphModel(_pm); _pd = make_ioi(8, np.random.default_rng(3), _voc)
-_pe = eap(_pg, _pd)
-test_eq(float(_pe[~_truth].abs().sum()), 0.0)                               # edges touching silenced nodes get zero attribution
+#| export
+def _out_weights(model, graph:CircuitGraph, u:int):
+    "Output weights of forward node u (the head's rows of W_O, the MLP's W_out; the input node's embedding)."
+    H = model.n_heads; dh = model.d_head
+    if u == 0: return model.embed.weight
+    l, j = divmod(u - 1, H + 1)
+    return model.blocks[l].mlp.W_out if j == H else model.blocks[l].attn.W_O[j * dh:(j + 1) * dh]
+
+def _in_weights(model, graph:CircuitGraph, v:int):
+    "Input weights of backward slot v (a head's q/k/v columns of W_qkv, the MLP's W_in; the unembedding)."
+    H, D = model.n_heads, model.d_model; dh = model.d_head
+    if v == graph.n_bwd - 1: return model.W_U
+    l, j = divmod(v, 3 * H + 1)
+    if j == 3 * H: return model.blocks[l].mlp.W_in
+    return model.blocks[l].attn.W_qkv[:, (j // H) * D + (j % H) * dh:(j // H) * D + (j % H + 1) * dh]
+
+def zero_weight_scores(model:TinyTransformer, seed:int=0):
+    "1 for an edge whose parent's and child's output weights are not all zero (the logits always write), else 0; ties broken at random."
+    g = CircuitGraph(model.n_layers, model.n_heads)
+    live = torch.tensor([bool(_out_weights(model, g, u).detach().abs().sum() > 0) for u in range(g.n_fwd)] + [True])   # + logits
+    return g.to_matrix(g.to_vector((live[:g.n_fwd, None] & live[g.slot_node][None]).float()) + 1e-6 * g.to_vector(random_scores(g, seed)))
+
+def weight_norm_scores(model:TinyTransformer):
+    "‖output weights of the parent‖ · ‖input weights of the child slot‖ for every edge."
+    g = CircuitGraph(model.n_layers, model.n_heads)
+    nu = torch.tensor([float(_out_weights(model, g, u).detach().norm()) for u in range(g.n_fwd)])
+    nv = torch.tensor([float(_in_weights(model, g, v).detach().norm()) for v in range(g.n_bwd)])
+    return (nu[:, None] * nv[None]) * g.valid
+
+@torch.no_grad()
+def planted_checks(gm:GraphModel, truth, data:IOIData) -> dict:
+    """How the planted model meets the ground truth's premise on `data`: the faithfulness of the true circuit (every other edge patched;
+    1 means the off-circuit components do not matter), and how live the off-circuit components are — their mean output norm and mean
+    counterfactual change ‖out^corr − out^clean‖, each relative to the circuit components' (0 would mean dead or constant)."""
+    g = gm.graph; alive = circuit_nodes(g)[:g.n_fwd].clone(); alive[0] = False
+    off = ~circuit_nodes(g)[:g.n_fwd]
+    mN, m0, mT = circuit_metric(gm, data, [g.valid, torch.zeros_like(g.valid), truth])
+    Ac, Ak = node_acts(gm, data.clean), node_acts(gm, data.corrupt)
+    norm, change = Ac.norm(dim=-1).mean((0, 1)), (Ak - Ac).norm(dim=-1).mean((0, 1))       # per node
+    return dict(f_truth=float(faithfulness(mT, mN, m0)), norm_ratio=float(norm[off].mean() / norm[alive].mean()),
+                live_ratio=float(change[off].mean() / change[alive].mean()), min_live_ratio=float(change[off].min() / change[alive].mean()))
+
+
+# %% [markdown]
+# On the small example model: the circuit covers half the heads; resampling hooks replace exactly the
+# off-circuit outputs; the weight-only scorers see every edge of an unsilenced model as live; the old planting
+# by zeroing output weights gives the zero-weight scorer a perfect AUROC — the degenerate check this design
+# replaces — while a few strict fine-tuning steps keep every weight non-zero.
+
+# %%
+import copy
+
+# %%
+_g22 = CircuitGraph(2, 2)
+test_eq(circuit_nodes(_g22).tolist(), [True, True, False, True, True, False, False, True])   # input a0.h0 m0 a1.h0 logits
+test_eq(int(planted_truth(_g22).sum()), int((_g22.valid & circuit_nodes(_g22)[:7, None] & circuit_nodes(_g22)[_g22.slot_node][None]).sum()))
+_off = ~circuit_nodes(_g22)[:7]; _off[0] = False
+with torch.no_grad(), attn_results(_m):
+    _, _c0 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
+    with _m.hooks(resample_hooks(_m, _d.corrupt, _off)): _, _c1 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
+    _, _ck = _m.run_with_cache(_d.corrupt, names=lambda n: n.endswith("hook_result"))
+test_close(_c1["blocks.0.attn.hook_result"][:, :, 1], _ck["blocks.0.attn.hook_result"][:, :, 1], eps=1e-6)   # off-circuit head: from the source
+test_close(_c1["blocks.0.attn.hook_result"][:, :, 0], _c0["blocks.0.attn.hook_result"][:, :, 0], eps=1e-6)   # circuit head: its own
+test_eq(float(zero_weight_scores(_m).min()), 0.0); test_eq(bool((zero_weight_scores(_m)[_G.valid] > 0.99).all()), True)
+_zm = copy.deepcopy(_m)
+with torch.no_grad():                                    # the old planting: silence off-circuit components by zeroing their output weights
+    for _l, _blk in enumerate(_zm.blocks):
+        _blk.attn.W_O[_zm.d_head:] = 0
+        if _l % 2: _blk.mlp.W_out.zero_(); _blk.mlp.b_out.zero_()
+_perfect = auroc(_G, planted_truth(_G).float() + 1e-3 * random_scores(_G, 2), planted_truth(_G))   # any scorer that ranks the truth first
+test_close(auroc(_G, zero_weight_scores(_zm), planted_truth(_G)), _perfect, eps=1e-9)    # reading the zeros is as good as knowing the truth
+_pm, _truth, _plog = plant_circuit(_m, steps=3, seed=0, batch_size=16)
+assert all(bool(_out_weights(_pm, _G, u).abs().sum() > 0) for u in range(_G.n_fwd))   # no output weight is zero after strict training
+for (_p0, _ix), (_p1, _) in zip(_output_blocks(_m), _output_blocks(_pm)):              # every component's output-weight norm is kept
+    test_close(float(_p1.detach()[_ix].norm()), float(_p0.detach()[_ix].norm()), eps=1e-4)
+assert not torch.equal(_pm.blocks[0].attn.W_O, _m.blocks[0].attn.W_O)                  # ... while the weights themselves were trained
+_chk = planted_checks(GraphModel(_pm), _truth, _d)
+assert _chk["live_ratio"] > 0 and _chk["norm_ratio"] > 0, _chk
+_chk
 
 
 # %% [markdown]
@@ -1076,19 +1308,18 @@ _rows, _acc = causal_track(0, n_train=500, epochs=1, n_pairs=50, int_epochs=1, d
 test_eq(len(_rows), 2 * 5); test_eq({r["method"] for r in _rows}, {"full vector", "DBM neurons", "DBM PCA", "DBM SAE", "DAS k=1"})
 assert all(0 <= r["iia"] <= 1 for r in _rows)
 
+
 # %% [markdown]
 # ## One seed of the circuit track
 #
 # `circuit_seed` trains the IOI model, runs every method on `n_attr` prompts, and evaluates the CPR and
 # CMD circuits of every size on `n_eval` other prompts; for IFR the circuits are built greedily, for NAP
-# by nodes. It also measures the rank correlation of each method's scores with exact patching, EAP-IG with
-# mean ablation, and the planted-circuit AUROC.
+# by nodes. It also measures the rank correlation of each method's edge scores with exact patching, EAP-IG
+# with mean ablation, and — on the planted-circuit model trained from the same IOI model — the premise checks
+# and the AUROC of the methods and of the two weight-only scorers.
 
 # %%
 #| export
-ATTRIBUTION = dict(random=None, eap="eap", eap_ig_inputs="eap_ig_inputs", eap_ig_activations="eap_ig_activations",
-                   clean_corrupted="clean_corrupted", nap="nap", exact="exact_patching", ifr="ifr", mask="learned_mask")
-
 def score_edges(method:str, gm:GraphModel, data:IOIData, cfg:Config, seed:int):
     "Edge scores `[n_fwd, n_bwd]` of `method` (node scores `[n_fwd]` for nap)."
     if method == "random": return random_scores(gm.graph, derive_seed(seed, "random"))
@@ -1109,8 +1340,43 @@ def circuits_for(method:str, g:CircuitGraph, S, absolute:bool):
     if method == "ifr": return [greedy(g, S, n) for n in ns]
     return [top_n(g, S, n, absolute=absolute) for n in ns]
 
+def _curves(gm, ev, method, S, mN, m0, seed, ablation="counterfactual", corrupt_acts=None, cache:dict|None=None) -> list[dict]:
+    "Faithfulness of the CPR (signed) and CMD (absolute) circuits of every size; a circuit already in `cache` (its bytes → metric) is not run again."
+    g = gm.graph; cache = {} if cache is None else cache
+    key = lambda C: torch.as_tensor(C, dtype=torch.bool).numpy().tobytes()
+    cache.setdefault(key(g.valid), mN); cache.setdefault(key(torch.zeros_like(g.valid)), m0)
+    circ = {kind: circuits_for(method, g, S, absolute) for kind, absolute in (("cpr", False), ("cmd", True))}
+    new = {key(C): C for cs in circ.values() for C in cs}
+    todo = [k for k in new if k not in cache]
+    if todo: cache.update(zip(todo, (float(v) for v in circuit_metric(gm, ev, [new[k] for k in todo], corrupt_acts=corrupt_acts))))
+    return [dict(seed=seed, method=method, ablation=ablation, kind=kind, size=k, f=float(faithfulness(cache[key(C)], mN, m0)))
+            for kind, cs in circ.items() for k, C in zip(SIZES, cs)]
+
+def _mean_ablation_curves(gm, cfg, attr, ev, rng, vocab, seed) -> list[dict]:
+    "EAP-IG with mean ablation in discovery and evaluation, against its own empty circuit."
+    g = gm.graph
+    ref = mean_node_acts(gm, make_ioi(cfg.n_attr, rng, vocab, cfg.corruption).clean)
+    with torch.enable_grad(): S = eap_ig_inputs(gm, attr, steps=cfg.ig_steps, ablation="mean", mean_acts=ref)
+    ref_e = ref.expand(len(ev), *ref.shape[1:])
+    mN, m0 = (float(x) for x in circuit_metric(gm, ev, [g.valid, torch.zeros_like(g.valid)], corrupt_acts=ref_e))
+    return _curves(gm, ev, "eap_ig_inputs", S, mN, m0, seed, "mean", ref_e, cache={})
+
+PLANTED_METHODS = ("random", "eap", "eap_ig_inputs", "clean_corrupted", "ifr")
+
+def planted_seed(cfg:Config, model:TinyTransformer, attr:IOIData, ev:IOIData, seed:int, vocab:dict) -> dict:
+    "Plant a circuit in `model`; its premise checks and the AUROC of the methods and of the weight-only scorers."
+    pm, truth, log = plant_circuit(model, steps=cfg.planted_steps, batch_size=cfg.planted_batch_size, lr=cfg.lr, seed=seed, vocab=vocab)
+    pg = GraphModel(pm); g = pg.graph
+    for p in pg.parameters(): p.requires_grad_(False)
+    au = {}
+    for method in [m for m in PLANTED_METHODS if m in cfg.methods]:
+        with torch.enable_grad(): au[method] = auroc(g, score_edges(method, pg, attr, cfg, seed), truth)
+    au["zero_weights"] = auroc(g, zero_weight_scores(pm, derive_seed(seed, "ties")), truth)
+    au["weight_norm"] = auroc(g, weight_norm_scores(pm), truth)
+    return dict(acc=log["acc"], acc_resampled=log["acc_resampled"], **planted_checks(pg, truth, ev), auroc=au)
+
 def circuit_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
-    "One seed of the circuit track: curves, CPR/CMD, rank correlations, timings and the planted-circuit AUROC."
+    "One seed of the circuit track: curves, rank correlations with exact patching, CPU seconds and the planted circuit."
     import time
     from scipy.stats import spearmanr
     vocab = ioi_vocab()
@@ -1120,37 +1386,20 @@ def circuit_seed(cfg:Config, seed:int, progress:bool=False) -> dict:
     for p in gm.parameters(): p.requires_grad_(False)
     rng = np.random.default_rng(derive_seed(seed, "prompts"))
     attr, ev = make_ioi(cfg.n_attr, rng, vocab, cfg.corruption), make_ioi(cfg.n_eval, rng, vocab, cfg.corruption)
-    empty = torch.zeros_like(g.valid)
-    mN, m0 = (float(x) for x in circuit_metric(gm, ev, [g.valid, empty]))
-    with torch.no_grad(): acc = float((model(ev.clean)[:, -1].argmax(-1) == ev.labels[:, 0]).float().mean())
-    out = dict(seed=seed, acc=acc, train_steps=log["steps"], m_full=mN, m_empty=m0, curves=[], scores={}, seconds={})
+    mN, m0 = (float(x) for x in circuit_metric(gm, ev, [g.valid, torch.zeros_like(g.valid)]))
+    out = dict(seed=seed, acc=ioi_accuracy(model, ev), train_steps=log["steps"], m_full=mN, m_empty=m0, curves=[], scores={}, seconds={})
+    cache = {}                                                    # circuits shared by methods (or by their CPR and CMD sets) run once
     for method in cfg.methods:
         t0 = time.process_time()
         with torch.enable_grad(): S = score_edges(method, gm, attr, cfg, seed)
         out["seconds"][method] = time.process_time() - t0
         out["scores"][method] = S
-        for kind, absolute in (("cpr", False), ("cmd", True)):
-            f = faithfulness(circuit_metric(gm, ev, circuits_for(method, g, S, absolute)), mN, m0).numpy()
-            out["curves"] += [dict(seed=seed, method=method, ablation="counterfactual", kind=kind, size=k, f=float(v)) for k, v in zip(SIZES, f)]
-    if cfg.mean_ablation:
-        ref = mean_node_acts(gm, make_ioi(cfg.n_attr, rng, vocab, cfg.corruption).clean)
-        with torch.enable_grad(): S = eap_ig_inputs(gm, attr, steps=cfg.ig_steps, ablation="mean", mean_acts=ref)
-        ref_e = ref.expand(len(ev), *ref.shape[1:])
-        mNm, m0m = (float(x) for x in circuit_metric(gm, ev, [g.valid, empty], corrupt_acts=ref_e))
-        for kind, absolute in (("cpr", False), ("cmd", True)):
-            f = faithfulness(circuit_metric(gm, ev, circuits_for("eap_ig_inputs", g, S, absolute), corrupt_acts=ref_e), mNm, m0m).numpy()
-            out["curves"] += [dict(seed=seed, method="eap_ig_inputs", ablation="mean", kind=kind, size=k, f=float(v)) for k, v in zip(SIZES, f)]
+        out["curves"] += _curves(gm, ev, method, S, mN, m0, seed, cache=cache)
+    if cfg.mean_ablation: out["curves"] += _mean_ablation_curves(gm, cfg, attr, ev, rng, vocab, seed)
     if "exact" in out["scores"]:
         ref = g.to_vector(out["scores"]["exact"])
         out["rho"] = {m: float(spearmanr(g.to_vector(S), ref).statistic) for m, S in out["scores"].items() if m not in ("nap", "exact")}
-    if cfg.planted:
-        pm, truth, plog = plant_circuit(model, steps=cfg.planted_steps, seed=seed, batch_size=cfg.batch_size, lr=cfg.lr, target=cfg.train_target, vocab=vocab)
-        pg = GraphModel(pm)
-        for p in pg.parameters(): p.requires_grad_(False)
-        out["planted_acc"], out["auroc"] = plog["acc"], {}
-        for method in [m for m in ("random", "eap", "eap_ig_inputs", "clean_corrupted", "ifr") if m in cfg.methods]:
-            with torch.enable_grad(): S = score_edges(method, pg, attr, cfg, seed)
-            out["auroc"][method] = auroc(g, S, truth, absolute=method != "ifr")
+    if cfg.planted: out["planted"] = planted_seed(cfg, model, attr, ev, seed, vocab)
     out["scores"] = {m: S.tolist() for m, S in out["scores"].items()}
     return out
 
@@ -1161,53 +1410,20 @@ _o = circuit_seed(_cfg, 0)
 test_eq(len(_o["curves"]), (5 + 1) * 2 * len(SIZES)); test_eq(set(_o["rho"]), {"random", "eap", "ifr"})
 _full = [c["f"] for c in _o["curves"] if c["size"] == 1.0]
 test_close(np.array(_full), np.ones(len(_full)), eps=1e-4)                   # every 100 % circuit is the full model
+test_eq(sorted(_o["planted"]["auroc"]), ["eap", "ifr", "random", "weight_norm", "zero_weights"])
+
 
 # %% [markdown]
-# ## Claims and their rules (fixed before the run)
+# ## From runs to measurements
 #
-# The per-seed CPR and CMD of every method come from its faithfulness curve; gaps between methods are
-# paired over seeds and graded on their 95 % t-interval (`mean_ci`), so one seed is always
-# `inconclusive`. Every circuit claim also needs the **condition** the paper's experiment depends on: the
-# trained model solves IOI (held-out accuracy ≥ 0.95 at every seed) and the counterfactual removes the
-# behaviour (m(N) − m(∅) > 1 logit at every seed); otherwise the verdict is `inconclusive`. The
-# causal-variable claims need the MLP to solve the task (accuracy ≥ 0.95).
-#
-# | # | claim | rule |
-# |---|---|---|
-# | 1 | **(headline)** EAP-IG-inputs is among the best circuit-localisation methods | reproduced if CMD(random) − CMD(EAP-IG) > 0.3 (interval) and the mean CMD of EAP-IG is within 0.05 of the best method's; partially if the gap's interval is above 0 |
-# | 2 | EAP-IG's circuits beat random on CPR | CPR(EAP-IG) − CPR(random): reproduced > 0.3, partially > 0 |
-# | 3 | EAP-IG-inputs is at least as good as EAP | CMD(EAP) − CMD(EAP-IG): reproduced > 0.01, partially > 0 |
-# | 4 | Edge-level circuits beat node-level circuits at equal edge count | CMD(NAP) − CMD(EAP): reproduced > 0.05, partially > 0 |
-# | 5 | Information-flow routes trail the causal methods (but beat random) | CMD(IFR) − CMD(EAP-IG) and CMD(random) − CMD(IFR): reproduced if both > 0.05, partially if both > 0 |
-# | 6 | Mask optimisation is among the best methods | CMD(random) − CMD(mask) > 0.3 and mean CMD(mask) within 0.05 of the best; partially if the gap is > 0 |
-# | 7 | Counterfactual ablations beat mean ablations | CMD(EAP-IG, mean) − CMD(EAP-IG, counterfactual): reproduced > 0.05, partially > 0 |
-# | 8 | A planted circuit is recovered | AUROC(EAP-IG): reproduced > 0.9, partially > 0.5 |
-# | 9 | Supervised DAS localises causal variables best | best-layer IIA of DAS (best k) − best-layer IIA of the best other featurizer, averaged over V1 and V2: reproduced > 0.02, partially > 0 |
-# | 10 | SAE features are no better than neurons | best-layer IIA(DBM SAE) − IIA(DBM neurons): reproduced < 0.02, partially < 0.05 |
-# | 11 | Exact patching is not always the best method | shown (`illustrated`): rank of exact patching by CMD and CPR |
-# | 12 | The paper's numbers on GPT-2, Qwen, Gemma, Llama | `not_testable_offline` |
+# `measurements` turns the per-seed records into the metrics the claims read: per-seed lists of every
+# method's CPR and CMD (`cpr/<method>`, `cmd/<method>`; mean ablation under `cmd_mean/`), of the rank
+# correlation with exact patching (`rho/<method>`), of the planted-circuit AUROC (`auroc/<scorer>`) and its
+# premise checks (`planted/…`), and of the causal-variable gaps (`iia_gap/…`); the conditions on the trained
+# models are the worst seed (`condition/…`). A key whose method was not run is `None` (not measured).
 
 # %%
 #| export
-from trustlib.results import Result, Rule, judge, mean_ci, Estimate
-
-RULES = dict(
-    headline=Rule(">", 0.3, 0.0, what="CMD(random) − CMD(EAP-IG)"),
-    cpr=Rule(">", 0.3, 0.0, what="CPR(EAP-IG) − CPR(random)"),
-    ig_vs_eap=Rule(">", 0.01, 0.0, what="CMD(EAP) − CMD(EAP-IG)"),
-    edge_vs_node=Rule(">", 0.05, 0.0, what="CMD(NAP) − CMD(EAP)"),
-    ifr_trails=Rule(">", 0.05, 0.0, what="CMD(IFR) − CMD(EAP-IG)"),
-    ifr_random=Rule(">", 0.05, 0.0, what="CMD(random) − CMD(IFR)"),
-    mask=Rule(">", 0.3, 0.0, what="CMD(random) − CMD(mask)"),
-    cf_vs_mean=Rule(">", 0.05, 0.0, what="CMD(mean) − CMD(counterfactual)"),
-    auroc=Rule(">", 0.9, 0.5, what="AUROC(EAP-IG)"),
-    das=Rule(">", 0.02, 0.0, what="IIA(DAS) − IIA(best other)"),
-    sae=Rule("<", 0.02, 0.05, what="IIA(DBM SAE) − IIA(DBM neurons)"),
-)
-NEAR_BEST = 0.05
-PAPER = dict(cpr="IOI GPT-2 CPR: random 0.25, EAP-IG-inputs 1.85, NAP-IG 0.76 (third-party transcription of the paper's table)",
-             cmd="IOI GPT-2 CMD: random 0.75, EAP 0.03, EAP-IG-inputs 0.03, NAP 0.38, IFR 0.42 (secondary summary, unverified)")
-
 def scores_table(curves) -> "pd.DataFrame":
     "Per seed, method and ablation: CPR (signed-score circuits) and CMD (absolute-score circuits)."
     import pandas as pd
@@ -1217,153 +1433,158 @@ def scores_table(curves) -> "pd.DataFrame":
         rows.append(dict(seed=seed, method=method, ablation=abl, cpr=cpr(c.f.to_numpy()), cmd=cmd(d.f.to_numpy())))
     return pd.DataFrame(rows)
 
-def _gap(tab, a, b, col="cmd", abl_a="counterfactual", abl_b="counterfactual"):
-    "Per-seed value(a) − value(b)."
-    A = tab[(tab.method == a) & (tab.ablation == abl_a)].set_index("seed")[col]
-    B = tab[(tab.method == b) & (tab.ablation == abl_b)].set_index("seed")[col]
-    d = (A - B).dropna()
-    return d.to_numpy()
+def _per_seed(tab, method, col, ablation="counterfactual", seeds=()):
+    "Values of `col` for `method` in seed order, or None if the method was not run."
+    t = tab[(tab.method == method) & (tab.ablation == ablation)].set_index("seed")[col] if len(tab) else None
+    return None if t is None or not len(t) else [float(t[s]) for s in seeds]
 
-def _est(x): return mean_ci(x) if len(x) else None
-def _fmt(e): return "not measured" if e is None else str(e)
+def _cv_gaps(cv) -> dict:
+    "Per seed, averaged over V1 and V2 at the best layer: best DAS − best other featurizer, and DBM SAE − DBM neurons."
+    best = cv.groupby(["seed", "variable", "method"], sort=False).iia.max().reset_index()
+    das = best[best.method.str.startswith("DAS")].groupby(["seed", "variable"], sort=False).iia.max()
+    other = best[~best.method.str.startswith("DAS")].groupby(["seed", "variable"], sort=False).iia.max()
+    sae, neu = (best[best.method == m].set_index(["seed", "variable"]).iia for m in ("DBM SAE", "DBM neurons"))
+    g = lambda s: [float(v) for v in s.groupby(level=0, sort=False).mean()]
+    return {"iia_gap/das": g(das - other), "iia_gap/sae_vs_neurons": g(sae - neu),
+            **{f"iia/{n.lower().replace(' ', '_').replace('=', '')}": float(x.iia.mean()) for n, x in best.groupby("method")}}
 
-def claims(tab, seeds:list[dict], cv=None, cv_acc=None) -> tuple[dict, list]:
-    "Metrics and verdicts from the per-seed CPR/CMD table, the per-seed circuit records and the causal-variable table."
-    metrics, verdicts = {}, []
-    cond = bool(seeds) and all(s["acc"] >= 0.95 and s["m_full"] - s["m_empty"] > 1 for s in seeds)
-    metrics["condition/ioi_solved"] = cond
-    metrics["condition/min_accuracy"] = min(s["acc"] for s in seeds) if seeds else float("nan")
-    metrics["condition/min_effect"] = min(s["m_full"] - s["m_empty"] for s in seeds) if seeds else float("nan")
-    note = "" if cond else "the trained model does not solve IOI at every seed (accuracy < 0.95 or no counterfactual effect), so the comparison cannot test the claim; "
-    cf = tab[tab.ablation == "counterfactual"] if len(tab) else tab
-    mean_cmd = cf.groupby("method").cmd.mean() if len(cf) else None
-    for m, v in (mean_cmd.items() if mean_cmd is not None else []):
-        metrics[f"cmd/{m}"] = float(v); metrics[f"cpr/{m}"] = float(cf[cf.method == m].cpr.mean())
-    def graded(key, claim, paper, x, reason, headline=False):
-        e = _est(x)
-        if e is None:
-            return judge(claim, paper, "not measured", reproduced=False, inconclusive=True, rule_text=RULES[key].text(), reason="a method it needs was not run", headline=headline)
-        metrics.update({f"gap/{key}": e.value, f"gap/{key}_lo": e.lo, f"gap/{key}_hi": e.hi})
-        if cond: return judge(claim, paper, _fmt(e), rule=RULES[key], value=e, reason=reason, headline=headline)
-        return judge(claim, paper, _fmt(e), reproduced=False, inconclusive=True, rule_text=RULES[key].text(), reason=note + reason, headline=headline)
-    def near_best(method, key, claim, paper, reason, headline=False):
-        e = _est(_gap(tab, "random", method))
-        if e is None or mean_cmd is None or method not in mean_cmd:
-            return judge(claim, paper, "not measured", reproduced=False, inconclusive=True, rule_text="needs the method and random", reason="a method it needs was not run", headline=headline)
-        best = mean_cmd.drop("random", errors="ignore"); behind = float(mean_cmd[method] - best.min())
-        g, _ = RULES[key].grade(e)
-        metrics[f"gap/{key}"] = e.value; metrics[f"behind_best/{method}"] = behind
-        txt = (f"{RULES[key].text()}; reproduced also needs mean CMD({method}) within {NEAR_BEST} of the best method's; "
-               "inconclusive if the gap is, or if the IOI condition fails")
-        return judge(claim, paper, f"{RULES[key].what} = {_fmt(e)}; mean CMD {mean_cmd[method]:.3f}, best {best.idxmin()} {best.min():.3f} (behind by {behind:.3f})",
-                     reproduced=cond and g == "reproduced" and behind <= NEAR_BEST, partially=cond and g in ("reproduced", "partially"),
-                     inconclusive=(not cond) or g == "inconclusive", rule_text=txt, reason=note + reason, headline=headline)
-    verdicts.append(near_best("eap_ig_inputs", "headline", "Edge attribution patching with integrated gradients (EAP-IG-inputs) is among the best circuit-localisation methods",
-                              PAPER["cmd"], "CMD over 10 circuit sizes on a 4-layer IOI model, paired over seeds", headline=True))
-    verdicts.append(graded("cpr", "EAP-IG's circuits beat random circuits on CPR", PAPER["cpr"], _gap(tab, "eap_ig_inputs", "random", "cpr"),
-                           "our CPR stays below 1 where GPT-2's exceeds 1; the comparison is the gap to random"))
-    verdicts.append(graded("ig_vs_eap", "EAP-IG-inputs is at least as good as EAP", "CMD 0.03 vs 0.03 on IOI GPT-2; EAP-IG better on other tasks (secondary)",
-                           _gap(tab, "eap", "eap_ig_inputs"), "CMD, paired over seeds"))
-    verdicts.append(graded("edge_vs_node", "Edge-level circuits beat node-level circuits at equal edge budget", "CMD: EAP 0.03 vs NAP 0.38 (secondary)",
-                           _gap(tab, "nap", "eap"), "the same EAP gradients scored per edge or per node"))
-    a, b = _est(_gap(tab, "ifr", "eap_ig_inputs")), _est(_gap(tab, "random", "ifr"))
-    if a is None or b is None:
-        verdicts.append(judge("Information-flow routes trail the causal methods but beat random", "CMD: IFR 0.42 vs EAP-IG 0.03 and random 0.75 (secondary)", "not measured",
-                              reproduced=False, inconclusive=True, rule_text="needs IFR, EAP-IG and random", reason="a method it needs was not run"))
-    else:
-        ga, gb = RULES["ifr_trails"].grade(a)[0], RULES["ifr_random"].grade(b)[0]
-        verdicts.append(judge("Information-flow routes trail the causal methods but beat random", "CMD: IFR 0.42 vs EAP-IG 0.03 and random 0.75 (secondary)",
-                              f"{RULES['ifr_trails'].what} = {a}; {RULES['ifr_random'].what} = {b}",
-                              reproduced=cond and ga == gb == "reproduced", partially=cond and ga in ("reproduced", "partially") and gb in ("reproduced", "partially"),
-                              inconclusive=(not cond) or "inconclusive" in (ga, gb),
-                              rule_text=f"{RULES['ifr_trails'].text()}; and {RULES['ifr_random'].text()}; reproduced if both are, partially if both are at least partially",
-                              reason=note + "IFR circuits grown greedily from the logits"))
-    verdicts.append(near_best("mask", "mask", "Mask optimisation (UGS) is among the best circuit-localisation methods", "CMD 0.03 on IOI GPT-2 (secondary)",
-                              "a sigmoid-gated edge mask with an L1 penalty stands in for UGS"))
-    verdicts.append(graded("cf_vs_mean", "Counterfactual ablations beat mean ablations", "reported across methods in the paper (abstract-level claim)",
-                           _gap(tab, "eap_ig_inputs", "eap_ig_inputs", abl_a="mean", abl_b="counterfactual"),
-                           "EAP-IG with mean ablation in discovery and evaluation vs. counterfactual patching; faithfulness is measured against each ablation's own empty circuit"))
-    au = [s["auroc"]["eap_ig_inputs"] for s in seeds if "eap_ig_inputs" in s.get("auroc", {})]
-    for m in ("random", "eap", "eap_ig_inputs", "clean_corrupted", "ifr"):
-        v = [s["auroc"][m] for s in seeds if m in s.get("auroc", {})]
-        if v: metrics[f"auroc/{m}"] = float(np.mean(v))
-    pl_ok = all(s.get("planted_acc", 0) >= 0.95 for s in seeds)
-    e = _est(au)
-    if e is None:
-        verdicts.append(judge("Circuit discovery recovers a planted circuit (InterpBench AUROC)", "AUROC on InterpBench's IOI model (values not recorded here)", "not run",
-                              reproduced=False, inconclusive=True, rule_text=RULES["auroc"].text(), reason="the planted-circuit experiment was not run"))
-    elif pl_ok:
-        verdicts.append(judge("Circuit discovery recovers a planted circuit (InterpBench AUROC)", "AUROC on InterpBench's IOI model (values not recorded here)", _fmt(e),
-                              rule=RULES["auroc"], value=e, reason="a weaker ground truth than InterpBench: the edges between components left alive"))
-    else:
-        verdicts.append(judge("Circuit discovery recovers a planted circuit (InterpBench AUROC)", "AUROC on InterpBench's IOI model (values not recorded here)", _fmt(e),
-                              reproduced=False, inconclusive=True, rule_text=RULES["auroc"].text(), reason="the planted model does not solve IOI (accuracy < 0.95)"))
-    # causal-variable track
-    cv_ok = cv_acc is not None and len(cv_acc) > 0 and min(cv_acc) >= 0.95
-    metrics["condition/cv_model_solved"] = cv_ok
-    if cv is not None and len(cv):
-        best = cv.groupby(["seed", "variable", "method"]).iia.max().reset_index()   # best layer
-        das = best[best.method.str.startswith("DAS")].groupby(["seed", "variable"]).iia.max()
-        other = best[~best.method.str.startswith("DAS")].groupby(["seed", "variable"]).iia.max()
-        sae_ = best[best.method == "DBM SAE"].set_index(["seed", "variable"]).iia; neu = best[best.method == "DBM neurons"].set_index(["seed", "variable"]).iia
-        for name, grp in best.groupby("method"): metrics[f"iia/{name.lower().replace(' ', '_').replace('=', '')}"] = float(grp.iia.mean())
-        x9 = (das - other).groupby(level=0).mean().to_numpy(); x10 = (sae_ - neu).groupby(level=0).mean().to_numpy()
-        cnote = "" if cv_ok else "the MLP does not solve hierarchical equality (accuracy < 0.95); "
-        for key, x, claim, paper, reason in [
-                ("das", x9, "Supervised DAS localises causal variables best", "DAS best across tasks and models (e.g. ARC-E Gemma-2 ≈ 94 best layer; secondary)",
-                 "hierarchical equality on an MLP, best layer per method, averaged over V1 and V2"),
-                ("sae", x10, "SAE features are no better than raw neurons for causal variables", "DBM+SAE ≈ DBM on neurons (abstract)",
-                 "a TopK SAE trained on the layer's activations, error term kept")]:
-            e = _est(x)
-            metrics.update({f"gap/{key}": e.value, f"gap/{key}_lo": e.lo, f"gap/{key}_hi": e.hi})
-            verdicts.append(judge(claim, paper, _fmt(e), rule=RULES[key], value=e, reason=cnote + reason) if cv_ok else
-                            judge(claim, paper, _fmt(e), reproduced=False, inconclusive=True, rule_text=RULES[key].text(), reason=cnote + reason))
-    else:
-        for claim in ("Supervised DAS localises causal variables best", "SAE features are no better than raw neurons for causal variables"):
-            verdicts.append(judge(claim, "see the paper", "not run", reproduced=False, inconclusive=True, rule_text="needs the causal-variable track", reason="not run"))
-    if mean_cmd is not None and "exact" in mean_cmd:
-        cm = mean_cmd.drop("random", errors="ignore").sort_values(); cp = cf.groupby("method").cpr.mean().drop("random", errors="ignore").sort_values(ascending=False)
-        verdicts.append(judge("Exact activation patching is not always the best method (it scores edges one at a time)", "reported in the paper's discussion (secondary)",
-                              f"exact patching ranks {list(cm.index).index('exact') + 1} of {len(cm)} by CMD and {list(cp.index).index('exact') + 1} of {len(cp)} by CPR",
-                              verdict="illustrated", reason="a ranking shown for information; with 479 edges exact patching is affordable and is the causal reference of the rank correlations"))
-    verdicts.append(judge("The benchmark's results on GPT-2 small, Qwen-2.5-0.5B, Gemma-2-2B and Llama-3.1-8B (IOI, MCQA, arithmetic, ARC, RAVEL)",
-                          "the paper's CPR/CMD/IIA tables", "not run", verdict="not_testable_offline",
-                          reason="needs the hub models and the MIB datasets (downloads); the full profile asks for them"))
-    return metrics, verdicts
+def measurements(cfg:Config, tab, seeds:list[dict], cv, cv_acc:list[float]) -> dict:
+    "The metrics the claims read (per-seed lists in seed order; `None` where a method was not run)."
+    order = [s["seed"] for s in seeds]
+    M = {f"{c}/{m}": _per_seed(tab, m, c, seeds=order) for m in METHODS for c in ("cmd", "cpr")}
+    M.update({f"{c}_mean/eap_ig_inputs": _per_seed(tab, "eap_ig_inputs", c, "mean", order) for c in ("cmd", "cpr")})
+    M.update({f"rho/{m}": [s["rho"][m] for s in seeds] if all(m in s.get("rho", {}) for s in seeds) else None
+              for m in METHODS if m not in ("nap", "exact")})
+    pl = [s["planted"] for s in seeds if "planted" in s] if cfg.planted else []
+    for k in (*PLANTED_METHODS, "zero_weights", "weight_norm"):
+        M[f"auroc/{k}"] = [p["auroc"][k] for p in pl] if pl and all(k in p["auroc"] for p in pl) else None
+    for k in ("acc", "acc_resampled", "f_truth", "live_ratio", "norm_ratio", "min_live_ratio"):
+        M[f"planted/{k}"] = [p[k] for p in pl] if pl else None
+    M["planted/min_acc"] = min(p["acc"] for p in pl) if pl else None
+    M["condition/min_accuracy"] = min(s["acc"] for s in seeds)
+    M["condition/min_effect"] = min(s["m_full"] - s["m_empty"] for s in seeds)
+    M["condition/cv_min_accuracy"] = min(cv_acc) if cv_acc else None
+    M.update(_cv_gaps(cv) if len(cv) else {"iia_gap/das": None, "iia_gap/sae_vs_neurons": None})
+    cf = tab[tab.ablation == "counterfactual"]
+    if "exact" in cfg.methods and len(cf):
+        others = cf[cf.method != "random"].groupby("method")
+        M["rank/exact_cmd"] = int(others.cmd.mean().rank().loc["exact"]); M["rank/exact_cpr"] = int(others.cpr.mean().rank(ascending=False).loc["exact"])
+        M["rank/n_methods"] = int(others.ngroups)
+    for m in cfg.methods: M[f"speed/{m}_cpu_seconds"] = float(np.mean([s["seconds"][m] for s in seeds]))
+    return M
 
 
 # %% [markdown]
-# The rules on crafted tables with known answers: a clear gap over 3 seeds → reproduced, a reversed gap →
-# not reproduced, one seed → inconclusive, a model that does not solve IOI → inconclusive whatever the
-# numbers.
+# ## The claims, declared before the run
+#
+# Each claim names the metrics it reads and its rule; `trustlib.results.grade` turns the measurements into
+# verdicts. Differences between methods are paired over seeds and graded on their 95 % t-interval, so one seed
+# is always inconclusive. *Among the best* means: clearly better than random, and no other method (random
+# excepted) has a CMD lower by 0.05 or more — each of those gaps an interval wholly below 0.05. Every circuit
+# claim needs the condition the paper's experiment depends on: the trained model solves IOI (held-out accuracy
+# ≥ 0.95 at every seed) and the counterfactual removes the behaviour (m(N) − m(∅) > 1 logit at every seed).
+# The planted-circuit claim needs its premise: the planted model solves IOI, the true circuit alone is faithful
+# (the off-circuit components do not matter: f ≥ 0.9), the off-circuit components are live (their
+# counterfactual change is at least a tenth of the circuit components'), and the circuit cannot be read off
+# the weights (the zero-weight scorer's AUROC is at most 0.7). The causal-variable claims need the MLP to
+# solve the task (accuracy ≥ 0.95).
 
 # %%
-def _crafted(cmds:dict, n_seeds=3, acc=1.0, jitter=0.002):
-    rng = np.random.default_rng(0); rows, seeds = [], []
-    for s in range(n_seeds):
-        for m, v in cmds.items():
-            rows.append(dict(seed=s, method=m, ablation="counterfactual", cpr=1 - v + jitter * rng.normal(), cmd=v + jitter * rng.normal()))
-        rows.append(dict(seed=s, method="eap_ig_inputs", ablation="mean", cpr=0.5, cmd=0.4 + jitter * rng.normal()))
-        seeds.append(dict(acc=acc, m_full=10.0, m_empty=0.5, planted_acc=1.0, auroc=dict(eap_ig_inputs=0.95 + jitter * rng.normal(), random=0.5)))
-    return pd.DataFrame(rows), seeds
+#| export
+from trustlib.results import Result, Claim, Change, Above, Below, AtLeast, AtMost, Diff, AllOf
 
-_good = dict(random=0.75, eap=0.15, eap_ig_inputs=0.12, nap=0.3, ifr=0.35, mask=0.13, exact=0.11)
-def _v(tab_seeds, i): return claims(*tab_seeds)[1][i].verdict
-test_eq(_v(_crafted(_good), 0), "reproduced")
-test_eq([_v(_crafted(_good), i) for i in range(1, 8)], ["reproduced"] * 7)
-test_eq(_v(_crafted(dict(_good, eap_ig_inputs=0.3)), 0), "partially")                # beats random, far from the best
-test_eq(_v(_crafted(dict(_good, eap_ig_inputs=0.9)), 0), "not_reproduced")           # worse than random
-test_eq(_v(_crafted(_good, n_seeds=1), 0), "inconclusive")
-test_eq(_v(_crafted(_good, acc=0.6), 0), "inconclusive")                             # the condition fails
-test_eq(_v(_crafted(dict(_good, nap=0.1)), 3), "not_reproduced")                     # node-level better than edge-level
-test_eq(_v(_crafted(dict(_good, ifr=0.9)), 4), "not_reproduced")                     # IFR worse than random
-_cvt = pd.DataFrame([dict(seed=s, variable=v, layer=1, method=m, iia=x + 0.005 * ((s + len(m)) % 3)) for s in range(3) for v in ("v1", "v2")
-                     for m, x in [("full vector", 0.5), ("DBM neurons", 0.85), ("DBM PCA", 0.6), ("DBM SAE", 0.7), ("DAS k=1", 0.95)]])
-_cv_v = claims(*_crafted(_good), cv=_cvt, cv_acc=[1.0] * 3)[1]
-test_eq([_cv_v[8].verdict, _cv_v[9].verdict], ["reproduced", "reproduced"])
-test_eq(claims(*_crafted(_good), cv=_cvt.assign(iia=lambda t: np.where(t.method == "DBM SAE", 0.95, t.iia)), cv_acc=[1.0] * 3)[1][9].verdict, "not_reproduced")
-test_eq(claims(*_crafted(_good), cv=_cvt, cv_acc=[0.7] * 3)[1][8].verdict, "inconclusive")
-test_eq(sum(v.headline for v in _cv_v), 1)
+METHOD_NAMES = dict(random="random", eap="EAP", eap_ig_inputs="EAP-IG-inputs", eap_ig_activations="EAP-IG-activations", clean_corrupted="clean-corrupted",
+             nap="NAP", exact="exact patching", ifr="IFR", mask="learned mask")
+GRADIENT_METHODS = ("eap", "eap_ig_inputs", "eap_ig_activations", "clean_corrupted")
+IOI_SOLVED = (AtLeast("condition/min_accuracy", 0.95, what="lowest held-out IOI accuracy over seeds"),
+              Above("condition/min_effect", 1.0, what="smallest m(N) − m(∅) over seeds (logits)"))
+CV_SOLVED = (AtLeast("condition/cv_min_accuracy", 0.95, what="lowest hierarchical-equality accuracy of the MLP over seeds"),)
+PLANTED_PREMISE = (AtLeast("planted/min_acc", 0.95, what="lowest IOI accuracy of the planted model over seeds"),
+                   AtLeast("planted/f_truth", 0.9, what="faithfulness of the true circuit (off-circuit components patched)"),
+                   AtLeast("planted/live_ratio", 0.1, what="counterfactual change of off-circuit components relative to circuit components"),
+                   AtMost("auroc/zero_weights", 0.7, what="AUROC of the scorer that reads which weights are zero"))
+PAPER_CMD = "IOI GPT-2 CMD: random 0.75, EAP 0.03, EAP-IG-inputs 0.03, EAP-IG-activations 0.03, NAP 0.38, IFR 0.42, UGS 0.03 (secondary summary, unverified)"
+TODAY = "2026-12-01"
+
+def _text(rule) -> str:
+    "A rule's text as a claim states it (for change-log entries)."
+    return Claim("x", "x", "x", rule).rule_text()
+
+def among_the_best(method:str) -> AllOf:
+    "Clearly better than random on CMD, and no other method's CMD lower by 0.05 or more."
+    return AllOf(Above(Diff("cmd/random", f"cmd/{method}"), 0.3, 0.0, what=f"CMD(random) − CMD({METHOD_NAMES[method]})"),
+                 *[Below(Diff(f"cmd/{method}", f"cmd/{o}"), 0.05, what=f"CMD({METHOD_NAMES[method]}) − CMD({METHOD_NAMES[o]})")
+                   for o in METHODS if o not in ("random", method)])
+
+_LEGACY_BEST = ("reproduced if CMD(random) − CMD({w}) > 0.3; partially if CMD(random) − CMD({w}) > 0; interval must clear the threshold; "
+                "reproduced also needs mean CMD({m}) within 0.05 of the best method's; inconclusive if the gap is, or if the IOI condition fails")
+
+CLAIMS = [
+    Claim("eap_ig_best", "Edge attribution patching with integrated gradients (EAP-IG-inputs) is among the best circuit-localisation methods",
+          PAPER_CMD, among_the_best("eap_ig_inputs"), requires=IOI_SOLVED, headline=True,
+          reason="CMD over 10 circuit sizes on a 3-layer IOI model, paired over seeds",
+          ours="CMD: EAP-IG-inputs {cmd/eap_ig_inputs:.3f}; random {cmd/random:.3f}; EAP {cmd/eap:.3f}; EAP-IG-activations {cmd/eap_ig_activations:.3f}; "
+               "clean-corrupted {cmd/clean_corrupted:.3f}; NAP {cmd/nap:.3f}; exact {cmd/exact:.3f}; IFR {cmd/ifr:.3f}; mask {cmd/mask:.3f}",
+          log=[Change(TODAY, _LEGACY_BEST.format(w="EAP-IG", m="eap_ig_inputs"), _text(among_the_best("eap_ig_inputs")),
+                      "'within 0.05 of the best' compared point means with a method picked after the run; now every gap to another method is "
+                      "an interval, a method significantly better by 0.05 makes the claim not reproduced, and 8 seeds instead of 3")]),
+    Claim("cpr_vs_random", "EAP-IG's circuits beat random circuits on CPR", "IOI GPT-2 CPR: random 0.25, EAP-IG-inputs 1.85 (third-party transcription)",
+          Above(Diff("cpr/eap_ig_inputs", "cpr/random"), 0.3, 0.0, what="CPR(EAP-IG-inputs) − CPR(random)"), requires=IOI_SOLVED,
+          reason="our CPR stays below 1 where GPT-2's exceeds 1; the comparison is the gap to random"),
+    Claim("ig_vs_eap", "EAP-IG-inputs is at least as good as EAP", "CMD 0.03 vs 0.03 on IOI GPT-2; EAP-IG better on other tasks (secondary)",
+          Above(Diff("cmd/eap", "cmd/eap_ig_inputs"), 0.01, 0.0, what="CMD(EAP) − CMD(EAP-IG-inputs)"), requires=IOI_SOLVED,
+          reason="CMD, paired over seeds"),
+    Claim("edge_vs_node", "Edge-level circuits beat node-level circuits at equal edge budget", "CMD: EAP 0.03 vs NAP 0.38 (secondary)",
+          Above(Diff("cmd/nap", "cmd/eap"), 0.05, 0.0, what="CMD(NAP) − CMD(EAP)"), requires=IOI_SOLVED,
+          reason="the same EAP gradients scored per edge or per node"),
+    Claim("ifr_between", "Information-flow routes trail the causal methods but beat random", "CMD: IFR 0.42 vs EAP-IG 0.03 and random 0.75 (secondary)",
+          AllOf(Above(Diff("cmd/ifr", "cmd/eap_ig_inputs"), 0.05, 0.0, what="CMD(IFR) − CMD(EAP-IG-inputs)"),
+                Above(Diff("cmd/random", "cmd/ifr"), 0.05, 0.0, what="CMD(random) − CMD(IFR)")), requires=IOI_SOLVED,
+          reason="IFR circuits grown greedily from the logits"),
+    Claim("mask_best", "Mask optimisation (UGS) is among the best circuit-localisation methods", "CMD 0.03 on IOI GPT-2 (secondary)",
+          among_the_best("mask"), requires=IOI_SOLVED, reason="a sigmoid-gated edge mask with an L1 penalty stands in for UGS",
+          log=[Change(TODAY, _LEGACY_BEST.format(w="mask", m="mask"), _text(among_the_best("mask")),
+                      "as for EAP-IG: every gap to another method is an interval, and a significantly better method is against the claim")]),
+    Claim("cf_vs_mean", "Counterfactual ablations beat mean ablations", "reported across methods in the paper (abstract-level claim)",
+          Above(Diff("cmd_mean/eap_ig_inputs", "cmd/eap_ig_inputs"), 0.05, 0.0, what="CMD(EAP-IG, mean) − CMD(EAP-IG, counterfactual)"),
+          requires=IOI_SOLVED, reason="EAP-IG with mean ablation in discovery and evaluation; faithfulness against each ablation's own empty circuit"),
+    Claim("planted_auroc", "Circuit discovery recovers a planted circuit (InterpBench AUROC)", "AUROC on InterpBench's IOI model (values not recorded here)",
+          Above("auroc/eap_ig_inputs", 0.9, 0.5, what="AUROC(EAP-IG-inputs)"), requires=PLANTED_PREMISE,
+          reason="a circuit planted by strict interchange training (off-circuit components live but resampled in training); greedy circuits as in MIB",
+          ours="AUROC: EAP-IG-inputs {auroc/eap_ig_inputs:.3f}; EAP {auroc/eap:.3f}; IFR {auroc/ifr:.3f}; random {auroc/random:.3f}; "
+               "zero-weight scorer {auroc/zero_weights:.3f}; weight-norm scorer {auroc/weight_norm:.3f}",
+          log=[Change(TODAY, "reproduced if AUROC(EAP-IG) > 0.9; partially if AUROC(EAP-IG) > 0.5; interval must clear the threshold",
+                      _text(Above("auroc/eap_ig_inputs", 0.9, 0.5, what="AUROC(EAP-IG-inputs)")),
+                      "the old planted model silenced off-circuit components by zeroing their output weights, so a scorer reading the zeros "
+                      "matched every gradient method (0.953, no spread) and the check could not fail; the circuit is now trained in with live "
+                      "off-circuit components, the premise is a condition, and circuits are built greedily as in MIB's AUROC")]),
+    Claim("rank_corr", "Attribution patching (EAP and its integrated-gradient variants) ranks edges like exact activation patching",
+          "EAP and EAP-IG are gradient approximations of activation patching, which MIB also runs exactly (EActP); no correlation is reported",
+          AllOf(*[Above(f"rho/{m}", 0.5, 0.0, what=f"Spearman ρ({METHOD_NAMES[m]}, exact patching)") for m in GRADIENT_METHODS]), requires=IOI_SOLVED,
+          reason="Spearman correlation over all edge scores with exact patching on the same prompts; a claim the benchmark rests on, added here"),
+    Claim("das_best", "Supervised DAS localises causal variables best", "DAS best across tasks and models (e.g. ARC-E Gemma-2 ≈ 94 best layer; secondary)",
+          Above("iia_gap/das", 0.02, 0.0, what="IIA(best DAS) − IIA(best other featurizer)"), requires=CV_SOLVED,
+          reason="hierarchical equality on an MLP, best layer per method, averaged over V1 and V2"),
+    Claim("sae_no_better", "SAE features are no better than raw neurons for causal variables", "DBM+SAE ≈ DBM on neurons (abstract)",
+          Below("iia_gap/sae_vs_neurons", 0.02, 0.05, what="IIA(DBM SAE) − IIA(DBM neurons)"), requires=CV_SOLVED,
+          reason="a TopK SAE trained on the layer's activations, error term kept"),
+    Claim("exact_not_best", "Exact activation patching is not always the best method (it scores edges one at a time)",
+          "reported in the paper's discussion (secondary)", status="illustrated",
+          ours="exact patching ranks {rank/exact_cmd} of {rank/n_methods} by mean CMD and {rank/exact_cpr} by mean CPR",
+          reason="a ranking shown for information; with a few hundred edges exact patching is affordable and is the causal reference of the rank correlations"),
+    Claim("full_models", "The benchmark's results on GPT-2 small, Qwen-2.5-0.5B, Gemma-2-2B and Llama-3.1-8B (IOI, MCQA, arithmetic, ARC, RAVEL)",
+          "the paper's CPR/CMD/IIA tables", status="not_testable_offline",
+          reason="needs the hub models and the MIB datasets (downloads); the full profile asks for them"),
+]
+
+# %% [markdown]
+# ### How each claim is judged
+
+# %%
+from trustlib.results import claims_table
+
+# %%
+claims_table(CLAIMS)
 
 
 # %% [markdown]
@@ -1378,7 +1599,7 @@ def _check_full(cfg:Config):
                               "(and a GPU for the larger models); they are not available offline. Run the cpu profile for the offline reproduction.")
 
 def run(cfg:Config, progress:bool=True) -> Result:
-    "Run the MIB reproduction described by `cfg`: the circuit track (IOI) and the causal-variable track (hierarchical equality)."
+    "Run the MIB reproduction described by `cfg`: the circuit track (IOI, planted circuit) and the causal-variable track (hierarchical equality)."
     import pandas as pd
     from tqdm.auto import tqdm
     _check_full(cfg)
@@ -1392,23 +1613,26 @@ def run(cfg:Config, progress:bool=True) -> Result:
             cv_rows += rows; cv_acc.append(acc)
     curves, cv = pd.DataFrame(curves), pd.DataFrame(cv_rows)
     tab = scores_table(curves)
-    metrics, verdicts = claims(tab, seeds, cv, cv_acc)
-    for m in cfg.methods: metrics[f"speed/{m}_cpu_seconds"] = float(np.mean([s["seconds"][m] for s in seeds]))
-    summary = tab.groupby(["method", "ablation"], sort=False)[["cpr", "cmd"]].agg(["mean", "std"]).round(3)
-    tables = dict(scores=tab, summary=summary, curves=curves,
-                  models=pd.DataFrame([{k: s.get(k) for k in ("seed", "acc", "train_steps", "m_full", "m_empty", "planted_acc")} for s in seeds]),
-                  timings=pd.DataFrame([s["seconds"] for s in seeds]).mean().rename("CPU seconds").round(2).to_frame(),
-                  iia=cv.groupby(["variable", "layer", "method"], sort=False).iia.agg(["mean", "std"]).round(3).unstack(["variable", "layer"]) if len(cv) else pd.DataFrame(),
-                  cv_rows=cv)
-    if seeds and "rho" in seeds[0]:
-        tables["rank_correlation"] = pd.DataFrame([s["rho"] for s in seeds]).agg(["mean", "std"]).T.round(3)
-    if seeds and seeds[0].get("auroc"):
-        tables["auroc"] = pd.DataFrame([s["auroc"] for s in seeds]).agg(["mean", "std"]).T.round(3)
-    return Result(paper="mib", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables, figures=make_figures(curves, tab, cv))
+    metrics = measurements(cfg, tab, seeds, cv, cv_acc)
+    return Result(paper="mib", config=cfg.to_dict(), metrics=metrics, tables=make_tables(tab, curves, seeds, cv), figures=make_figures(curves, tab, cv, seeds))
 
-def make_figures(curves, tab, cv) -> dict:
-    "Faithfulness curves (CPR and CMD circuits), CPR/CMD per method, IIA per featurizer and layer."
-    import matplotlib.pyplot as plt, seaborn as sns
+def make_tables(tab, curves, seeds, cv) -> dict:
+    "CPR/CMD per method, the trained models, the planted-circuit checks and AUROC, rank correlations, IIA and CPU seconds per method."
+    import pandas as pd
+    t = dict(scores=tab, curves=curves, cv_rows=cv,
+             summary=tab.groupby(["method", "ablation"], sort=False)[["cpr", "cmd"]].agg(["mean", "std"]).round(3),
+             models=pd.DataFrame([{k: s.get(k) for k in ("seed", "acc", "train_steps", "m_full", "m_empty")} for s in seeds]),
+             timings=pd.DataFrame([s["seconds"] for s in seeds]).mean().rename("CPU seconds").round(2).to_frame())
+    if len(cv): t["iia"] = cv.groupby(["variable", "layer", "method"], sort=False).iia.agg(["mean", "std"]).round(3).unstack(["variable", "layer"])
+    if seeds and "rho" in seeds[0]: t["rank_correlation"] = pd.DataFrame([s["rho"] for s in seeds]).agg(["mean", "std"]).T.round(3)
+    if seeds and "planted" in seeds[0]:
+        t["planted"] = pd.DataFrame([{"seed": s["seed"], **{k: v for k, v in s["planted"].items() if k != "auroc"}} for s in seeds]).round(3)
+        t["auroc"] = pd.DataFrame([s["planted"]["auroc"] for s in seeds]).agg(["mean", "std"]).T.round(3)
+    return t
+
+def make_figures(curves, tab, cv, seeds) -> dict:
+    "Faithfulness curves, CPR/CMD per method, planted-circuit AUROC per scorer, IIA per featurizer and layer."
+    import matplotlib.pyplot as plt, seaborn as sns, pandas as pd
     figs = {}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, kind, title in zip(axes, ("cpr", "cmd"), ("signed scores (CPR circuits)", "absolute scores (CMD circuits)")):
@@ -1423,6 +1647,12 @@ def make_figures(curves, tab, cv) -> dict:
     for ax, col, lab in zip(axes, ("cpr", "cmd"), ("CPR (higher is better)", "CMD (lower is better)")):
         sns.barplot(data=t, y="label", x=col, order=order, errorbar="sd", ax=ax); ax.set_xlabel(lab); ax.set_ylabel("")
     fig.tight_layout(); figs["cpr_cmd"] = fig
+    if seeds and "planted" in seeds[0]:
+        au = pd.DataFrame([{"seed": s["seed"], **s["planted"]["auroc"]} for s in seeds]).melt(id_vars="seed", var_name="scorer", value_name="auroc")
+        fig, ax = plt.subplots(figsize=(6.5, 3.4))
+        sns.stripplot(data=au, y="scorer", x="auroc", ax=ax); sns.pointplot(data=au, y="scorer", x="auroc", errorbar=("ci", 95), color="k", markers="|", ax=ax)
+        ax.set_xlabel("AUROC against the planted circuit (one dot per seed)"); ax.set_ylabel(""); ax.set_xlim(0, 1); ax.axvline(0.5, color="grey", ls=":")
+        fig.tight_layout(); figs["planted"] = fig
     if len(cv):
         fig, ax = plt.subplots(figsize=(9, 3.8))
         sns.barplot(data=cv.assign(where=lambda d: d.variable.str.upper() + ", layer " + d.layer.astype(str)), x="where", y="iia", hue="method", errorbar="sd", ax=ax)
@@ -1439,25 +1669,22 @@ test_fail(lambda: run(Config.from_params("smoke", model_names=["gpt2"]), progres
 # ## The experiment
 #
 # One call runs both tracks for the chosen profile (`smoke` by default here; the committed page shows a
-# `cpu` run: 3 seeds, the 4 × 4 model with 479 edges, every method, 100 attribution and 100 evaluation
-# prompts, the planted circuit, and the causal-variable track with DAS k ∈ {1, 2, 4}).
+# `cpu` run: 8 seeds, the 3-layer, 4-head model with 262 edges, every method, 60 attribution and 60
+# evaluation prompts, the planted circuit, and the causal-variable track with DAS k ∈ {1, 2, 4}).
 
 # %%
 from trustlib.results import run_experiment
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
 # The condition the circuit claims need: each seed's model solves IOI (held-out accuracy) and the
 # counterfactual removes the behaviour (m(N) vs. m(∅), mean logit differences). `train_steps` is where
-# early stopping ended training; `planted_acc` is the accuracy of the planted-circuit model.
+# early stopping ended training.
 
 # %%
 result.tables["models"]
-
-# %%
-{k: v for k, v in result.metrics.items() if k.startswith("condition/")}
 
 # %% [markdown]
 # CPR and CMD per method (mean and standard deviation over seeds), and the faithfulness curves behind them:
@@ -1472,29 +1699,43 @@ result.figures["faithfulness"]
 result.figures["cpr_cmd"]
 
 # %% [markdown]
-# Spearman rank correlation of each method's edge scores with exact patching, and the planted-circuit
-# AUROC (mean and standard deviation over seeds):
+# Spearman rank correlation of each method's edge scores with exact patching (mean and standard deviation
+# over seeds):
 
 # %%
 result.tables.get("rank_correlation")
 
+# %% [markdown]
+# The planted circuit, per seed: the planted model's accuracy (clean, and with every off-circuit output
+# resampled from another prompt), the faithfulness of the true circuit `f_truth` (1: nothing outside it
+# matters), and how live the off-circuit components are — their mean output norm (`norm_ratio`) and mean
+# counterfactual change (`live_ratio`, and the least live one, `min_live_ratio`), relative to the circuit
+# components'. Then the AUROC of every scorer against the planted edges, including the two that read only
+# the weights.
+
+# %%
+result.tables.get("planted")
+
 # %%
 result.tables.get("auroc")
+
+# %%
+result.figures.get("planted")
 
 # %% [markdown]
 # Causal-variable track: IIA per featurizer, variable and hidden layer (mean and standard deviation over
 # seeds).
 
 # %%
-result.tables["iia"]
+result.tables.get("iia")
 
 # %%
 result.figures.get("iia")
 
 # %% [markdown]
-# CPU seconds of each attribution method per seed (on `n_attr` prompts). The performance targets are measured
-# separately for 200 prompts on the 4 × 4 model by `tools/bench_mib.py` (EAP-IG-inputs over all 479 edges
-# and exact patching of every edge).
+# CPU seconds of each attribution method per seed (on `n_attr` prompts). `tools/bench_mib.py` measures
+# EAP, EAP-IG-inputs and exact patching for 200 prompts on the same model separately, with interleaved
+# repeats.
 
 # %%
 result.tables["timings"]
@@ -1509,18 +1750,20 @@ result.verdict_table()
 # The table is the verdict of the run shown on this page; the rules were fixed before the run. How to read
 # it:
 #
-# - **Scale.** A 4-layer, 4-head model trained from scratch on our own IOI prompts, 479 edges, 100
+# - **Scale.** A 3-layer, 4-head model trained from scratch on our own IOI prompts, 262 edges, 60
 #   prompts per method. The paper's CPR and CMD values come from GPT-2 and larger models; ours are of the
 #   same kind (random circuits give CPR ≈ 0.25 and CMD ≈ 0.75 in both, which is what a curve that is 0 up to
 #   the full circuit integrates to) but the other magnitudes are not comparable. The verdicts compare the
 #   *ordering* of methods.
-# - **What a small graph changes.** With 479 edges, exact patching of every edge is cheap and serves as the
-#   causal reference; EAP-IG-activations and the mask are run on the same prompts. Gaps that the paper sees
-#   between methods of the same family (EAP vs. EAP-IG) may be within noise here; the intervals in `ours`
-#   say so.
-# - **Planted circuit.** Silenced components write exactly zero, so every gradient-based method gives their
-#   edges a zero score; the AUROC then mostly tests whether the surviving edges get non-zero scores. It is a
-#   weaker test than InterpBench's.
+# - **What a small graph changes.** With 262 edges, exact patching of every edge is cheap and serves as the
+#   causal reference of the rank correlations. Gaps that the paper sees between methods of the same family
+#   (EAP vs. EAP-IG) may be within noise here; the intervals say so.
+# - **Planted circuit.** The off-circuit components are trained, live and change with the input, but the
+#   model was trained not to depend on them; the `planted` table shows, per seed, whether that premise
+#   holds, and the zero-weight scorer shows that the circuit cannot be read off the weights. The circuit is
+#   a set of components the task was confined to, not an algorithm the circuit was trained to implement
+#   (InterpBench's IIT part), and some edges between circuit components may carry nothing, which caps every
+#   scorer's AUROC below 1.
 # - **Causal variables.** Hierarchical equality on an MLP is the classic DAS test bed; the MIB tasks and
 #   models are not. The SAE is small and trained on few activations; "no better than neurons" is a
 #   statement about this setup.
