@@ -726,8 +726,9 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            if any(k in made and (metrics[k] is None or len(metrics[k]) != len(d)) for k in (a, b)): return None   # a shared key left unmeasured or of another length
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+                if not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
             elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos

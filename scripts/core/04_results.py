@@ -1200,8 +1200,9 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
+            if any(k in made and (metrics[k] is None or len(metrics[k]) != len(d)) for k in (a, b)): return None   # a shared key left unmeasured or of another length
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+                if not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
             elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
             elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
@@ -1225,6 +1226,7 @@ test_eq(best.evaluate(synthetic_metrics(best, {1: 'opposite'})).verdict, 'not_re
 test_eq(rho2.evaluate(synthetic_metrics(rho2, 'partial')).verdict, 'partially')
 test_eq(synthetic_metrics(AllOf(Above('x', 0), Below('x', -1)), 'clear'), None)       # one key cannot be on both sides
 test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
+test_eq(synthetic_metrics(best, {0: 'nan'}), None); test_eq(synthetic_metrics(best, {0: 'single'}), None)   # a shared key unmeasured or from one seed: the other comparison cannot be placed
 
 
 # %% [markdown]
