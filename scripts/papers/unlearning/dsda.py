@@ -124,6 +124,9 @@ match_tol: Optional[float] = None  # cost comparison: GKT matches DSDA when with
 curve_every: Optional[int] = None  # accuracy-vs-compute curves (first task of each seed): evaluate every this many unlearning steps; 0: no curves
 n_threads: Optional[int] = None  # torch threads inside run
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `0864674`, 2119 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
+
 # %% [markdown]
 # ## Configuration
 #
