@@ -999,7 +999,7 @@ class Paper:
     def notebook(self) -> str: return f"papers/{self.area}/{self.name}.ipynb"
 
 PAPERS: tuple[Paper, ...] = (
-    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization", "trustlib.unlearning.dsda", "", "https://github.com/ChildEden/ISPF"),
+    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization", "trustlib.unlearning.dsda"),   # no official code published (ISPF is a baseline's code)
     Paper(2, "disparate_benefits", "fairness", "The Disparate Benefits of Deep Ensembles", "trustlib.fairness.disparate_benefits", "2410.13831", "https://github.com/ml-jku/disparate-benefits"),
     Paper(3, "noisy_signsgd", "privacy", "Noisy SignSGD Is More Differentially Private Than You (Might) Think", "trustlib.privacy.signsgd"),
     Paper(4, "ecolevels", "bias", "Position: Rethinking LLM Bias Probing Using Lessons from the Social Sciences", "trustlib.bias.ecolevels", "2503.00093"),
