@@ -238,8 +238,12 @@ def cmd_report(args) -> int:
                               "(run them again from a clean checkout, or pass --allow-dirty)")
         if not args.allow_dirty: check_clean()
     else: out = Path(args.out) if args.out else runs_dir/'dashboard.ipynb'
-    out = build_dashboard(runs_dir, out=out, profile=args.profile)
-    vt = verdict_table(runs_dir, profile=args.profile, runs=runs)
+    ledger = args.publish and (nbs_path()/'results'/'ledger').is_dir()   # a published dashboard shows what the pages show: the ledger
+    out = build_dashboard(runs_dir, out=out, profile=args.profile, published=ledger)
+    if ledger:
+        from trustlib.report import published_table
+        vt = published_table(runs_dir=runs_dir)
+    else: vt = verdict_table(runs_dir, profile=args.profile, runs=runs)
     print(text_table(vt[['number', 'name', 'verdict', 'claim', 'ours', 'run_id']].to_dict('records'), max_width=50))
     print(f"\n{'published dashboard' if args.publish else 'report'}: {out}")
     return 0
@@ -402,16 +406,29 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
-    from trustlib.site import polish_proc
-    print("polished for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs).items()))
+    from trustlib.site import polish_proc, vendor_mathjax
+    print("prepared for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs, root, runs_dir).items()))
+    problems = check_site(root)   # the generated pages and links pass the same check
+    if problems:
+        print(f"site check after preparing the pages: {len(problems)} problem(s) in {proc}:", file=sys.stderr)
+        for p in problems: print(f"  - {p}", file=sys.stderr)
+        return 1
     if check_only: return 0
     import time
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     out = render_site(root)
     if out is None: print(QUARTO_MISSING); return 1 if failed else 0
-    print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s)")
+    mj = vendor_mathjax(out)
+    (out/'.nojekyll').write_text('')   # GitHub Pages: serve `_downloads/` and `site_libs/` as they are
+    print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s wall, {_cpu_seconds() - c0:.0f} s CPU with Quarto's processes); "
+          + (f"MathJax served from the site on {mj['pages']} pages" if not mj['skipped'] else f"MathJax from its CDN ({mj['skipped']})"))
     if getattr(args, 'no_browser', False): return 1 if failed else 0
     return max(browser_check(out, root/'runs'/'site-check'), 1 if failed else 0)
+
+def _cpu_seconds() -> float:
+    "CPU seconds of this process and its finished children (Quarto, pandoc, deno)."
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 def browser_check(site:Path, shots:Path) -> int:
     "Run `trustlib.site.check_rendered` on the rendered site, print its counts and problems; 1 if it found any, 0 if clean or unavailable."

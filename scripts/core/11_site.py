@@ -28,7 +28,7 @@
 # %%
 #| export
 from __future__ import annotations
-import functools, http.server, json, os, re, shutil, socketserver, threading
+import functools, http.server, json, os, re, shutil, socketserver, tempfile, threading
 from pathlib import Path
 from urllib.parse import urlsplit, unquote
 
@@ -38,6 +38,8 @@ from trustlib.results import VERDICTS
 # %%
 #| hide
 import base64, struct, tempfile, zlib
+import pandas as pd
+import trustlib.results as _tr
 from fastcore.test import test_eq, test_fail
 
 
@@ -185,9 +187,9 @@ test_eq(widen_figures(_nb), 0)
 
 # %%
 #| export
-def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
-                nbs:str|Path, # the source notebooks (for the order in which symbols are defined)
-               ) -> dict[str, int]:
+def polish_pages(proc:str|Path, # the `_proc/` folder nbdev wrote
+                 nbs:str|Path, # the source notebooks (for the order in which symbols are defined)
+                ) -> dict[str, int]:
     "Apply `fold_code` (paper pages), `source_order`, `badge_verdicts` and `widen_figures` to every page notebook in `proc`; counts of changes."
     proc, nbs = Path(proc), Path(nbs)
     counts = dict(pages=0, folded=0, reordered=0, badges=0, widened=0)
@@ -209,8 +211,531 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
 _d = Path(tempfile.mkdtemp()); (_d/'proc'/'papers'/'a').mkdir(parents=True); (_d/'nbs'/'papers'/'a').mkdir(parents=True)
 (_d/'proc'/'papers'/'a'/'p.ipynb').write_text(json.dumps(dict(cells=[_sd('g'), _sd('f'), dict(cell_type='code', metadata={}, source='1 + 1', outputs=[])])))
 (_d/'nbs'/'papers'/'a'/'p.ipynb').write_text(json.dumps(dict(cells=[dict(cell_type='code', source='def f(): ...\ndef g(): ...')])))
-test_eq(polish_proc(_d/'proc', _d/'nbs'), dict(pages=1, folded=1, reordered=2, badges=0, widened=0))
-test_eq(polish_proc(_d/'proc', _d/'nbs'), dict(pages=1, folded=0, reordered=0, badges=0, widened=0))   # a second pass changes nothing
+test_eq(polish_pages(_d/'proc', _d/'nbs'), dict(pages=1, folded=1, reordered=2, badges=0, widened=0))
+test_eq(polish_pages(_d/'proc', _d/'nbs'), dict(pages=1, folded=0, reordered=0, badges=0, widened=0))   # a second pass changes nothing
+
+# %% [markdown]
+# ## Reference apart from narrative
+#
+# nbdev shows every exported function of a paper as its API entry (`show_doc`) right where the paper page
+# defines it, so a reader met 20–54 signatures before the first result. `split_api` takes them out of the
+# paper page, leaving one line that links to them, and `api_page` collects them on an API page of the paper's
+# module (`api/<area>/<paper>.html`), grouped by the section of the paper page that explains them, as the
+# fastai and nbdev documentation do. The paper page keeps the prose, the math, the examples, the experiment,
+# the figures and "Paper vs. us".
+
+# %%
+#| export
+_SHOW_DOC_CELL = re.compile(r'^\s*show_doc\(\s*([A-Za-z_][\w.]*)', re.M)
+_MD_HEADING = re.compile(r'^(#{2,4})\s+(.+?)\s*#*\s*$', re.M)
+
+def pandoc_id(text:str) -> str:
+    "The id pandoc (and so Quarto) gives a heading with this text: markup dropped, lowercased, spaces to '-', only letters, digits, '_', '-', '.' kept, up to the first letter removed."
+    t = re.sub(r'\[([^\]]*)\]\([^)]*\)', r'\1', text)          # links keep their text
+    t = re.sub(r'[`*]', '', t).lower()
+    t = ''.join(ch for ch in t if ch.isalnum() or ch in '_-. ')
+    t = re.sub(r'\s+', '-', t.strip())
+    t = re.sub(r'^[^a-z]+', '', t)
+    return t or 'section'
+
+def _is_show_doc(c) -> bool:
+    return c.get('cell_type') == 'code' and bool(_SHOW_DOC_CELL.search(_src(c))) and 'output' in cell_directives(_src(c))
+
+def show_doc_title(c) -> str|None:
+    "The heading of a `show_doc` cell's stored entry (its symbol as shown, e.g. 'Config.from_params'), else the name in its source."
+    for o in c.get('outputs', []) or []:
+        md = (o.get('data') or {}).get('text/markdown')
+        if md:
+            m = re.search(r'^#{2,4}\s+(\S.*?)\s*$', ''.join(md) if isinstance(md, list) else md, re.M)
+            if m: return m.group(1).strip()
+    m = _SHOW_DOC_CELL.search(_src(c))
+    return m.group(1) if m else None
+
+def split_api(nb:dict, # a processed paper page (changed in place)
+              api_href:str, # the link from the page to its API page
+             ) -> list[tuple[str, str, list]]:
+    "Move the page's `show_doc` cells out: each run of them becomes a one-line link to its entries; returns (section title, section id, cells) groups in page order."
+    cells, out, groups = nb.get('cells', []), [], []
+    section, sid, i = 'Module', '', 0
+    while i < len(cells):
+        c = cells[i]
+        if c.get('cell_type') == 'markdown':
+            hs = _MD_HEADING.findall(_src(c))
+            if hs: section = hs[-1][1]; sid = pandoc_id(section)
+        if not _is_show_doc(c):
+            out.append(c); i += 1; continue
+        run = []
+        while i < len(cells) and _is_show_doc(cells[i]): run.append(cells[i]); i += 1
+        names = [show_doc_title(x) for x in run]
+        links = ', '.join(f"[`{n}`]({api_href}#{pandoc_id(n)})" for n in names if n)
+        out.append(dict(cell_type='markdown', metadata={}, source=f'<p class="tl-api-link">API: {links}</p>'))
+        if groups and groups[-1][1] == sid: groups[-1][2].extend(run)
+        else: groups.append((section, sid, run))
+    nb['cells'] = out
+    return groups
+
+def api_page(module:str, # the paper's module, e.g. 'trustlib.unlearning.dsda'
+             paper_title:str, # the paper page's title
+             paper_href:str, # the link from the API page to the paper page
+             groups:list, # from `split_api`
+             output_file:str) -> dict:
+    "The API page of a paper's module: its entries grouped by the sections of the paper page that explain them."
+    front = (f'---\ntitle: "{module}"\ndescription: "API of the module of the paper page {paper_title.replace(chr(34), chr(39))}"\n'
+             f'output-file: {output_file}\n---\n\n')
+    cells = [dict(cell_type='raw', metadata={}, source=front),
+             dict(cell_type='markdown', metadata={}, source=f"The functions and classes that [{paper_title}]({paper_href}) exports into `{module}`, "
+                  f"grouped by the section of that page that explains them, with a runnable example and tests beside each one there. "
+                  f"`from {module} import *` imports them.")]
+    for title, sid, run in groups:
+        where = f"[{title}]({paper_href}#{sid})" if sid else f"[the paper page]({paper_href})"
+        cells.append(dict(cell_type='markdown', metadata={}, source=f"## {title}\n\nExplained in {where}."))
+        cells.extend(run)
+    return dict(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')), nbformat=4, nbformat_minor=5)
+
+
+# %%
+_sdc = lambda n, head=None: dict(cell_type='code', metadata={}, source=f'#| echo: false\n#| output: asis\nshow_doc({n})',
+                                 outputs=[dict(output_type='display_data', data={'text/markdown': f'---\n\n### {head or n}\n\n> {n}()'})])
+_md = lambda s: dict(cell_type='markdown', metadata={}, source=s)
+_nb = dict(cells=[_md('## The method\n\n### Energy and score (Eq. 1)'), _sdc('energy'), _sdc('score'), _md('An example:'),
+                  dict(cell_type='code', metadata={}, source='energy(1)', outputs=[]), _md('### DAMO'), _sdc('Config.from_params')])
+_g = split_api(_nb, '../../api/u/dsda.html')
+test_eq([c['cell_type'] for c in _nb['cells']], ['markdown', 'markdown', 'markdown', 'code', 'markdown', 'markdown'])
+test_eq(_src(_nb['cells'][1]), '<p class="tl-api-link">API: [`energy`](../../api/u/dsda.html#energy), [`score`](../../api/u/dsda.html#score)</p>')
+test_eq([(t, s, len(r)) for t, s, r in _g], [('Energy and score (Eq. 1)', 'energy-and-score-eq.-1', 2), ('DAMO', 'damo', 1)])
+test_eq(pandoc_id('Config.from_params'), 'config.from_params'); test_eq(pandoc_id('3. Paper vs. us'), 'paper-vs.-us')
+test_eq(pandoc_id('`run` and [the `Config`](x.html)'), 'run-and-the-config')
+_ap = api_page('trustlib.u.dsda', 'DSDA', '../../papers/u/dsda.html', _g, 'dsda.html')
+test_eq([c['cell_type'] for c in _ap['cells']], ['raw', 'markdown', 'markdown', 'code', 'code', 'markdown', 'code'])
+assert 'Explained in [Energy and score (Eq. 1)](../../papers/u/dsda.html#energy-and-score-eq.-1)' in _src(_ap['cells'][2])
+
+
+# %% [markdown]
+# ### Cross-links to the right page, relative to the page
+#
+# nbdev links every backticked name it knows (`` `run` ``, `` `Config` ``) to the production site, through one
+# index of names for the whole package: 19 modules define `run` and `Config`, so every page's `run` went to
+# the EcoLevels page, and the link only worked online. `rewrite_doclinks` points each such link at the page's
+# own module when that module defines the name, otherwise at the module the link named (its API page once
+# the entries moved there), and writes it relative to the page, so the site works offline and in previews.
+# `fix_source_links` does the same for the `[source]` links of API entries, from the module's own source.
+
+# %%
+#| export
+def doc_host(root:str|Path) -> str:
+    "The production site URL (`doc_host` + `doc_baseurl` of settings.ini), with a trailing '/'."
+    import configparser
+    cp = configparser.ConfigParser(delimiters=['='], interpolation=None); cp.read(Path(root)/'settings.ini', encoding='utf-8')
+    d = cp['DEFAULT'] if 'DEFAULT' in cp else {}
+    return (d.get('doc_host', '') + d.get('doc_baseurl', '')).rstrip('/') + '/'
+
+def _rel_href(target:str, page:str) -> str:
+    "Link from site page `page` (e.g. 'papers/a/b.html') to site path `target` ('core/x.html#y')."
+    path, _, frag = target.partition('#')
+    rel = os.path.relpath(path or page, os.path.dirname(page) or '.') if path else os.path.basename(page)
+    return Path(rel).as_posix() + (f'#{frag}' if frag else '')
+
+def rewrite_doclinks(nb:dict, # a processed page (changed in place)
+                     page:str, # its output path in the site, e.g. 'papers/unlearning/dsda.html'
+                     host:str, # the production URL (`doc_host`)
+                     api:dict, # paper page path -> (its API page path, the anchors of its entries)
+                     own:str|None=None, # the paper page whose module this page documents (a paper page or its API page)
+                    ) -> int:
+    "Point nbdev's links to the production site at the right page, relative to `page`; returns how many links changed."
+    pat = re.compile(re.escape(host) + r'([^)\s"\'<>#]*)(?:#([^)\s"\'<>]*))?')
+    n = 0
+    def fix(m):
+        nonlocal n
+        path, anchor = m.group(1) or 'index.html', m.group(2)
+        if anchor:
+            if own in api and anchor in api[own][1]: path = api[own][0]          # the page's own module defines the name
+            elif path in api and anchor in api[path][1]: path = api[path][0]      # the entry moved to that module's API page
+        n += 1
+        return _rel_href(path + (f'#{anchor}' if anchor else ''), page)
+    for c in nb.get('cells', []):
+        if c.get('cell_type') == 'markdown':
+            s = _src(c); new = pat.sub(fix, s)
+            if new != s: c['source'] = new
+        for o in c.get('outputs', []) or []:
+            data = o.get('data') or {}
+            for k in ('text/markdown', 'text/html'):
+                if k in data:
+                    s = ''.join(data[k]) if isinstance(data[k], list) else data[k]; new = pat.sub(fix, s)
+                    if new != s: data[k] = new
+    return n
+
+def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
+    "Rewrite the `[source](…)` link of each `show_doc` entry in `cells` from `module`'s own source (file and line); returns how many changed."
+    import inspect
+    n = 0
+    for c in cells:
+        name = show_doc_title(c)
+        obj = module
+        for part in (name or '').split('.'):
+            obj = getattr(obj, part, None)
+            if obj is None: break
+        try: f, line = inspect.getsourcefile(obj), inspect.getsourcelines(obj)[1]
+        except (TypeError, OSError): continue
+        top = Path(module.__file__).resolve().parents[len(module.__name__.split('.')) - 1]   # the folder that holds the package
+        try: rel = Path(f).resolve().relative_to(top).as_posix()
+        except ValueError: continue
+        url = f"{repo.rstrip('/')}/blob/{branch}/{rel}#L{line}"
+        for o in c.get('outputs', []) or []:
+            data = o.get('data') or {}
+            if 'text/markdown' in data:
+                s = ''.join(data['text/markdown']) if isinstance(data['text/markdown'], list) else data['text/markdown']
+                new = re.sub(r'\[source\]\([^)]*\)', f'[source]({url})', s, count=1)
+                if new != s: data['text/markdown'] = new; n += 1
+    return n
+
+
+# %%
+_H = 'https://x.github.io/lib/'
+_api = {'papers/b/eco.html': ('api/b/eco.html', {'run', 'config'}), 'papers/u/dsda.html': ('api/u/dsda.html', {'run', 'config', 'energy'})}
+_nb = dict(cells=[_md(f'One [`Config`]({_H}papers/b/eco.html#config), [`fit`]({_H}core/models.html#fit), [eco]({_H}papers/b/eco.html) '
+                      f'and [`energy`]({_H}papers/u/dsda.html#energy).')])
+test_eq(rewrite_doclinks(_nb, 'papers/u/dsda.html', _H, _api, own='papers/u/dsda.html'), 4)
+test_eq(_src(_nb['cells'][0]), 'One [`Config`](../../api/u/dsda.html#config), [`fit`](../../core/models.html#fit), [eco](../b/eco.html) '
+                               'and [`energy`](../../api/u/dsda.html#energy).')
+_nb = dict(cells=[_md(f'[`run`]({_H}papers/b/eco.html#run) [home]({_H})')])
+rewrite_doclinks(_nb, 'core/report.html', _H, _api)                     # a core page: the module the link named
+test_eq(_src(_nb['cells'][0]), '[`run`](../api/b/eco.html#run) [home](../index.html)')
+test_eq(_rel_href('index.html#x', 'index.html'), 'index.html#x')
+_c = _sdc('grade'); _c['outputs'][0]['data']['text/markdown'] = '[source](https://github.com/o/r/blob/main/trustlib/x.py#L1)\n\n### grade'
+test_eq(fix_source_links([_c, _sdc('nothing_here')], _tr, 'https://github.com/o/r'), 1)
+assert re.match(r'\[source\]\(https://github.com/o/r/blob/main/trustlib/results\.py#L\d+\)', _c['outputs'][0]['data']['text/markdown'])
+
+
+# %% [markdown]
+# ### The paper page's first screen, its parameters and its audit trail
+#
+# `polish_paper` rewrites one processed paper page from its published record (`trustlib.report.published_record`):
+# the summary box goes first (after nbdev's front matter), the one-line `Config(...)` output becomes a table
+# of the values behind the published numbers (`trustlib.report.config_table`), and an "Audit trail" section
+# closes the page: the claims with their rules and change logs, the verdict history, the files behind the page
+# (written by `write_downloads` into `_downloads/<paper>/`) and the citations. A page that shows another run
+# than the ledger's latest publication says so.
+
+# %%
+#| export
+def _insert_at(nb:dict) -> int:
+    "Where generated cells go at the top of a processed page: after nbdev's front matter and its 'autogenerated' comment."
+    cells, i = nb.get('cells', []), 0
+    while i < len(cells) and (cells[i].get('cell_type') == 'raw' or 'AUTOGENERATED' in _src(cells[i])): i += 1
+    return i
+
+def _cfg_output(c) -> bool:
+    for o in c.get('outputs', []) or []:
+        t = (o.get('data') or {}).get('text/plain')
+        if t and re.match(r'^\s*(\w+\.)?Config\(', ''.join(t) if isinstance(t, list) else t): return True
+    return False
+
+def replace_config_output(nb:dict, Config, profile:str, params:dict|None) -> int:
+    "Replace the stored one-line `Config(...)` output of the page by `trustlib.report.config_table`; returns how many."
+    from trustlib.report import config_table
+    n = 0
+    for c in nb.get('cells', []):
+        if c.get('cell_type') != 'code' or not _cfg_output(c): continue
+        c['outputs'] = [dict(output_type='display_data', metadata={}, data={
+            'text/html': config_table(Config, profile, params), 'text/plain': [f'<{Config.__name__} of the published run: profile {profile}>']})]
+        n += 1
+    return n
+
+def write_downloads(proc:str|Path, rec:dict, page:str) -> dict[str, str]:
+    "Write the files behind a paper page into `<proc>/_downloads/<paper>/`: the run's metrics.json or its ledger entry, the claims (CSV), the executed notebook; label -> link from `page`."
+    from trustlib.report import claims_csv, find_published_run
+    import shutil
+    p = rec['paper']; d = Path(proc)/'_downloads'/p.name; d.mkdir(parents=True, exist_ok=True)
+    out = {}
+    m = find_published_run(p.name, (rec['latest'] or {}).get('run_id'), Path(proc).parent/'runs') if rec['latest'] else None
+    if m is not None:
+        (d/'metrics.json').write_text(json.dumps(m, indent=1, ensure_ascii=False), encoding='utf-8'); out["the run's metrics.json"] = 'metrics.json'
+    elif rec['latest'] is not None:
+        (d/f'{p.name}-ledger-entry.json').write_text(json.dumps(dict(paper=p.name, **rec['latest']), indent=1, ensure_ascii=False), encoding='utf-8')
+        out['the ledger entry of this publication (JSON)'] = f'{p.name}-ledger-entry.json'
+    if rec['claims']:
+        (d/f'{p.name}-claims.csv').write_text(claims_csv(rec), encoding='utf-8'); out['the claims, verdicts and rules (CSV)'] = f'{p.name}-claims.csv'
+    if Path(rec['notebook']).is_file():
+        shutil.copyfile(rec['notebook'], d/f'{p.name}.ipynb'); out['the executed notebook (.ipynb)'] = f'{p.name}.ipynb'
+    return {k: _rel_href(f'_downloads/{p.name}/{v}', page) for k, v in out.items()}
+
+def polish_paper(nb:dict, # a processed paper page (changed in place)
+                 rec:dict, # its `published_record`
+                 downloads:dict|None=None, # from `write_downloads`
+                 Config=None, # the paper's config class (for the parameter table)
+                ) -> dict[str, int]:
+    "Summary box first, a parameter table instead of the `Config(...)` line, the audit trail last; counts of changes."
+    from trustlib.report import summary_box, audit_trail, html_block
+    if any('tl-summary' in _src(c) for c in nb.get('cells', [])): return dict(summary=0, config=0, audit=0)   # done already
+    md = lambda s: dict(cell_type='markdown', metadata={}, source=s)
+    top = [md(html_block(summary_box(rec)))]
+    pub, page = rec['latest'] or {}, rec.get('page') or {}
+    if pub and page.get('run_id') and page.get('run_id') != pub.get('run_id'):
+        top.append(md(f'::: {{.callout-warning}}\nThe numbers on this page come from run `{page["run_id"]}`; the summary above and the '
+                      f'audit trail show the latest publication, run `{pub.get("run_id")}`.\n:::'))
+    i = _insert_at(nb); nb['cells'][i:i] = top
+    k = replace_config_output(nb, Config, pub.get('profile') or 'cpu', rec.get('config')) if Config is not None else 0
+    nb['cells'].append(md("## Audit trail\n\nHow each verdict on this page was reached, and how it changed: every claim with the rule "
+                          "that graded it, its conditions and its change log; every publication of the page; the files behind it.\n\n"
+                          + html_block(audit_trail(rec, downloads))))
+    return dict(summary=1, config=k, audit=1)
+
+
+# %% [markdown]
+# ### The home page, the dashboard and the papers index, from the published record
+#
+# The home page leads with results: the totals of the headline verdicts and of all claims, one figure (each
+# paper's claims by verdict) and the 19 papers with their headline verdicts; then what trustlib is, and a
+# citation. The results go where `nbs/index.ipynb` has its `<!-- trustlib:results -->` marker; README.md
+# (written from the same notebook by `tools/readme.py`) shows a link to the website there instead. The
+# dashboard and the papers index are rebuilt from the ledger (`trustlib.report.build_dashboard(published=True)`)
+# whenever the site is built, so they always agree with the pages; their committed copies are what
+# `trustlib report --publish` last wrote.
+
+# %%
+#| export
+RESULTS_MARKER = '<!-- trustlib:results -->'
+
+def home_results(vt, # `trustlib.report.published_table`
+                 from_dir:str='.') -> list[dict]:
+    "The cells of the home page's results: totals, the figure, the 19 papers with their headline verdicts, links."
+    import base64
+    from trustlib.config import PAPERS
+    from trustlib.report import (verdict_totals, verdict_badge, papers_chart, html_block, page_href, short_name, _e, HEADLINE_MARK,
+                                 VERDICT_STYLE, AREA_TITLES, verdict_label, TRUSTLIB_BIBTEX)
+    tot = verdict_totals(vt)
+    badges = lambda d: ' '.join(verdict_badge(k, n) for k, n in d.items() if n)
+    rows = []
+    for p in PAPERS:
+        d = vt[(vt.name == p.name) & vt.headline]
+        link = page_href(p.name, from_dir) if bool(vt[vt.name == p.name].implemented.any()) else ''
+        name = f'<a href="{link}">{_e(short_name(p))}</a>' if link else _e(short_name(p))
+        if len(d):
+            r = d.iloc[0]
+            verdict = verdict_badge(r.verdict); claim = _e(r.claim); ours = _e(r.ours); paper = _e(r.paper)
+        else:
+            verdict, claim, ours, paper = verdict_badge('not yet run' if link else 'planned'), '', '', ''
+        rows.append(f'<tr data-paper="{_e(p.name)}" data-verdict="{_e(d.iloc[0].verdict if len(d) else "")}"><td data-label="#">{p.number}</td>'
+                    f'<td data-label="Paper">{name}<br><span class="tl-note">{_e(AREA_TITLES.get(p.area, p.area))}</span></td>'
+                    f'<td data-label="Headline verdict">{verdict}</td><td data-label="Headline claim">{claim}</td>'
+                    f'<td data-label="Paper / us"><span class="tl-note">paper:</span> {paper}<br><span class="tl-note">us:</span> {ours}</td></tr>')
+    table = ('<table class="tl-table tl-cards tl-home"><thead><tr><th class="tl-c-num">#</th><th class="tl-c-paper">Paper</th>'
+             '<th class="tl-c-verdict">Headline verdict</th><th class="tl-c-claim">Headline claim</th><th class="tl-c-ours">Paper / us</th></tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>')
+    words = ' · '.join(f'{verdict_badge(k)}' for k in VERDICT_STYLE)
+    lead = (f'<div class="tl-lead"><p><b>{tot["papers"]} ICML 2025 papers</b> on trustworthy machine learning, each re-implemented and its '
+            f'experiment re-run at CPU scale. <b>Headline claims</b> (the abstract\'s main finding, {HEADLINE_MARK}): {badges(tot["headline"])}. '
+            f'<b>All {tot["claims"]} claims</b>: {badges(tot["all"])}.</p>'
+            f'<p class="tl-note">Every claim is graded by a rule written before the numbers existed: {words}. '
+            f'<a href="{_e(Path(os.path.relpath("results/dashboard.html", from_dir)).as_posix())}">Every claim on the dashboard</a> · '
+            f'<a href="{_e(Path(os.path.relpath("results/papers.html", from_dir)).as_posix())}">the papers by area</a> · '
+            f'<a href="{_e(Path(os.path.relpath("core/results.html", from_dir)).as_posix())}">how claims are graded</a></p></div>')
+    md = lambda s: dict(cell_type='markdown', metadata={}, source=s)
+    fig = dict(cell_type='code', metadata={}, execution_count=None, source='#| echo: false\n# Claims per paper by verdict (stored output).',
+               outputs=[dict(output_type='display_data', metadata={}, data={'image/png': base64.b64encode(papers_chart(vt)).decode(),
+                                                                            'text/plain': ['<claims per paper by verdict>']})])
+    return [md(html_block(lead)), fig, md("## The 19 papers\n\n" + html_block(table))]
+
+def polish_home(nb:dict, cells:list[dict]) -> int:
+    "Put the results cells where the home page has its marker (or right after its front matter); returns 1 if it changed."
+    cs = nb.get('cells', [])
+    if any('tl-lead' in _src(c) for c in cs): return 0
+    at = next((i for i, c in enumerate(cs) if RESULTS_MARKER in _src(c)), None)
+    if at is None: cs[_insert_at(nb):_insert_at(nb)] = cells
+    else: cs[at:at + 1] = cells
+    return 1
+
+def replace_body(proc_nb:Path, new_nb:Path) -> None:
+    "Keep nbdev's front matter of a processed page and replace the rest by the cells (after the title cell) of a freshly written notebook."
+    old = json.loads(Path(proc_nb).read_text(encoding='utf-8'))
+    new = json.loads(Path(new_nb).read_text(encoding='utf-8'))
+    keep = old['cells'][:_insert_at(old)]
+    old['cells'] = keep + new['cells'][1:]
+    Path(proc_nb).write_text(json.dumps(old, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+
+
+# %%
+_vt = pd.DataFrame([dict(number=2, name='disparate_benefits', area='fairness', title='t', implemented=True, headline=True, claim='gaps grow',
+                         paper='0.19', ours='0.02 [0.01, 0.03]', verdict='partially', run_id='r'),
+                    dict(number=2, name='disparate_benefits', area='fairness', title='t', implemented=True, headline=False, claim='b',
+                         paper='', ours='', verdict='illustrated', run_id='r')])
+_hc = home_results(_vt)
+assert '<b>Headline claims</b>' in _hc[0]['source'] and 'class="verdict v-partially"' in _hc[0]['source'] and 'All 2 claims' in _hc[0]['source']
+assert _hc[1]['outputs'][0]['data']['image/png'].startswith('iVBOR')
+assert '<tr data-paper="disparate_benefits" data-verdict="partially">' in _hc[2]['source'] and 'href="papers/fairness/disparate_benefits.html"' in _hc[2]['source']
+_home = dict(cells=[dict(cell_type='raw', source='---\ntitle: x\n---'), _md('intro'), _md(RESULTS_MARKER), _md('more')])
+test_eq(polish_home(_home, _hc), 1); test_eq([_src(c)[:6] for c in _home['cells']][1], 'intro'); test_eq(len(_home['cells']), 6)
+test_eq(polish_home(_home, _hc), 0)
+
+# %% [markdown]
+# ### Serving MathJax from the site
+#
+# Quarto loads MathJax from a CDN, so the math of an offline copy of the site shows as raw TeX. After the
+# render, `vendor_mathjax` copies MathJax (the `mathjax` npm package, fetched with `npm pack` into a cache
+# outside the repository and reused) into `site_libs/mathjax/` and points every page at it with a relative
+# link. Without npm and without a cached copy it leaves the CDN link and says so.
+
+# %%
+#| export
+MATHJAX_VERSION = '3.2.2'
+_MATHJAX_CDN = re.compile(r'https://cdn\.jsdelivr\.net/npm/mathjax@3[^"\']*/es5/([\w.-]+\.js)')
+
+def mathjax_cache() -> Path:
+    "Where the MathJax package is cached: `$TRUSTLIB_CACHE/mathjax-<version>`, default `~/.cache/trustlib/`."
+    return Path(os.environ.get('TRUSTLIB_CACHE', Path.home()/'.cache'/'trustlib'))/f'mathjax-{MATHJAX_VERSION}'
+
+def fetch_mathjax() -> Path|str:
+    "The cached MathJax `es5/` folder (fetched with `npm pack` on first use), or why it is not available."
+    import subprocess, tarfile, tempfile
+    es5 = mathjax_cache()/'package'/'es5'
+    if (es5/'tex-chtml-full.js').is_file(): return es5
+    npm = shutil.which('npm')
+    if npm is None: return 'npm is not installed, and MathJax is not cached in ' + str(mathjax_cache())
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([npm, 'pack', f'mathjax@{MATHJAX_VERSION}', '--silent'], cwd=tmp, capture_output=True, text=True, timeout=300)
+        tgz = next(Path(tmp).glob('mathjax-*.tgz'), None)
+        if r.returncode or tgz is None: return f"npm pack mathjax@{MATHJAX_VERSION} failed: {(r.stderr or r.stdout).strip()[-300:]}"
+        part = mathjax_cache().with_name(mathjax_cache().name + '.part'); shutil.rmtree(part, ignore_errors=True); part.mkdir(parents=True)
+        with tarfile.open(tgz) as t:
+            t.extractall(part, members=[m for m in t.getmembers() if m.name.startswith('package/es5/') or m.name == 'package/LICENSE'], filter='data')
+        shutil.rmtree(mathjax_cache(), ignore_errors=True); part.rename(mathjax_cache())
+    return es5
+
+def vendor_mathjax(site:str|Path, es5:Path|None=None) -> dict:
+    "Copy MathJax into `site/site_libs/mathjax/` and point every page that loads it from the CDN there; counts, or `skipped` with the reason."
+    site = Path(site)
+    es5 = es5 or fetch_mathjax()
+    if not isinstance(es5, Path): return dict(pages=0, skipped=str(es5))
+    dest = site/'site_libs'/'mathjax'
+    if not dest.exists(): shutil.copytree(es5, dest)
+    n = 0
+    for f in site.rglob('*.html'):
+        s = f.read_text(encoding='utf-8', errors='replace')
+        if 'cdn.jsdelivr.net/npm/mathjax' not in s: continue
+        rel = Path(os.path.relpath(dest, f.parent)).as_posix()
+        new = _MATHJAX_CDN.sub(lambda m: f'{rel}/{m.group(1)}', s)
+        if new != s: f.write_text(new, encoding='utf-8'); n += 1
+    return dict(pages=n, skipped='')
+
+
+# %%
+_s = Path(tempfile.mkdtemp()); (_s/'a').mkdir()
+(_s/'a'/'p.html').write_text('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml-full.js" type="text/javascript"></script>')
+(_s/'i.html').write_text('no math')
+_es5 = Path(tempfile.mkdtemp())/'es5'; _es5.mkdir(); (_es5/'tex-chtml-full.js').write_text('/* mathjax */')
+test_eq(vendor_mathjax(_s, _es5), dict(pages=1, skipped=''))
+test_eq((_s/'a'/'p.html').read_text(), '<script src="../site_libs/mathjax/tex-chtml-full.js" type="text/javascript"></script>')
+assert (_s/'site_libs'/'mathjax'/'tex-chtml-full.js').is_file()
+test_eq(vendor_mathjax(_s, 'npm is not installed')['skipped'], 'npm is not installed')
+
+
+# %% [markdown]
+# ### Putting it together: `polish_proc`
+#
+# `polish_proc` runs after nbdev's processing and before Quarto: it rebuilds the dashboard and the papers
+# index from the ledger, puts the results on the home page, rewrites every paper page (summary box, parameter
+# table, API entries moved to `api/<area>/<paper>`, audit trail, downloads), points the cross-links at the
+# right pages, adds the API pages to the sidebar, then applies `polish_pages`. Pages without a publication
+# keep their text and get a summary box that says so.
+
+# %%
+#| export
+def page_path(nb:dict, rel:str|Path) -> str:
+    "The site path of processed page `rel` (e.g. 'core/02_models.ipynb' -> 'core/models.html', from its front matter's `output-file`)."
+    rel = Path(rel)
+    for c in nb.get('cells', [])[:1]:
+        m = re.search(r'^output-file:\s*(\S+)\s*$', _src(c), re.M) if c.get('cell_type') == 'raw' else None
+        if m: return (rel.parent/m.group(1).strip('"\'')).as_posix()
+    return rel.with_suffix('.html').as_posix()
+
+def _write_nb(path:Path, nb:dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+
+def _add_to_sidebar(proc:Path, api_pages:list[str], extra_top:list[str]) -> None:
+    "List the generated API pages (a 'paper APIs' section) and the top-level pages in `extra_top` in `_proc/sidebar.yml`."
+    import yaml
+    sb = proc/'sidebar.yml'
+    if not sb.is_file(): return
+    y = yaml.safe_load(sb.read_text()) or {}
+    contents = y.setdefault('website', {}).setdefault('sidebar', {}).setdefault('contents', [])
+    flat = json.dumps(contents)
+    for page in extra_top:
+        if f'"{page}"' not in flat: contents.insert(1, page)
+    by_area = {}
+    for a in api_pages: by_area.setdefault(a.split('/')[1], []).append(a)
+    if api_pages and 'paper APIs' not in flat:
+        contents.append(dict(section='paper APIs', contents=[dict(section=k, contents=sorted(v)) for k, v in sorted(by_area.items())]))
+    sb.write_text(yaml.safe_dump(y, sort_keys=False, allow_unicode=True))
+
+def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
+                nbs:str|Path, # the source notebooks
+                root:str|Path|None=None, # the checkout (default: the folder above `nbs`)
+                runs_dir:str|Path|None=None, # where published runs' metrics.json may be (default: <root>/runs)
+                records:dict|None=None, # paper name -> `published_record` (default: computed)
+               ) -> dict[str, int]:
+    "Make `_proc/` the site readers see: results pages from the ledger, results on the home page, paper pages rewritten, API pages, links; counts."
+    import importlib
+    from trustlib.config import PAPERS
+    from trustlib.report import published_record, published_table, build_dashboard
+    proc, nbs = Path(proc), Path(nbs)
+    root = Path(root) if root is not None else nbs.parent
+    runs_dir = Path(runs_dir) if runs_dir is not None else root/'runs'
+    counts = dict(summaries=0, config_tables=0, audits=0, api_pages=0, api_entries=0, links=0, sources=0, results_pages=0, home=0)
+    records = {p.name: (records or {}).get(p.name) or published_record(p.name, root, runs_dir) for p in PAPERS}
+    vt = published_table(root, runs_dir, records)
+    # the order of API entries first (nbdev writes them in reverse), so that they move in source order
+    for f in sorted((proc/'papers').rglob('*.ipynb')) if (proc/'papers').is_dir() else []:
+        nb = json.loads(f.read_text(encoding='utf-8')); src = nbs/f.relative_to(proc)
+        text = '\n'.join(_src(c) for c in json.loads(src.read_text(encoding='utf-8')).get('cells', [])) if src.is_file() else ''
+        if source_order(nb, text): _write_nb(f, nb)
+    # results pages and the home page
+    if (proc/'results'/'dashboard.ipynb').is_file():
+        gen = proc/'_gen'
+        build_dashboard(runs_dir, out=gen/'results'/'dashboard.ipynb', nbs_dir=nbs, pair=False, published=True, records=records,
+                        papers_index=True, link_root=gen)
+        for name in ('dashboard.ipynb', 'papers.ipynb'):
+            if (proc/'results'/name).is_file(): replace_body(proc/'results'/name, gen/'results'/name); counts['results_pages'] += 1
+        shutil.rmtree(gen, ignore_errors=True)
+    if (proc/'index.ipynb').is_file():
+        nb = json.loads((proc/'index.ipynb').read_text(encoding='utf-8'))
+        if polish_home(nb, home_results(vt, '.')): _write_nb(proc/'index.ipynb', nb); counts['home'] = 1
+    # paper pages: API entries out, summary, parameters, audit trail, downloads
+    api, pages = {}, {}
+    for p in PAPERS:
+        f = proc/p.notebook
+        if not f.is_file(): continue
+        page = Path(p.notebook).with_suffix('.html').as_posix()
+        api_rel = f"api/{p.area}/{p.name}.ipynb"
+        nb = json.loads(f.read_text(encoding='utf-8'))
+        groups = split_api(nb, _rel_href(api_rel.replace('.ipynb', '.html'), page))
+        try: mod = importlib.import_module(p.module)
+        except Exception: mod = None
+        moved = [c for _, _, run in groups for c in run]
+        if moved:
+            if mod is not None: counts['sources'] += fix_source_links(moved, mod, 'https://github.com/trustlib/trustlib')
+            title = next((re.search(r'^title:\s*"?(.*?)"?\s*$', _src(c), re.M).group(1) for c in nb['cells'][:1]
+                          if c.get('cell_type') == 'raw' and re.search(r'^title:', _src(c), re.M)), p.title)
+            _write_nb(proc/api_rel, api_page(p.module, title, _rel_href(page, api_rel.replace('.ipynb', '.html')), groups, f"{p.name}.html"))
+            counts['api_pages'] += 1; counts['api_entries'] += len(moved)
+            api[page] = (api_rel.replace('.ipynb', '.html'), {pandoc_id(show_doc_title(c) or '') for c in moved})
+        rec = records[p.name]
+        k = polish_paper(nb, rec, write_downloads(proc, rec, page), getattr(mod, 'Config', None) if mod is not None else None)
+        counts['summaries'] += k['summary']; counts['config_tables'] += k['config']; counts['audits'] += k['audit']
+        pages[page] = nb; _write_nb(f, nb)
+    # links: every page, relative, to the right module
+    host = doc_host(root)
+    for f in sorted(proc.rglob('*.ipynb')):
+        rel = f.relative_to(proc)
+        if any(x.startswith(('.', '_')) for x in rel.parts): continue
+        nb = json.loads(f.read_text(encoding='utf-8'))
+        page = page_path(nb, rel)
+        own = page if page in api else next((k for k, v in api.items() if v[0] == page), None)
+        n = rewrite_doclinks(nb, page, host, api, own)
+        if n: _write_nb(f, nb); counts['links'] += n
+    _add_to_sidebar(proc, [v[0].replace('.html', '.ipynb') for v in api.values()], [x for x in ('use.ipynb',) if (proc/x).is_file()])
+    counts.update(polish_pages(proc, nbs))
+    return counts
 
 
 # %% [markdown]
