@@ -4,6 +4,12 @@
 # > Literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy machine learning.
 
 # %% [markdown]
+# <!-- trustlib:results -->
+# The results — each paper's headline verdict, the totals and every claim — are on the website:
+# [papers](https://trustlib.github.io/trustlib/results/papers.html) ·
+# [results dashboard](https://trustlib.github.io/trustlib/results/dashboard.html).
+
+# %% [markdown]
 # trustlib re-implements the methods of 19 ICML 2025 papers on trustworthy machine learning (unlearning, fairness,
 # privacy, calibration, robustness, interpretability, evaluation, theory), re-runs each paper's experiment at a
 # scale that fits a laptop CPU, and grades every claim of the paper — *reproduced*, *partially*, *not reproduced*,
@@ -11,12 +17,6 @@
 # *not testable offline* — by a rule written down before the numbers existed. Each paper's page explains the method
 # in prose and math, shows the experiment, and ends with the paper's numbers beside ours and an audit trail of
 # every verdict.
-
-# %% [markdown]
-# <!-- trustlib:results -->
-# The results — each paper's headline verdict, the totals and every claim — are on the website:
-# [papers](https://trustlib.github.io/trustlib/results/papers.html) ·
-# [results dashboard](https://trustlib.github.io/trustlib/results/dashboard.html).
 
 # %% [markdown]
 # ## Use and contribute

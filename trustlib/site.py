@@ -12,11 +12,12 @@ from .config import require
 from .results import VERDICTS
 
 # %% auto #0
-__all__ = ['RESULTS_MARKER', 'MATHJAX_VERSION', 'cell_directives', 'fold_code', 'source_order', 'badge_verdicts', 'png_width',
-           'widen_figures', 'polish_pages', 'pandoc_id', 'show_doc_title', 'split_api', 'api_page', 'doc_host',
-           'rewrite_doclinks', 'fix_source_links', 'replace_config_output', 'write_downloads', 'polish_paper',
-           'home_results', 'polish_home', 'replace_body', 'mathjax_cache', 'fetch_mathjax', 'vendor_mathjax',
-           'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'check_rendered', 'site_problems']
+__all__ = ['RESULTS_MARKER', 'MATHJAX_VERSION', 'cell_directives', 'as_stored', 'fold_code', 'source_order', 'badge_verdicts',
+           'png_width', 'widen_figures', 'polish_pages', 'pandoc_id', 'show_doc_title', 'split_api', 'api_page',
+           'doc_host', 'rewrite_doclinks', 'fix_source_links', 'replace_config_output', 'write_downloads',
+           'polish_paper', 'home_results', 'polish_home', 'replace_body', 'mathjax_cache', 'fetch_mathjax',
+           'vendor_mathjax', 'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages',
+           'expected_summaries', 'check_rendered', 'site_problems']
 
 # %% ../nbs/core/11_site.ipynb #1b0c3b1f
 _DIRECTIVE = re.compile(r'^\s*#\s*\|\s*([\w-]+)\s*:?\s*(.*)$')
@@ -31,6 +32,25 @@ def cell_directives(src:str) -> dict[str, str]:
     return out
 
 def _src(c) -> str: return ''.join(c['source']) if isinstance(c.get('source'), list) else c.get('source', '')
+
+def _lines(x):
+    "Text as Jupyter stores it: a list of lines, each with its newline (Quarto joins the list; a plain string loses its line breaks)."
+    return x.splitlines(keepends=True) if isinstance(x, str) else x
+
+def as_stored(nb:dict) -> dict:
+    "The notebook with every cell source and every text output as a list of lines, in place."
+    for c in nb.get('cells', []):
+        c['source'] = _lines(c.get('source', ''))
+        for o in c.get('outputs', []) or []:
+            if 'text' in o: o['text'] = _lines(o['text'])
+            for k, v in (o.get('data') or {}).items():
+                if k.startswith('text/') or k.endswith(('+xml', 'javascript')): o['data'][k] = _lines(v)
+    return nb
+
+def _write_nb(path:Path, nb:dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(as_stored(nb), indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+
 
 def fold_code(nb:dict) -> int:
     "Fold (Quarto `code-fold`) every shown code cell except the parameters cell and nbdev's `show_doc` cells; returns how many."
@@ -117,7 +137,7 @@ def polish_pages(proc:str|Path, # the `_proc/` folder nbdev wrote
         text = '\n'.join(_src(c) for c in json.loads(src.read_text(encoding='utf-8')).get('cells', [])) if src.is_file() else ''
         k = dict(folded=fold_code(nb) if rel.parts[0] == 'papers' else 0, reordered=source_order(nb, text), badges=badge_verdicts(nb),
                  widened=widen_figures(nb))
-        if any(k.values()): f.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+        if any(k.values()): f.write_text(json.dumps(as_stored(nb), indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
         counts['pages'] += 1
         for key, v in k.items(): counts[key] += v
     return counts
@@ -343,19 +363,17 @@ def home_results(vt, # `trustlib.report.published_table`
             verdict, claim, ours, paper = verdict_badge('not yet run' if link else 'planned'), '', '', ''
         rows.append(f'<tr data-paper="{_e(p.name)}" data-verdict="{_e(d.iloc[0].verdict if len(d) else "")}"><td data-label="#">{p.number}</td>'
                     f'<td data-label="Paper">{name}<br><span class="tl-note">{_e(AREA_TITLES.get(p.area, p.area))}</span></td>'
-                    f'<td data-label="Headline verdict">{verdict}</td><td data-label="Headline claim">{claim}</td>'
+                    f'<td data-label="Headline verdict" class="tl-headline-verdict">{verdict}</td><td data-label="Headline claim">{claim}</td>'
                     f'<td data-label="Paper / us"><span class="tl-note">paper:</span> {paper}<br><span class="tl-note">us:</span> {ours}</td></tr>')
     table = ('<table class="tl-table tl-cards tl-home"><thead><tr><th class="tl-c-num">#</th><th class="tl-c-paper">Paper</th>'
              '<th class="tl-c-verdict">Headline verdict</th><th class="tl-c-claim">Headline claim</th><th class="tl-c-ours">Paper / us</th></tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>')
-    words = ' · '.join(f'{verdict_badge(k)}' for k in VERDICT_STYLE)
-    lead = (f'<div class="tl-lead"><p><b>{tot["papers"]} ICML 2025 papers</b> on trustworthy machine learning, each re-implemented and its '
-            f'experiment re-run at CPU scale. <b>Headline claims</b> (the abstract\'s main finding, {HEADLINE_MARK}): {badges(tot["headline"])}. '
-            f'<b>All {tot["claims"]} claims</b>: {badges(tot["all"])}.</p>'
-            f'<p class="tl-note">Every claim is graded by a rule written before the numbers existed: {words}. '
-            f'<a href="{_e(Path(os.path.relpath("results/dashboard.html", from_dir)).as_posix())}">Every claim on the dashboard</a> · '
-            f'<a href="{_e(Path(os.path.relpath("results/papers.html", from_dir)).as_posix())}">the papers by area</a> · '
-            f'<a href="{_e(Path(os.path.relpath("core/results.html", from_dir)).as_posix())}">how claims are graded</a></p></div>')
+    rel = lambda t: _e(Path(os.path.relpath(t, from_dir)).as_posix())
+    lead = (f'<div class="tl-lead"><p><b>Headline claims</b> of the {tot["papers"]} papers ({HEADLINE_MARK} the abstract\'s main finding): '
+            f'<span class="tl-headline-verdict">{badges(tot["headline"])}</span></p><p><b>All {tot["claims"]} claims</b>: {badges(tot["all"])}</p>'
+            f'<p class="tl-note">Each verdict comes from a rule written down before the numbers existed. '
+            f'<a href="{rel("results/dashboard.html")}">Every claim</a> · <a href="{rel("results/papers.html")}">the papers by area</a> · '
+            f'<a href="{rel("core/results.html")}">how claims are graded</a> · <a href="{rel("use.html")}">use and contribute</a></p></div>')
     md = lambda s: dict(cell_type='markdown', metadata={}, source=s)
     fig = dict(cell_type='code', metadata={}, execution_count=None, source='#| echo: false\n# Claims per paper by verdict (stored output).',
                outputs=[dict(output_type='display_data', metadata={}, data={'image/png': base64.b64encode(papers_chart(vt)).decode(),
@@ -377,7 +395,7 @@ def replace_body(proc_nb:Path, new_nb:Path) -> None:
     new = json.loads(Path(new_nb).read_text(encoding='utf-8'))
     keep = old['cells'][:_insert_at(old)]
     old['cells'] = keep + new['cells'][1:]
-    Path(proc_nb).write_text(json.dumps(old, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+    Path(proc_nb).write_text(json.dumps(as_stored(old), indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
 
 # %% ../nbs/core/11_site.ipynb #15944b38
 MATHJAX_VERSION = '3.2.2'
@@ -428,10 +446,6 @@ def page_path(nb:dict, rel:str|Path) -> str:
         m = re.search(r'^output-file:\s*(\S+)\s*$', _src(c), re.M) if c.get('cell_type') == 'raw' else None
         if m: return (rel.parent/m.group(1).strip('"\'')).as_posix()
     return rel.with_suffix('.html').as_posix()
-
-def _write_nb(path:Path, nb:dict):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
 
 def _add_to_sidebar(proc:Path, api_pages:list[str], extra_top:list[str]) -> None:
     "List the generated API pages (a 'paper APIs' section) and the top-level pages in `extra_top` in `_proc/sidebar.yml`."
@@ -539,80 +553,150 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 # %% ../nbs/core/11_site.ipynb #b14c0600
 _PAGE_JS = """() => {
-  const de = document.documentElement;
-  const imgs = [...document.querySelectorAll('main img, #quarto-document-content img')]
-      .filter(i => i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0)
-      .map(i => ({src: i.getAttribute('src') || '', natural: i.naturalWidth, shown: Math.round(i.getBoundingClientRect().width)}));
-  return {scroll: de.scrollWidth, client: de.clientWidth,
+  const de = document.documentElement, main = document.querySelector('main') || document.body;
+  const say = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
+  const imgs = [...document.querySelectorAll('img')].map(i => ({src: i.getAttribute('src') || '', complete: i.complete, natural: i.naturalWidth,
+      shown: Math.round(i.getBoundingClientRect().width), inmain: main.contains(i)}));
+  const clipped = [];
+  for (const el of main.querySelectorAll('*')) {
+    if (!el.clientWidth || !el.textContent.trim()) continue;
+    const cs = getComputedStyle(el);
+    const hides = ['hidden', 'clip'].includes(cs.overflowX) || cs.textOverflow === 'ellipsis';
+    if (hides && el.scrollWidth > el.clientWidth + 2) clipped.push(say(el) + ': ' + el.scrollWidth + ' px of content in ' + el.clientWidth + ' px');
+  }
+  const wide = [...document.querySelectorAll('table.tl-table, .tl-summary, .tl-filter')].filter(t => t.offsetParent !== null && t.parentElement)
+      .filter(t => t.scrollWidth > t.parentElement.clientWidth + 2 || t.getBoundingClientRect().right > de.clientWidth + 2)
+      .map(t => say(t) + ': ' + t.scrollWidth + ' px in ' + t.parentElement.clientWidth + ' px');
+  const top = el => el ? Math.round(el.getBoundingClientRect().top + window.scrollY) : null;
+  const box = document.querySelector('.tl-summary');
+  const firstVerdict = main.querySelector('.verdict');
+  const headline = document.querySelector('.tl-headline-verdict .verdict') || document.querySelector('.tl-headline-verdict');
+  return {scroll: de.scrollWidth, client: de.clientWidth, height: de.scrollHeight,
           links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
           ids: [...document.querySelectorAll('[id]')].map(e => e.id),
-          stderr: document.querySelectorAll('.cell-output-stderr').length, imgs: imgs};
+          stderr: document.querySelectorAll('.cell-output-stderr').length, imgs: imgs, clipped: clipped, wide: wide,
+          summary: box ? {paper: box.dataset.paper, verdict: box.dataset.verdict, run: box.dataset.run,
+                          badge: (box.querySelector('.tl-verdict .verdict') || {}).className || '', y: top(box.querySelector('.tl-verdict .verdict'))} : null,
+          verdict_y: top(firstVerdict), headline_y: top(headline)};
 }"""
 
 def _internal(href:str) -> bool:
     return bool(href) and not re.match(r'^([a-z][a-z0-9+.-]*:|//)', href, re.I)
 
+def site_pages(site:str|Path) -> list[str]:
+    "The pages of a rendered site (relative paths of its .html files outside `site_libs/` and hidden or underscore folders)."
+    site = Path(site)
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob('*.html')
+                  if not any(part.startswith(('site_libs', '_', '.')) for part in p.relative_to(site).parts))
+
+def expected_summaries(root:str|Path, runs_dir:str|Path|None=None) -> dict[str, dict]:
+    "Page -> the headline verdict and run its summary box must show, read straight from each paper's ledger (and the run's metrics.json, when present)."
+    from trustlib.config import PAPERS
+    root = Path(root); runs_dir = Path(runs_dir) if runs_dir is not None else root/'runs'
+    out = {}
+    for p in PAPERS:
+        if not (root/'nbs'/p.notebook).is_file(): continue
+        f = root/'nbs'/'results'/'ledger'/f'{p.name}.json'
+        pubs = json.loads(f.read_text(encoding='utf-8'))['publications'] if f.is_file() else []
+        page = Path(p.notebook).with_suffix('.html').as_posix()
+        if not pubs: out[page] = dict(verdict='', run=''); continue
+        last = pubs[-1]
+        heads = [v['verdict'] for v in last['verdicts'] if v.get('headline')]
+        exp = dict(verdict=heads[0] if len(heads) == 1 else None, run=last.get('run_id') or '')
+        m = runs_dir/p.name/(last.get('run_id') or '-')/'metrics.json'
+        if m.is_file():
+            mh = [v['verdict'] for v in json.loads(m.read_text(encoding='utf-8')).get('verdicts') or [] if v.get('headline')]
+            exp['metrics_verdict'] = mh[0] if mh else None
+        out[page] = exp
+    return out
+
 def check_rendered(site:str|Path, # the rendered site (`_docs/`)
-                   screenshots:str|Path|None=None, # folder for screenshots of the home page, the dashboard, one paper page
-                   width:int=1280, # desktop viewport width (px)
-                   phone:int=390, # phone viewport width (px), for the pages in `phone_pages`
-                   phone_pages=('index.html', 'results/dashboard.html', 'results/papers.html'),
-                   min_scale:float=0.6, # images shown below this fraction of their natural width are reported
-                   shot_pages=('index.html', 'results/dashboard.html', 'papers/fairness/disparate_benefits.html'),
+                   screenshots:str|Path|None=None, # folder for screenshots of `shot_pages` at both widths
+                   width:int=1366, height:int=768, # desktop viewport (px)
+                   phone:int=390, phone_height:int=844, # phone viewport (px); every page is checked at both
+                   min_scale:float=0.6, # images shown below this fraction of their natural width (desktop) are reported
+                   shot_pages=('index.html', 'results/dashboard.html', 'results/papers.html', 'papers/fairness/disparate_benefits.html',
+                              'papers/unlearning/dsda.html', 'papers/interp/saebench.html'),
+                   expect:dict|None=None, # page -> dict(verdict=, run=) its summary box must show (`expected_summaries`)
+                   host:str|None=None, # the production URL: links to it are checked against the built site
                    timeout_s:float=60) -> dict:
-    "Load every page of `site` in headless Chromium; counts and lists of broken links/anchors, overflows, downscaled images, stderr blocks."
+    "Load every page of `site` in headless Chromium at desktop and phone width; counts and lists of every defect found."
     why = browser_unavailable()
     if why: raise RuntimeError(why)
     sync_api = require('playwright.sync_api', 'the browser check')
     site = Path(site).resolve()
-    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob('*.html')
-                   if not any(part.startswith(('site_libs', '_', '.')) for part in p.relative_to(site).parts))
+    pages = site_pages(site)
     handler = functools.partial(_Quiet, directory=str(site))
     httpd = socketserver.ThreadingTCPServer(('127.0.0.1', 0), handler); httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    rep = dict(pages=len(pages), links=0, anchors=0, broken_links=[], broken_anchors=[], overflow=[], phone_overflow=[],
-               downscaled=[], stderr=[], screenshots=[])
-    seen, wanted = {}, []
+    rep = dict(pages=len(pages), links=0, anchors=0, prod_links=0, broken_links=[], broken_anchors=[], overflow=[], phone_overflow=[],
+               downscaled=[], broken_images=[], clipped=[], wide=[], external=[], summary=[], first_screen=[], stderr=[], screenshots=[], verdict_y={})
+    seen, wanted, external = {}, [], set()
     if screenshots is not None: Path(screenshots).mkdir(parents=True, exist_ok=True)
+    def route(r):
+        if r.request.url.startswith(base): r.continue_()
+        else: external.add(r.request.url); r.abort()
+    def local_target(rel, href):
+        "The site file a link points at, or None when it leaves the site; production links are resolved against the site."
+        if host and href.startswith(host):
+            rep['prod_links'] += 1; href = href[len(host):]; start = ''
+        elif not _internal(href) or href == '#': return None
+        else: start = str(Path(rel).parent)
+        u = urlsplit(href)
+        target = os.path.normpath(os.path.join(start, unquote(u.path))).replace(os.sep, '/') if u.path else rel
+        if target.endswith('/') or (site/target).is_dir(): target = target.rstrip('/').removesuffix('.') + '/index.html'
+        return target.lstrip('/'), unquote(u.fragment)
+    def visit(page, rel, wide_label):
+        page.goto(base + rel, wait_until='load', timeout=timeout_s * 1000)
+        info = page.evaluate(_PAGE_JS)
+        label = f"{rel} at {wide_label} px"
+        screen = height if wide_label == width else phone_height
+        if info['headline_y'] is not None and info['headline_y'] > screen - 24:
+            rep['first_screen'].append(f"{label}: the headline verdict is at y = {info['headline_y']} px, below the first screen ({screen} px)")
+        if info['scroll'] > info['client'] + 1: (rep['overflow'] if wide_label == width else rep['phone_overflow']).append(f"{rel}: {info['scroll']} px wide at {info['client']} px")
+        rep['clipped'] += [f"{label}: {c}" for c in info['clipped']]
+        rep['wide'] += [f"{label}: {c}" for c in info['wide']]
+        rep['verdict_y'].setdefault(rel, {})[wide_label] = info['headline_y'] if info['headline_y'] is not None else info['verdict_y']
+        return info
     def browse():   # Playwright's sync API refuses to run inside an asyncio loop (Jupyter's): a thread of its own
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=find_chromium(), args=['--no-sandbox'])
             try:
-                page = browser.new_page(viewport=dict(width=width, height=900))
-                page.route('**/*', lambda r: r.continue_() if r.request.url.startswith(base) else r.abort())
+                page = browser.new_page(viewport=dict(width=width, height=height)); page.route('**/*', route)
+                small = browser.new_page(viewport=dict(width=phone, height=phone_height), is_mobile=True, device_scale_factor=1); small.route('**/*', route)
                 for rel in pages:
-                    page.goto(base + rel, wait_until='load', timeout=timeout_s * 1000)
-                    info = page.evaluate(_PAGE_JS)
+                    info = visit(page, rel, width)
                     seen[rel] = set(info['ids'])
-                    if info['scroll'] > info['client'] + 1: rep['overflow'].append(f"{rel}: {info['scroll']} px wide at {info['client']} px")
                     if info['stderr']: rep['stderr'].append(f"{rel}: {info['stderr']} stderr block(s)")
                     for im in info['imgs']:
-                        if im['shown'] < min_scale * im['natural']:
+                        if im['complete'] and im['natural'] == 0: rep['broken_images'].append(f"{rel}: {im['src'][:100]}")
+                        elif im['inmain'] and im['shown'] > 0 and im['shown'] < min_scale * im['natural']:
                             rep['downscaled'].append(f"{rel}: {im['src'][:80]} shown at {im['shown']} of {im['natural']} px")
                     for href in info['links']:
-                        if not _internal(href) or href.startswith('#') and len(href) == 1: continue
-                        u = urlsplit(href)
-                        target = (Path(rel).parent/unquote(u.path)).as_posix() if u.path else rel
-                        target = os.path.normpath(target).replace(os.sep, '/')
-                        if target.endswith('/') or (site/target).is_dir(): target = target.rstrip('/') + '/index.html'
+                        t = local_target(rel, href)
+                        if t is None: continue
+                        target, frag = t
                         rep['links'] += 1
                         if target.startswith('..') or not (site/target).is_file():
                             rep['broken_links'].append(f"{rel}: {href}"); continue
-                        if u.fragment: wanted.append((rel, href, target, unquote(u.fragment)))
+                        if frag: wanted.append((rel, href, target, frag))
+                    if expect is not None and rel in expect:
+                        s, e = info['summary'], expect[rel]
+                        if s is None: rep['summary'].append(f"{rel}: no summary box")
+                        else:
+                            for k in ('verdict', 'run'):
+                                if e.get(k) is not None and s.get(k) != e[k]: rep['summary'].append(f"{rel}: the summary shows {k} {s.get(k)!r}, the ledger {e[k]!r}")
+                            if e.get('metrics_verdict') is not None and s.get('verdict') != e['metrics_verdict']:
+                                rep['summary'].append(f"{rel}: the summary shows {s.get('verdict')!r}, the run's metrics.json {e['metrics_verdict']!r}")
+                            if e.get('verdict') and f"v-{e['verdict']}" not in s.get('badge', ''): rep['summary'].append(f"{rel}: the badge is not {e['verdict']!r}")
                     if screenshots is not None and rel in shot_pages:
-                        out = Path(screenshots)/(rel.replace('/', '__').removesuffix('.html') + '.png')
+                        out = Path(screenshots)/(rel.replace('/', '__').removesuffix('.html') + f'-{width}.png')
                         page.screenshot(path=str(out), full_page=False); rep['screenshots'].append(str(out))
-                small = browser.new_page(viewport=dict(width=phone, height=800))
-                small.route('**/*', lambda r: r.continue_() if r.request.url.startswith(base) else r.abort())
-                for rel in phone_pages:
-                    if rel not in seen: continue
-                    small.goto(base + rel, wait_until='load', timeout=timeout_s * 1000)
-                    info = small.evaluate(_PAGE_JS)
-                    if info['scroll'] > info['client'] + 1: rep['phone_overflow'].append(f"{rel}: {info['scroll']} px wide at {info['client']} px")
-                    if screenshots is not None and rel == 'results/dashboard.html':
-                        out = Path(screenshots)/'results__dashboard-phone.png'
-                        small.screenshot(path=str(out)); rep['screenshots'].append(str(out))
+                    visit(small, rel, phone)
+                    if screenshots is not None and rel in shot_pages:
+                        out = Path(screenshots)/(rel.replace('/', '__').removesuffix('.html') + f'-{phone}.png')
+                        small.screenshot(path=str(out), full_page=False); rep['screenshots'].append(str(out))
             finally: browser.close()
     try:
         from concurrent.futures import ThreadPoolExecutor
@@ -622,13 +706,16 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
     for rel, href, target, frag in wanted:
         rep['anchors'] += 1
         ids = seen.get(target)
-        if ids is None and target.endswith('.html'):   # a page outside the list (should not happen): read its ids statically
+        if ids is None and target.endswith('.html'):   # a page outside the list: read its ids statically
             ids = set(re.findall(r'\bid="([^"]+)"', (site/target).read_text(encoding='utf-8', errors='replace')))
         if ids is not None and frag not in ids: rep['broken_anchors'].append(f"{rel}: {href}")
+    rep['external'] = sorted(external)
     return rep
 
 def site_problems(rep:dict) -> list[str]:
     "The failures in a `check_rendered` report, one line each (empty: the site passes)."
-    names = dict(broken_links='broken link', broken_anchors='broken anchor', overflow='page wider than the viewport',
-                 phone_overflow='page wider than a phone', downscaled='image shown below 60 % of its width', stderr='stored stderr')
+    names = dict(broken_links='broken link', broken_anchors='broken anchor', broken_images='broken image', overflow='page wider than the screen',
+                 phone_overflow='page wider than a phone', clipped='clipped text', wide='table or box wider than its column',
+                 downscaled='image shown below 60 % of its width', stderr='stored stderr', external='request outside the site (offline it fails)',
+                 summary='summary box', first_screen='headline verdict not on the first screen')
     return [f"{names[k]}: {x}" for k in names for x in rep.get(k, [])]
