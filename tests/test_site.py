@@ -106,5 +106,5 @@ def test_rendered_site_passes_the_browser_check():
     shots = sorted(p.name for p in (ROOT / "runs" / "site-check").glob("*.png"))
     for page in ("index", "results__dashboard", "results__papers", "papers__unlearning__dsda"):
         assert {f"{page}-1366.png", f"{page}-390.png"} <= set(shots), shots
-    # MathJax is served from the site, so math works offline
-    assert (docs / "site_libs" / "mathjax" / "tex-chtml-full.js").is_file() or "MathJax from its CDN" in r.stdout
+    # MathJax, jQuery, require.js and the font are served from the site, so it works offline
+    assert (docs / "site_libs" / "vendor" / "mathjax" / "es5" / "tex-chtml-full.js").is_file() or "left on their CDN" in r.stdout

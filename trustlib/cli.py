@@ -406,7 +406,7 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
-    from trustlib.site import polish_proc, vendor_mathjax
+    from trustlib.site import polish_proc, vendor_assets
     print("prepared for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs, root, runs_dir).items()))
     problems = check_site(root)   # the generated pages and links pass the same check
     if problems:
@@ -418,10 +418,11 @@ def cmd_site(args) -> int:
     t0, c0 = time.perf_counter(), _cpu_seconds()
     out = render_site(root)
     if out is None: print(QUARTO_MISSING); return 1 if failed else 0
-    mj = vendor_mathjax(out)
+    va = vendor_assets(out)
     (out/'.nojekyll').write_text('')   # GitHub Pages: serve `_downloads/` and `site_libs/` as they are
     print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s wall, {_cpu_seconds() - c0:.0f} s CPU with Quarto's processes); "
-          + (f"MathJax served from the site on {mj['pages']} pages" if not mj['skipped'] else f"MathJax from its CDN ({mj['skipped']})"))
+          f"MathJax, scripts and fonts served from the site on {va['pages']} pages"
+          + (f" (left on their CDN: {'; '.join(va['skipped'])})" if va['skipped'] else ''))
     if getattr(args, 'no_browser', False): return 1 if failed else 0
     return max(browser_check(out, root/'runs'/'site-check', root, runs_dir), 1 if failed else 0)
 

@@ -12,11 +12,11 @@ from .config import require
 from .results import VERDICTS
 
 # %% auto #0
-__all__ = ['RESULTS_MARKER', 'MATHJAX_VERSION', 'cell_directives', 'as_stored', 'fold_code', 'source_order', 'badge_verdicts',
-           'png_width', 'widen_figures', 'polish_pages', 'pandoc_id', 'show_doc_title', 'split_api', 'api_page',
-           'doc_host', 'rewrite_doclinks', 'fix_source_links', 'replace_config_output', 'write_downloads',
-           'polish_paper', 'home_results', 'polish_home', 'replace_body', 'mathjax_cache', 'fetch_mathjax',
-           'vendor_mathjax', 'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages',
+__all__ = ['RESULTS_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored', 'fold_code', 'source_order',
+           'badge_verdicts', 'png_width', 'widen_figures', 'polish_pages', 'pandoc_id', 'show_doc_title', 'split_api',
+           'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links', 'replace_config_output', 'write_downloads',
+           'polish_paper', 'home_results', 'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets',
+           'front_matter', 'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages',
            'expected_summaries', 'check_rendered', 'site_problems']
 
 # %% ../nbs/core/11_site.ipynb #1b0c3b1f
@@ -197,8 +197,9 @@ def api_page(module:str, # the paper's module, e.g. 'trustlib.unlearning.dsda'
              groups:list, # from `split_api`
              output_file:str) -> dict:
     "The API page of a paper's module: its entries grouped by the sections of the paper page that explain them."
-    front = (f'---\ntitle: "{module}"\ndescription: "API of the module of the paper page {paper_title.replace(chr(34), chr(39))}"\n'
-             f'output-file: {output_file}\n---\n\n')
+    import yaml
+    front = '---\n' + yaml.safe_dump({'title': module, 'description': f"The functions and classes of {paper_title}", 'output-file': output_file},
+                                     allow_unicode=True, sort_keys=False, width=1000) + '---\n\n'
     cells = [dict(cell_type='raw', metadata={}, source=front),
              dict(cell_type='markdown', metadata={}, source=f"The functions and classes that [{paper_title}]({paper_href}) exports into `{module}`, "
                   f"grouped by the section of that page that explains them, with a runnable example and tests beside each one there. "
@@ -398,47 +399,96 @@ def replace_body(proc_nb:Path, new_nb:Path) -> None:
     Path(proc_nb).write_text(json.dumps(as_stored(old), indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
 
 # %% ../nbs/core/11_site.ipynb #15944b38
-MATHJAX_VERSION = '3.2.2'
-_MATHJAX_CDN = re.compile(r'https://cdn\.jsdelivr\.net/npm/mathjax@3[^"\']*/es5/([\w.-]+\.js)')
+NPM_ASSETS = {   # npm package -> (version, the files or folders of it the site uses)
+    'mathjax': ('3.2.2', ['es5', 'LICENSE']),
+    'jquery': ('3.5.1', ['dist/jquery.min.js', 'LICENSE.txt']),
+    'requirejs': ('2.3.6', ['require.js']),
+    '@fontsource/source-sans-pro': ('5.2.5', [f'files/source-sans-pro-latin-{w}-normal.woff2' for w in (300, 400, 700)] + ['LICENSE']),
+}
+CDN_SCRIPTS = [   # (a CDN URL Quarto writes, the package, the file in it)
+    (re.compile(r'https://cdn\.jsdelivr\.net/npm/mathjax@3[^"\'/]*/es5/([\w.-]+\.js)'), 'mathjax', r'es5/\1'),
+    (re.compile(r'https://cdnjs\.cloudflare\.com/ajax/libs/jquery/3\.5\.1/jquery\.min\.js'), 'jquery', 'dist/jquery.min.js'),
+    (re.compile(r'https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.3\.6/require\.min\.js'), 'requirejs', 'require.js'),
+]
+_POLYFILL = re.compile(r'<script[^>]*src="https://cdnjs\.cloudflare\.com/polyfill/[^"]*"[^>]*>\s*</script>\s*')
+_GOOGLE_FONT = re.compile(r'@import\s+url\(["\']?https://fonts\.googleapis\.com/css2\?family=Source\+Sans\+Pro[^)]*\)\s*;?')
 
-def mathjax_cache() -> Path:
-    "Where the MathJax package is cached: `$TRUSTLIB_CACHE/mathjax-<version>`, default `~/.cache/trustlib/`."
-    return Path(os.environ.get('TRUSTLIB_CACHE', Path.home()/'.cache'/'trustlib'))/f'mathjax-{MATHJAX_VERSION}'
+def npm_cache() -> Path:
+    "Where npm packages for the site are cached: `$TRUSTLIB_CACHE/npm`, default `~/.cache/trustlib/npm`."
+    return Path(os.environ.get('TRUSTLIB_CACHE', Path.home()/'.cache'/'trustlib'))/'npm'
 
-def fetch_mathjax() -> Path|str:
-    "The cached MathJax `es5/` folder (fetched with `npm pack` on first use), or why it is not available."
-    import subprocess, tarfile, tempfile
-    es5 = mathjax_cache()/'package'/'es5'
-    if (es5/'tex-chtml-full.js').is_file(): return es5
+def fetch_npm(name:str) -> Path|str:
+    "The cached `package/` folder of npm package `name` (its files of `NPM_ASSETS`, fetched with `npm pack` on first use), or why it is not available."
+    import subprocess, tarfile
+    version, files = NPM_ASSETS[name]
+    dest = npm_cache()/f"{name.replace('/', '+')}-{version}"
+    if (dest/'package'/files[0]).exists(): return dest/'package'
     npm = shutil.which('npm')
-    if npm is None: return 'npm is not installed, and MathJax is not cached in ' + str(mathjax_cache())
+    if npm is None: return f'npm is not installed, and {name}@{version} is not cached in {npm_cache()}'
     with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([npm, 'pack', f'mathjax@{MATHJAX_VERSION}', '--silent'], cwd=tmp, capture_output=True, text=True, timeout=300)
-        tgz = next(Path(tmp).glob('mathjax-*.tgz'), None)
-        if r.returncode or tgz is None: return f"npm pack mathjax@{MATHJAX_VERSION} failed: {(r.stderr or r.stdout).strip()[-300:]}"
-        part = mathjax_cache().with_name(mathjax_cache().name + '.part'); shutil.rmtree(part, ignore_errors=True); part.mkdir(parents=True)
+        r = subprocess.run([npm, 'pack', f'{name}@{version}', '--silent'], cwd=tmp, capture_output=True, text=True, timeout=300)
+        tgz = next(Path(tmp).glob('*.tgz'), None)
+        if r.returncode or tgz is None: return f"npm pack {name}@{version} failed: {(r.stderr or r.stdout).strip()[-300:]}"
+        part = dest.with_name(dest.name + '.part'); shutil.rmtree(part, ignore_errors=True); part.mkdir(parents=True)
+        want = tuple(f'package/{f}' for f in files)
         with tarfile.open(tgz) as t:
-            t.extractall(part, members=[m for m in t.getmembers() if m.name.startswith('package/es5/') or m.name == 'package/LICENSE'], filter='data')
-        shutil.rmtree(mathjax_cache(), ignore_errors=True); part.rename(mathjax_cache())
-    return es5
+            t.extractall(part, members=[m for m in t.getmembers() if m.name.startswith(want)], filter='data')
+        shutil.rmtree(dest, ignore_errors=True); part.rename(dest)
+    return dest/'package'
 
-def vendor_mathjax(site:str|Path, es5:Path|None=None) -> dict:
-    "Copy MathJax into `site/site_libs/mathjax/` and point every page that loads it from the CDN there; counts, or `skipped` with the reason."
-    site = Path(site)
-    es5 = es5 or fetch_mathjax()
-    if not isinstance(es5, Path): return dict(pages=0, skipped=str(es5))
-    dest = site/'site_libs'/'mathjax'
-    if not dest.exists(): shutil.copytree(es5, dest)
-    n = 0
-    for f in site.rglob('*.html'):
-        s = f.read_text(encoding='utf-8', errors='replace')
-        if 'cdn.jsdelivr.net/npm/mathjax' not in s: continue
-        rel = Path(os.path.relpath(dest, f.parent)).as_posix()
-        new = _MATHJAX_CDN.sub(lambda m: f'{rel}/{m.group(1)}', s)
-        if new != s: f.write_text(new, encoding='utf-8'); n += 1
-    return dict(pages=n, skipped='')
+def _font_css() -> str:
+    return ''.join(f"@font-face{{font-family:'Source Sans Pro';font-style:normal;font-display:swap;font-weight:{w};"
+                   f"src:url(source-sans-pro-latin-{w}-normal.woff2) format('woff2')}}\n" for w in (300, 400, 700))
+
+def vendor_assets(site:str|Path, # the rendered site
+                  packages:dict|None=None, # npm name -> its cached `package/` folder (default: `fetch_npm`)
+                 ) -> dict:
+    "Copy MathJax, jQuery, require.js and the theme's font into `site/site_libs/vendor/` and point every page at them; counts and what was skipped."
+    site = Path(site); vend = site/'site_libs'/'vendor'
+    packages = dict(packages or {})
+    out = dict(pages=0, skipped=[])
+    def get(name):
+        if name not in packages: packages[name] = fetch_npm(name)
+        src = packages[name]
+        if not isinstance(src, Path): out['skipped'].append(str(src)); packages[name] = None; return None
+        if src is None: return None
+        dest = vend/name.split('/')[-1]
+        if not dest.exists():
+            for f in NPM_ASSETS[name][1]:
+                if (src/f).is_dir(): shutil.copytree(src/f, dest/f)
+                elif (src/f).is_file(): (dest/f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(src/f, dest/f)
+        return dest
+    for f in sorted(site.rglob('*.html')):
+        s = f.read_text(encoding='utf-8', errors='replace'); new = _POLYFILL.sub('', s)
+        for pat, name, target in CDN_SCRIPTS:
+            if not pat.search(new): continue
+            dest = get(name)
+            if dest is None: continue
+            rel = Path(os.path.relpath(dest, f.parent)).as_posix()
+            new = pat.sub(lambda m: f"{rel}/{m.expand(target)}", new)
+        new = re.sub(r'(<script src="[^"]*site_libs/vendor/[^"]*")\s+integrity="[^"]*"\s+crossorigin="anonymous"', r'\1', new)
+        if new != s: f.write_text(new, encoding='utf-8'); out['pages'] += 1
+    for css in (site/'site_libs').rglob('*.css') if (site/'site_libs').is_dir() else []:
+        s = css.read_text(encoding='utf-8', errors='replace')
+        if not _GOOGLE_FONT.search(s): continue
+        dest = get('@fontsource/source-sans-pro')
+        if dest is None: continue
+        (dest/'files'/'source-sans-pro.css').write_text(_font_css())
+        rel = Path(os.path.relpath(dest/'files'/'source-sans-pro.css', css.parent)).as_posix()
+        css.write_text(_GOOGLE_FONT.sub(f'@import url("{rel}");', s, count=1), encoding='utf-8')
+    out['skipped'] = sorted(set(out['skipped']))
+    return out
 
 # %% ../nbs/core/11_site.ipynb #5e010a31
+def front_matter(nb:dict) -> dict:
+    "The YAML front matter nbdev wrote into a processed page's first (raw) cell ({} if none)."
+    import yaml
+    c = (nb.get('cells') or [{}])[0]
+    if c.get('cell_type') != 'raw': return {}
+    m = re.match(r'^\s*---\s*\n(.*?)\n---', _src(c), re.S)
+    try: return (yaml.safe_load(m.group(1)) or {}) if m else {}
+    except yaml.YAMLError: return {}
+
 def page_path(nb:dict, rel:str|Path) -> str:
     "The site path of processed page `rel` (e.g. 'core/02_models.ipynb' -> 'core/models.html', from its front matter's `output-file`)."
     rel = Path(rel)
@@ -509,8 +559,7 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
         moved = [c for _, _, run in groups for c in run]
         if moved:
             if mod is not None: counts['sources'] += fix_source_links(moved, mod, 'https://github.com/trustlib/trustlib')
-            title = next((re.search(r'^title:\s*"?(.*?)"?\s*$', _src(c), re.M).group(1) for c in nb['cells'][:1]
-                          if c.get('cell_type') == 'raw' and re.search(r'^title:', _src(c), re.M)), p.title)
+            title = front_matter(nb).get('title') or p.title
             _write_nb(proc/api_rel, api_page(p.module, title, _rel_href(page, api_rel.replace('.ipynb', '.html')), groups, f"{p.name}.html"))
             counts['api_pages'] += 1; counts['api_entries'] += len(moved)
             api[page] = (api_rel.replace('.ipynb', '.html'), {pandoc_id(show_doc_title(c) or '') for c in moved})
@@ -561,6 +610,7 @@ _PAGE_JS = """() => {
   for (const el of main.querySelectorAll('*')) {
     if (!el.clientWidth || !el.textContent.trim()) continue;
     const cs = getComputedStyle(el);
+    if (cs.clip !== 'auto' && cs.clip !== '' || cs.clipPath !== 'none' || el.closest('mjx-assistive-mml, .visually-hidden, .sr-only')) continue;   // hidden on purpose (screen readers)
     const hides = ['hidden', 'clip'].includes(cs.overflowX) || cs.textOverflow === 'ellipsis';
     if (hides && el.scrollWidth > el.clientWidth + 2) clipped.push(say(el) + ': ' + el.scrollWidth + ' px of content in ' + el.clientWidth + ' px');
   }

@@ -681,8 +681,8 @@ def papers_chart(vt) -> bytes:
     for s in ('top', 'right'): ax.spines[s].set_visible(False)
     ax.tick_params(axis='x', labelsize=8)
     used = [v for v in VERDICT_STYLE if any(r['verdict'] == v for r in recs)]
-    ax.legend(handles=[Patch(color=verdict_color(v), label=verdict_label(v)) for v in used], loc='lower center', bbox_to_anchor=(0.45, 1.0),
-              ncol=min(len(used), 3), fontsize=8, frameon=False)
+    if used: ax.legend(handles=[Patch(color=verdict_color(v), label=verdict_label(v)) for v in used], loc='lower center',
+                       bbox_to_anchor=(0.45, 1.0), ncol=min(len(used), 3), fontsize=8, frameon=False)
     fig.tight_layout()
     buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100); return buf.getvalue()
 
@@ -696,6 +696,7 @@ test_eq(_e('|SPD| < 0.01'), '|SPD| &lt; 0.01')                                  
 assert 'reproduced if spd &gt; 0' in _h and '\\|' not in _h and '&amp;gt;' not in _h
 test_eq(page_href('dsda', '.'), 'papers/unlearning/dsda.html'); test_eq(page_href('dsda', 'papers/fairness', 'x'), '../unlearning/dsda.html#x')
 _png = papers_chart(pt); test_eq(_png[:4], b'\x89PNG')
+test_eq(papers_chart(pt.iloc[0:0])[:4], b'\x89PNG')   # no verdicts yet: an empty chart, not an error
 Image(_png)
 
 
@@ -847,15 +848,16 @@ def audit_trail(rec:dict, # from `published_record`
                            f'<td data-label="Verdict">{verdict_badge(h["old"])} → {verdict_badge(h["new"])}</td><td data-label="Why">{_e(h["why"])}'
                            + (f'<br><span class="tl-old">rule was: {_e(h["old_rule"])}</span><br><span class="tl-new">rule now: {_e(h["new_rule"])}</span>'
                               if h['old_rule'] != h['new_rule'] else '') + '</td></tr>' for h in hist)
-            changed = ('<table class="tl-table tl-cards"><thead><tr><th>Claim</th><th>Between</th><th>Verdict</th><th>Why</th></tr></thead>'
+            changed = ('<table class="tl-table tl-cards"><thead><tr><th style="width:30%">Claim</th><th style="width:14%">Between</th>'
+                       '<th style="width:22%">Verdict</th><th>Why</th></tr></thead>'
                        f'<tbody>{hrow}</tbody></table>')
         else:
             changed = ('<p>No verdict changed between publications.</p>' if len(pubs) > 1 else
                        '<p>One publication so far: no verdict has changed.</p>')
         out.append('<h3 class="anchored" id="verdict-history">Verdict history</h3>'
                    f'<p>Every publication of this page, newest first (from <code>nbs/results/ledger/{_e(p.name)}.json</code>).</p>'
-                   '<table class="tl-table tl-cards"><thead><tr><th>Date</th><th>Run</th><th>Commit</th><th>Claims hash</th><th>CPU</th>'
-                   f'<th>Verdicts</th></tr></thead><tbody>{prow}</tbody></table>' + changed)
+                   '<table class="tl-table tl-cards"><thead><tr><th style="width:12%">Date</th><th style="width:16%">Run</th><th style="width:12%">Commit</th>'
+                   f'<th style="width:15%">Claims hash</th><th style="width:12%">CPU</th><th>Verdicts</th></tr></thead><tbody>{prow}</tbody></table>' + changed)
     if downloads:
         out.append('<h3 class="anchored" id="downloads">Downloads</h3><ul class="tl-downloads">'
                    + ''.join(f'<li><a href="{_e(href)}" download>{_e(label)}</a></li>' for label, href in downloads.items()) + '</ul>')

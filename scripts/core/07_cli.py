@@ -357,7 +357,7 @@ def cmd_report(args) -> int:
 # The pages a reader sees are prepared from data when the site is built (`trustlib.site.polish_proc`): the
 # dashboard, the papers index and the home page's results from the ledger of publications, and on every paper
 # page a summary box, a parameter table, its API entries moved to an API page, and an audit trail. After
-# Quarto, MathJax is copied into the site (`trustlib.site.vendor_mathjax`) so that it works offline, and the
+# Quarto, MathJax, the scripts and the font that Quarto loads from CDNs are copied into the site (`trustlib.site.vendor_assets`) so that it works offline, and the
 # rendered site is checked in headless Chromium. The command prints the CPU time of the render.
 #
 # Builds the website's source tree the way `nbdev_docs` does, without Quarto's auto-installer (nbdev would
@@ -558,7 +558,7 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
-    from trustlib.site import polish_proc, vendor_mathjax
+    from trustlib.site import polish_proc, vendor_assets
     print("prepared for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs, root, runs_dir).items()))
     problems = check_site(root)   # the generated pages and links pass the same check
     if problems:
@@ -570,10 +570,11 @@ def cmd_site(args) -> int:
     t0, c0 = time.perf_counter(), _cpu_seconds()
     out = render_site(root)
     if out is None: print(QUARTO_MISSING); return 1 if failed else 0
-    mj = vendor_mathjax(out)
+    va = vendor_assets(out)
     (out/'.nojekyll').write_text('')   # GitHub Pages: serve `_downloads/` and `site_libs/` as they are
     print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s wall, {_cpu_seconds() - c0:.0f} s CPU with Quarto's processes); "
-          + (f"MathJax served from the site on {mj['pages']} pages" if not mj['skipped'] else f"MathJax from its CDN ({mj['skipped']})"))
+          f"MathJax, scripts and fonts served from the site on {va['pages']} pages"
+          + (f" (left on their CDN: {'; '.join(va['skipped'])})" if va['skipped'] else ''))
     if getattr(args, 'no_browser', False): return 1 if failed else 0
     return max(browser_check(out, root/'runs'/'site-check', root, runs_dir), 1 if failed else 0)
 

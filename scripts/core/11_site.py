@@ -301,8 +301,9 @@ def api_page(module:str, # the paper's module, e.g. 'trustlib.unlearning.dsda'
              groups:list, # from `split_api`
              output_file:str) -> dict:
     "The API page of a paper's module: its entries grouped by the sections of the paper page that explain them."
-    front = (f'---\ntitle: "{module}"\ndescription: "API of the module of the paper page {paper_title.replace(chr(34), chr(39))}"\n'
-             f'output-file: {output_file}\n---\n\n')
+    import yaml
+    front = '---\n' + yaml.safe_dump({'title': module, 'description': f"The functions and classes of {paper_title}", 'output-file': output_file},
+                                     allow_unicode=True, sort_keys=False, width=1000) + '---\n\n'
     cells = [dict(cell_type='raw', metadata={}, source=front),
              dict(cell_type='markdown', metadata={}, source=f"The functions and classes that [{paper_title}]({paper_href}) exports into `{module}`, "
                   f"grouped by the section of that page that explains them, with a runnable example and tests beside each one there. "
@@ -588,65 +589,116 @@ test_eq(polish_home(_home, _hc), 1); test_eq([_src(c)[:6] for c in _home['cells'
 test_eq(polish_home(_home, _hc), 0)
 
 # %% [markdown]
-# ### Serving MathJax from the site
+# ### Serving MathJax, scripts and fonts from the site
 #
-# Quarto loads MathJax from a CDN, so the math of an offline copy of the site shows as raw TeX. After the
-# render, `vendor_mathjax` copies MathJax (the `mathjax` npm package, fetched with `npm pack` into a cache
-# outside the repository and reused) into `site_libs/mathjax/` and points every page at it with a relative
-# link. Without npm and without a cached copy it leaves the CDN link and says so.
+# Quarto's pages load MathJax from a CDN (and, on pages with HTML outputs, require.js, jQuery and a polyfill;
+# the cosmo theme imports its font from Google Fonts), so an offline copy showed raw TeX. After the render,
+# `vendor_assets` copies each of them from its npm package (fetched once with `npm pack` into a cache
+# outside the repository, `~/.cache/trustlib/npm/`) into `site_libs/vendor/` and points the pages at the
+# copies with relative links; the polyfill (ES6, which every current browser has) is dropped. Without npm and
+# without a cached copy it leaves the CDN links and says so.
 
 # %%
 #| export
-MATHJAX_VERSION = '3.2.2'
-_MATHJAX_CDN = re.compile(r'https://cdn\.jsdelivr\.net/npm/mathjax@3[^"\']*/es5/([\w.-]+\.js)')
+NPM_ASSETS = {   # npm package -> (version, the files or folders of it the site uses)
+    'mathjax': ('3.2.2', ['es5', 'LICENSE']),
+    'jquery': ('3.5.1', ['dist/jquery.min.js', 'LICENSE.txt']),
+    'requirejs': ('2.3.6', ['require.js']),
+    '@fontsource/source-sans-pro': ('5.2.5', [f'files/source-sans-pro-latin-{w}-normal.woff2' for w in (300, 400, 700)] + ['LICENSE']),
+}
+CDN_SCRIPTS = [   # (a CDN URL Quarto writes, the package, the file in it)
+    (re.compile(r'https://cdn\.jsdelivr\.net/npm/mathjax@3[^"\'/]*/es5/([\w.-]+\.js)'), 'mathjax', r'es5/\1'),
+    (re.compile(r'https://cdnjs\.cloudflare\.com/ajax/libs/jquery/3\.5\.1/jquery\.min\.js'), 'jquery', 'dist/jquery.min.js'),
+    (re.compile(r'https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.3\.6/require\.min\.js'), 'requirejs', 'require.js'),
+]
+_POLYFILL = re.compile(r'<script[^>]*src="https://cdnjs\.cloudflare\.com/polyfill/[^"]*"[^>]*>\s*</script>\s*')
+_GOOGLE_FONT = re.compile(r'@import\s+url\(["\']?https://fonts\.googleapis\.com/css2\?family=Source\+Sans\+Pro[^)]*\)\s*;?')
 
-def mathjax_cache() -> Path:
-    "Where the MathJax package is cached: `$TRUSTLIB_CACHE/mathjax-<version>`, default `~/.cache/trustlib/`."
-    return Path(os.environ.get('TRUSTLIB_CACHE', Path.home()/'.cache'/'trustlib'))/f'mathjax-{MATHJAX_VERSION}'
+def npm_cache() -> Path:
+    "Where npm packages for the site are cached: `$TRUSTLIB_CACHE/npm`, default `~/.cache/trustlib/npm`."
+    return Path(os.environ.get('TRUSTLIB_CACHE', Path.home()/'.cache'/'trustlib'))/'npm'
 
-def fetch_mathjax() -> Path|str:
-    "The cached MathJax `es5/` folder (fetched with `npm pack` on first use), or why it is not available."
-    import subprocess, tarfile, tempfile
-    es5 = mathjax_cache()/'package'/'es5'
-    if (es5/'tex-chtml-full.js').is_file(): return es5
+def fetch_npm(name:str) -> Path|str:
+    "The cached `package/` folder of npm package `name` (its files of `NPM_ASSETS`, fetched with `npm pack` on first use), or why it is not available."
+    import subprocess, tarfile
+    version, files = NPM_ASSETS[name]
+    dest = npm_cache()/f"{name.replace('/', '+')}-{version}"
+    if (dest/'package'/files[0]).exists(): return dest/'package'
     npm = shutil.which('npm')
-    if npm is None: return 'npm is not installed, and MathJax is not cached in ' + str(mathjax_cache())
+    if npm is None: return f'npm is not installed, and {name}@{version} is not cached in {npm_cache()}'
     with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([npm, 'pack', f'mathjax@{MATHJAX_VERSION}', '--silent'], cwd=tmp, capture_output=True, text=True, timeout=300)
-        tgz = next(Path(tmp).glob('mathjax-*.tgz'), None)
-        if r.returncode or tgz is None: return f"npm pack mathjax@{MATHJAX_VERSION} failed: {(r.stderr or r.stdout).strip()[-300:]}"
-        part = mathjax_cache().with_name(mathjax_cache().name + '.part'); shutil.rmtree(part, ignore_errors=True); part.mkdir(parents=True)
+        r = subprocess.run([npm, 'pack', f'{name}@{version}', '--silent'], cwd=tmp, capture_output=True, text=True, timeout=300)
+        tgz = next(Path(tmp).glob('*.tgz'), None)
+        if r.returncode or tgz is None: return f"npm pack {name}@{version} failed: {(r.stderr or r.stdout).strip()[-300:]}"
+        part = dest.with_name(dest.name + '.part'); shutil.rmtree(part, ignore_errors=True); part.mkdir(parents=True)
+        want = tuple(f'package/{f}' for f in files)
         with tarfile.open(tgz) as t:
-            t.extractall(part, members=[m for m in t.getmembers() if m.name.startswith('package/es5/') or m.name == 'package/LICENSE'], filter='data')
-        shutil.rmtree(mathjax_cache(), ignore_errors=True); part.rename(mathjax_cache())
-    return es5
+            t.extractall(part, members=[m for m in t.getmembers() if m.name.startswith(want)], filter='data')
+        shutil.rmtree(dest, ignore_errors=True); part.rename(dest)
+    return dest/'package'
 
-def vendor_mathjax(site:str|Path, es5:Path|None=None) -> dict:
-    "Copy MathJax into `site/site_libs/mathjax/` and point every page that loads it from the CDN there; counts, or `skipped` with the reason."
-    site = Path(site)
-    es5 = es5 or fetch_mathjax()
-    if not isinstance(es5, Path): return dict(pages=0, skipped=str(es5))
-    dest = site/'site_libs'/'mathjax'
-    if not dest.exists(): shutil.copytree(es5, dest)
-    n = 0
-    for f in site.rglob('*.html'):
-        s = f.read_text(encoding='utf-8', errors='replace')
-        if 'cdn.jsdelivr.net/npm/mathjax' not in s: continue
-        rel = Path(os.path.relpath(dest, f.parent)).as_posix()
-        new = _MATHJAX_CDN.sub(lambda m: f'{rel}/{m.group(1)}', s)
-        if new != s: f.write_text(new, encoding='utf-8'); n += 1
-    return dict(pages=n, skipped='')
+def _font_css() -> str:
+    return ''.join(f"@font-face{{font-family:'Source Sans Pro';font-style:normal;font-display:swap;font-weight:{w};"
+                   f"src:url(source-sans-pro-latin-{w}-normal.woff2) format('woff2')}}\n" for w in (300, 400, 700))
+
+def vendor_assets(site:str|Path, # the rendered site
+                  packages:dict|None=None, # npm name -> its cached `package/` folder (default: `fetch_npm`)
+                 ) -> dict:
+    "Copy MathJax, jQuery, require.js and the theme's font into `site/site_libs/vendor/` and point every page at them; counts and what was skipped."
+    site = Path(site); vend = site/'site_libs'/'vendor'
+    packages = dict(packages or {})
+    out = dict(pages=0, skipped=[])
+    def get(name):
+        if name not in packages: packages[name] = fetch_npm(name)
+        src = packages[name]
+        if not isinstance(src, Path): out['skipped'].append(str(src)); packages[name] = None; return None
+        if src is None: return None
+        dest = vend/name.split('/')[-1]
+        if not dest.exists():
+            for f in NPM_ASSETS[name][1]:
+                if (src/f).is_dir(): shutil.copytree(src/f, dest/f)
+                elif (src/f).is_file(): (dest/f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(src/f, dest/f)
+        return dest
+    for f in sorted(site.rglob('*.html')):
+        s = f.read_text(encoding='utf-8', errors='replace'); new = _POLYFILL.sub('', s)
+        for pat, name, target in CDN_SCRIPTS:
+            if not pat.search(new): continue
+            dest = get(name)
+            if dest is None: continue
+            rel = Path(os.path.relpath(dest, f.parent)).as_posix()
+            new = pat.sub(lambda m: f"{rel}/{m.expand(target)}", new)
+        new = re.sub(r'(<script src="[^"]*site_libs/vendor/[^"]*")\s+integrity="[^"]*"\s+crossorigin="anonymous"', r'\1', new)
+        if new != s: f.write_text(new, encoding='utf-8'); out['pages'] += 1
+    for css in (site/'site_libs').rglob('*.css') if (site/'site_libs').is_dir() else []:
+        s = css.read_text(encoding='utf-8', errors='replace')
+        if not _GOOGLE_FONT.search(s): continue
+        dest = get('@fontsource/source-sans-pro')
+        if dest is None: continue
+        (dest/'files'/'source-sans-pro.css').write_text(_font_css())
+        rel = Path(os.path.relpath(dest/'files'/'source-sans-pro.css', css.parent)).as_posix()
+        css.write_text(_GOOGLE_FONT.sub(f'@import url("{rel}");', s, count=1), encoding='utf-8')
+    out['skipped'] = sorted(set(out['skipped']))
+    return out
 
 
 # %%
-_s = Path(tempfile.mkdtemp()); (_s/'a').mkdir()
-(_s/'a'/'p.html').write_text('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml-full.js" type="text/javascript"></script>')
+_s = Path(tempfile.mkdtemp()); (_s/'a').mkdir(); (_s/'site_libs'/'bootstrap').mkdir(parents=True)
+(_s/'a'/'p.html').write_text('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml-full.js" type="text/javascript"></script>\n'
+                             '<script src="https://cdnjs.cloudflare.com/polyfill/v3/polyfill.min.js?features=es6"></script>\n'
+                             '<script src="https://cdnjs.cloudflare.com/ajax/libs/jquery/3.5.1/jquery.min.js" integrity="sha512-x" crossorigin="anonymous"></script>')
 (_s/'i.html').write_text('no math')
-_es5 = Path(tempfile.mkdtemp())/'es5'; _es5.mkdir(); (_es5/'tex-chtml-full.js').write_text('/* mathjax */')
-test_eq(vendor_mathjax(_s, _es5), dict(pages=1, skipped=''))
-test_eq((_s/'a'/'p.html').read_text(), '<script src="../site_libs/mathjax/tex-chtml-full.js" type="text/javascript"></script>')
-assert (_s/'site_libs'/'mathjax'/'tex-chtml-full.js').is_file()
-test_eq(vendor_mathjax(_s, 'npm is not installed')['skipped'], 'npm is not installed')
+(_s/'site_libs'/'bootstrap'/'b.css').write_text('@import url("https://fonts.googleapis.com/css2?family=Source+Sans+Pro:wght@300;400;700&display=swap");body{}')
+_pk = Path(tempfile.mkdtemp())
+for _n, (_v, _fs) in NPM_ASSETS.items():
+    for _f in _fs:
+        _t = _pk/_n/(_f + ('/tex-chtml-full.js' if _f == 'es5' else '')); _t.parent.mkdir(parents=True, exist_ok=True); _t.write_text('/* x */')
+test_eq(vendor_assets(_s, {n: _pk/n for n in NPM_ASSETS}), dict(pages=1, skipped=[]))
+test_eq((_s/'a'/'p.html').read_text(), '<script src="../site_libs/vendor/mathjax/es5/tex-chtml-full.js" type="text/javascript"></script>\n'
+                                       '<script src="../site_libs/vendor/jquery/dist/jquery.min.js"></script>')
+assert (_s/'site_libs'/'vendor'/'mathjax'/'es5'/'tex-chtml-full.js').is_file()
+assert (_s/'site_libs'/'bootstrap'/'b.css').read_text().startswith('@import url("../vendor/source-sans-pro/files/source-sans-pro.css");')
+_s2 = Path(tempfile.mkdtemp()); (_s2/'p.html').write_text('<script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"></script>')
+test_eq(vendor_assets(_s2, {'requirejs': 'npm is not installed'}), dict(pages=0, skipped=['npm is not installed']))
 
 
 # %% [markdown]
@@ -660,6 +712,15 @@ test_eq(vendor_mathjax(_s, 'npm is not installed')['skipped'], 'npm is not insta
 
 # %%
 #| export
+def front_matter(nb:dict) -> dict:
+    "The YAML front matter nbdev wrote into a processed page's first (raw) cell ({} if none)."
+    import yaml
+    c = (nb.get('cells') or [{}])[0]
+    if c.get('cell_type') != 'raw': return {}
+    m = re.match(r'^\s*---\s*\n(.*?)\n---', _src(c), re.S)
+    try: return (yaml.safe_load(m.group(1)) or {}) if m else {}
+    except yaml.YAMLError: return {}
+
 def page_path(nb:dict, rel:str|Path) -> str:
     "The site path of processed page `rel` (e.g. 'core/02_models.ipynb' -> 'core/models.html', from its front matter's `output-file`)."
     rel = Path(rel)
@@ -730,8 +791,7 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
         moved = [c for _, _, run in groups for c in run]
         if moved:
             if mod is not None: counts['sources'] += fix_source_links(moved, mod, 'https://github.com/trustlib/trustlib')
-            title = next((re.search(r'^title:\s*"?(.*?)"?\s*$', _src(c), re.M).group(1) for c in nb['cells'][:1]
-                          if c.get('cell_type') == 'raw' and re.search(r'^title:', _src(c), re.M)), p.title)
+            title = front_matter(nb).get('title') or p.title
             _write_nb(proc/api_rel, api_page(p.module, title, _rel_href(page, api_rel.replace('.ipynb', '.html')), groups, f"{p.name}.html"))
             counts['api_pages'] += 1; counts['api_entries'] += len(moved)
             api[page] = (api_rel.replace('.ipynb', '.html'), {pandoc_id(show_doc_title(c) or '') for c in moved})
@@ -752,6 +812,42 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
     _add_to_sidebar(proc, [v[0].replace('.html', '.ipynb') for v in api.values()], [x for x in ('use.ipynb',) if (proc/x).is_file()])
     counts.update(polish_pages(proc, nbs))
     return counts
+
+
+# %% [markdown]
+# A miniature checkout and its `_proc/`: one published paper page (with an API entry, the one-line `Config(...)`
+# output and a cross-link nbdev pointed at the production site), the home page, the results pages and the sidebar.
+
+# %%
+_r = Path(tempfile.mkdtemp())
+(_r/'settings.ini').write_text('[DEFAULT]\ndoc_host = https://trustlib.github.io\ndoc_baseurl = /trustlib\n')
+(_r/'nbs'/'papers'/'clustering').mkdir(parents=True)
+(_r/'nbs'/'papers'/'clustering'/'l2h.ipynb').write_text(json.dumps(dict(cells=[_md('# From Logits to Hierarchies: Hierarchical Clustering made Simple\n\n> L2H.')])))
+_tr.append_ledger('l2h', dict(run_id='cpu-1', date='2026-12-01', commit='abc', profile='cpu', claims_hash=None, cpu_seconds=50.0,
+                               verdicts=[dict(id='tree', claim='L2H builds better trees', verdict='partially', rule='r', ours='0.5', headline=True)]), _r)
+_front = lambda t, f: dict(cell_type='raw', metadata={}, source=f'---\ntitle: "{t}"\noutput-file: {f}\n---\n')
+_pp = _r/'_proc'
+_write_nb(_pp/'index.ipynb', dict(cells=[_front('trustlib', 'index.html'), _md(RESULTS_MARKER), _md('What it is.')]))
+for _n in ('dashboard', 'papers'): _write_nb(_pp/'results'/f'{_n}.ipynb', dict(cells=[_front(_n, f'{_n}.html'), _md('old')]))
+_cfgc = dict(cell_type='code', metadata={}, source='cfg = Config.from_namespace(globals())',
+             outputs=[dict(output_type='execute_result', data={'text/plain': "Config(profile='cpu', seed=0)"})])
+_write_nb(_pp/'papers'/'clustering'/'l2h.ipynb', dict(cells=[_front('From Logits to Hierarchies (L2H)', 'l2h.html'), _md('<!-- WARNING: THIS FILE WAS AUTOGENERATED! -->'),
+          _md('Uses [`run`](https://trustlib.github.io/trustlib/papers/bias/ecolevels.html#run).'), _cfgc, _md('### The tree'), _sdc('l2h'), _sdc('run'), _md('## Paper vs. us')]))
+(_pp/'sidebar.yml').write_text('website:\n  sidebar:\n    contents:\n      - index.ipynb\n')
+_counts = polish_proc(_pp, _r/'nbs', _r)
+test_eq({k: _counts[k] for k in ('summaries', 'config_tables', 'audits', 'api_pages', 'api_entries', 'results_pages', 'home')},
+        dict(summaries=1, config_tables=1, audits=1, api_pages=1, api_entries=2, results_pages=2, home=1))
+_page = '\n'.join(_src(c) for c in json.loads((_pp/'papers'/'clustering'/'l2h.ipynb').read_text())['cells'])
+assert _page.index('class="tl-summary"') < _page.index('Uses [`run`]') < _page.index('## Audit trail')
+assert '[`run`](../../api/clustering/l2h.html#run)' in _page and 'show_doc' not in _page
+assert 'tl-config' in (_pp/'papers'/'clustering'/'l2h.ipynb').read_text() and "Config(profile='cpu'" not in (_pp/'papers'/'clustering'/'l2h.ipynb').read_text()
+assert '<div class="tl-ptitle">' not in _page                       # the page title is the paper's: not said twice
+_api = json.loads((_pp/'api'/'clustering'/'l2h.ipynb').read_text())
+test_eq(front_matter(_api)['title'], 'trustlib.clustering.l2h'); assert 'Explained in [The tree](../../papers/clustering/l2h.html#the-tree)' in _src(_api['cells'][2])
+assert 'tl-lead' in _src(json.loads((_pp/'index.ipynb').read_text())['cells'][1])
+assert 'paper APIs' in (_pp/'sidebar.yml').read_text() and (_pp/'_downloads'/'l2h'/'l2h-claims.csv').is_file()
+test_eq(page_path(json.loads((_pp/'results'/'papers.ipynb').read_text()), 'results/papers.ipynb'), 'results/papers.html')
+_counts
 
 
 # %% [markdown]
@@ -793,6 +889,7 @@ _PAGE_JS = """() => {
   for (const el of main.querySelectorAll('*')) {
     if (!el.clientWidth || !el.textContent.trim()) continue;
     const cs = getComputedStyle(el);
+    if (cs.clip !== 'auto' && cs.clip !== '' || cs.clipPath !== 'none' || el.closest('mjx-assistive-mml, .visually-hidden, .sr-only')) continue;   // hidden on purpose (screen readers)
     const hides = ['hidden', 'clip'].includes(cs.overflowX) || cs.textOverflow === 'ellipsis';
     if (hides && el.scrollWidth > el.clientWidth + 2) clipped.push(say(el) + ': ' + el.scrollWidth + ' px of content in ' + el.clientWidth + ' px');
   }
