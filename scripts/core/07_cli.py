@@ -595,7 +595,7 @@ def browser_check(site:Path, shots:Path, root:Path|None=None, runs_dir:Path|None
           f"{len(rep['broken_images'])} broken images, {len(rep['overflow'])} pages wider than 1366 px, {len(rep['phone_overflow'])} wider than a phone, "
           f"{len(rep['clipped'])} clipped, {len(rep['wide'])} tables wider than their column, {len(rep['downscaled'])} downscaled images, "
           f"{len(rep['stderr'])} stderr blocks, {len(rep['external'])} requests outside the site, {len(rep['summary'])} summary-box problems, "
-          f"{len(rep['first_screen'])} headline verdicts below the first screen; "
+          f"{len(rep['first_screen'])} headline verdicts below the first screen, {len(rep['tables'])} sortable-table problems; "
           f"screenshots in {shots}")
     ys = {k: v for k, v in rep['verdict_y'].items() if k.startswith(('index', 'results/', 'papers/'))}
     if ys: print("first verdict badge (y px, 1366 / 390): " + '; '.join(f"{k} {v.get(1366)} / {v.get(390)}" for k, v in sorted(ys.items())))

@@ -1,26 +1,34 @@
 # %% [markdown]
 # # site — the website as readers see it
 #
-# > Polish the processed notebooks before Quarto renders them, and check the rendered site in a real browser.
+# > Prepare the pages from the published record before Quarto renders them, and check the rendered site in a real browser.
 
 # %% [markdown]
-# The website is the first way most people meet trustlib, so it is built for reading, then checked as a
-# reader would see it. `trustlib site` runs nbdev's processing into `_proc/`, then `polish_proc` on it:
+# The website is the first way most people meet trustlib, so it leads with results and is checked as a
+# reader would see it. `trustlib site` runs nbdev's processing into `_proc/`, then `polish_proc` on it, which
+# writes everything paper-specific from data — the ledger of publications (`nbs/results/ledger/`), each
+# paper's claims table (`CLAIMS`), the run's `metrics.json` when this machine has it, and the paper registry
+# (`trustlib.config.PAPERS`) — never from text written by hand:
 #
-# - **Code folding on paper pages.** Exported functions already appear as their documentation; the other
-#   code cells (examples, assertions, the experiment's plumbing) are folded behind a *Code* toggle, so a
-#   reader scrolls from the summary to the method, the figures and the verdicts. The parameters cell stays
-#   open: it is what a reader changes.
-# - **API entries in source order.** nbdev adds one `show_doc` cell per symbol of an exported cell, in
-#   reverse order; they are put back in the order the symbols are defined.
-# - **Verdicts as coloured badges** in the stored verdict tables, with the same colours as the dashboard
-#   (`trustlib.report.verdict_badge`).
+# - **The home page leads with results**: the headline verdicts and all verdicts counted, one figure, the 19
+#   papers with their headline verdicts. The results dashboard and the papers index are rebuilt from the ledger.
+# - **A one-screen summary at the top of every paper page**: the paper, its authors, venue, links and official
+#   code, the headline claim with the paper's number beside ours, the verdict, every other claim's verdict, and
+#   the compute of the published run.
+# - **Reference apart from narrative**: API entries move to an API page per paper module; the one-line
+#   `Config(...)` becomes a table of the values behind the published numbers.
+# - **An audit trail closing every paper page**: each claim's rule and change log, the verdict history across
+#   publications, the files behind the page, and citations.
+# - **Cross-links** to the module that defines a name, relative to the page; **code folding**, **API entries in
+#   source order** and **verdicts as coloured badges**, as before.
 #
-# After `quarto render`, `check_rendered` loads every page in headless Chromium (through Playwright, with
-# every request outside the site blocked) and reports broken internal links and anchors, pages wider than
-# the viewport at 1280 px (and the home, papers and dashboard pages at phone width), images shown at less
-# than 60 % of their natural width, and stored stderr blocks; it keeps screenshots of the home page, the
-# dashboard and one paper page.
+# After `quarto render`, `vendor_assets` serves MathJax, the scripts and the font from the site, and
+# `check_rendered` loads every page in headless Chromium at 1366 and 390 px (through Playwright, with every
+# request outside the site blocked and reported) and reports broken links, anchors and images (links to the
+# production site resolved against the built one), pages wider than the screen, clipped text, generated tables
+# wider than their column, downscaled images, stored stderr, summary boxes that disagree with the ledger,
+# headline verdicts below the first screen and sortable tables that do not sort or filter; it keeps
+# screenshots of the home page, the papers index, the dashboard and three paper pages at both widths.
 
 # %%
 #| default_exp site
@@ -40,6 +48,7 @@ from trustlib.results import VERDICTS
 import base64, struct, tempfile, zlib
 import pandas as pd
 import trustlib.results as _tr
+from trustlib.report import TABLE_JS
 from fastcore.test import test_eq, test_fail
 
 
@@ -612,7 +621,7 @@ CDN_SCRIPTS = [   # (a CDN URL Quarto writes, the package, the file in it)
     (re.compile(r'https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.3\.6/require\.min\.js'), 'requirejs', 'require.js'),
 ]
 _POLYFILL = re.compile(r'<script[^>]*src="https://cdnjs\.cloudflare\.com/polyfill/[^"]*"[^>]*>\s*</script>\s*')
-_GOOGLE_FONT = re.compile(r'@import\s+url\(["\']?https://fonts\.googleapis\.com/css2\?family=Source\+Sans\+Pro[^)]*\)\s*;?')
+_GOOGLE_FONT = re.compile(r'@import\s*(?:url\(\s*)?["\']?https://fonts\.googleapis\.com/css2\?family=Source\+Sans\+Pro[^"\')]*["\']?\s*\)?\s*;?')
 
 def npm_cache() -> Path:
     "Where npm packages for the site are cached: `$TRUSTLIB_CACHE/npm`, default `~/.cache/trustlib/npm`."
@@ -688,6 +697,7 @@ _s = Path(tempfile.mkdtemp()); (_s/'a').mkdir(); (_s/'site_libs'/'bootstrap').mk
                              '<script src="https://cdnjs.cloudflare.com/ajax/libs/jquery/3.5.1/jquery.min.js" integrity="sha512-x" crossorigin="anonymous"></script>')
 (_s/'i.html').write_text('no math')
 (_s/'site_libs'/'bootstrap'/'b.css').write_text('@import url("https://fonts.googleapis.com/css2?family=Source+Sans+Pro:wght@300;400;700&display=swap");body{}')
+(_s/'site_libs'/'bootstrap'/'c.min.css').write_text('*/@import"https://fonts.googleapis.com/css2?family=Source+Sans+Pro:wght@300;400;700&display=swap";:root{}')
 _pk = Path(tempfile.mkdtemp())
 for _n, (_v, _fs) in NPM_ASSETS.items():
     for _f in _fs:
@@ -697,6 +707,7 @@ test_eq((_s/'a'/'p.html').read_text(), '<script src="../site_libs/vendor/mathjax
                                        '<script src="../site_libs/vendor/jquery/dist/jquery.min.js"></script>')
 assert (_s/'site_libs'/'vendor'/'mathjax'/'es5'/'tex-chtml-full.js').is_file()
 assert (_s/'site_libs'/'bootstrap'/'b.css').read_text().startswith('@import url("../vendor/source-sans-pro/files/source-sans-pro.css");')
+test_eq((_s/'site_libs'/'bootstrap'/'c.min.css').read_text(), '*/@import url("../vendor/source-sans-pro/files/source-sans-pro.css");:root{}')
 _s2 = Path(tempfile.mkdtemp()); (_s2/'p.html').write_text('<script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"></script>')
 test_eq(vendor_assets(_s2, {'requirejs': 'npm is not installed'}), dict(pages=0, skipped=['npm is not installed']))
 
@@ -906,7 +917,35 @@ _PAGE_JS = """() => {
           stderr: document.querySelectorAll('.cell-output-stderr').length, imgs: imgs, clipped: clipped, wide: wide,
           summary: box ? {paper: box.dataset.paper, verdict: box.dataset.verdict, run: box.dataset.run,
                           badge: (box.querySelector('.tl-verdict .verdict') || {}).className || '', y: top(box.querySelector('.tl-verdict .verdict'))} : null,
-          verdict_y: top(firstVerdict), headline_y: top(headline)};
+          verdict_y: top(firstVerdict), headline_y: top(headline), filters: document.querySelectorAll('.tl-filter').length};
+}"""
+
+_TABLE_JS = """() => {   // the sortable, filterable tables: filter by the last verdict offered, then sort by the first sortable column
+  const out = [];
+  for (const f of document.querySelectorAll('.tl-filter')) {
+    const t = document.getElementById(f.getAttribute('data-for')), sel = f.querySelector('select[data-key="verdict"]');
+    if (!t || !sel || sel.options.length < 2) { out.push('filter without its table or verdict choices'); continue; }
+    const rows = [...t.tBodies[0].rows], want = sel.options[sel.options.length - 1].value;
+    sel.value = want; sel.dispatchEvent(new Event('change'));
+    const shown = rows.filter(r => !r.hidden);
+    if (!shown.length || shown.some(r => r.dataset.verdict !== want)) out.push(`filter by verdict ${want}: ${shown.length} rows shown, not all ${want}`);
+    if (rows.filter(r => r.dataset.verdict === want).length !== shown.length) out.push(`filter by verdict ${want} hides matching rows`);
+    const count = f.querySelector('.tl-count');
+    if (count && !count.textContent.startsWith(shown.length + ' of ' + rows.length)) out.push(`the count says ${count.textContent}`);
+    sel.value = ''; sel.dispatchEvent(new Event('change'));
+    if (rows.some(r => r.hidden)) out.push('clearing the filter leaves rows hidden');
+    const th = t.tHead.querySelector('th[data-sort]');
+    if (th) {
+      const i = [...th.parentElement.cells].indexOf(th); th.click(); th.click();   // twice: descending
+      const keys = [...t.tBodies[0].rows].map(r => (r.cells[i].getAttribute('data-v') || r.cells[i].textContent).trim().toLowerCase());
+      const num = th.getAttribute('data-sort') === 'num';
+      for (let k = 1; k < keys.length; k++) {
+        const c = num ? parseFloat(keys[k - 1]) - parseFloat(keys[k]) : keys[k - 1].localeCompare(keys[k]);
+        if (c < 0) { out.push(`sorting by "${th.textContent.trim()}" left rows out of order`); break; }
+      }
+    }
+  }
+  return out;
 }"""
 
 def _internal(href:str) -> bool:
@@ -948,7 +987,7 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
                               'papers/unlearning/dsda.html', 'papers/interp/saebench.html'),
                    expect:dict|None=None, # page -> dict(verdict=, run=) its summary box must show (`expected_summaries`)
                    host:str|None=None, # the production URL: links to it are checked against the built site
-                   timeout_s:float=60) -> dict:
+                   timeout_s:float=120) -> dict:
     "Load every page of `site` in headless Chromium at desktop and phone width; counts and lists of every defect found."
     why = browser_unavailable()
     if why: raise RuntimeError(why)
@@ -960,7 +999,8 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}/"
     rep = dict(pages=len(pages), links=0, anchors=0, prod_links=0, broken_links=[], broken_anchors=[], overflow=[], phone_overflow=[],
-               downscaled=[], broken_images=[], clipped=[], wide=[], external=[], summary=[], first_screen=[], stderr=[], screenshots=[], verdict_y={})
+               downscaled=[], broken_images=[], clipped=[], wide=[], external=[], summary=[], first_screen=[], tables=[], stderr=[], screenshots=[],
+               verdict_y={})
     seen, wanted, external = {}, [], set()
     if screenshots is not None: Path(screenshots).mkdir(parents=True, exist_ok=True)
     def route(r):
@@ -977,7 +1017,10 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
         if target.endswith('/') or (site/target).is_dir(): target = target.rstrip('/').removesuffix('.') + '/index.html'
         return target.lstrip('/'), unquote(u.fragment)
     def visit(page, rel, wide_label):
-        page.goto(base + rel, wait_until='load', timeout=timeout_s * 1000)
+        for attempt in (1, 2):   # a busy machine can stall one load: try again before calling the page broken
+            try: page.goto(base + rel, wait_until='load', timeout=timeout_s * 1000); break
+            except sync_api.TimeoutError:
+                if attempt == 2: raise RuntimeError(f"{rel} did not load within {timeout_s:.0f} s, twice")
         info = page.evaluate(_PAGE_JS)
         label = f"{rel} at {wide_label} px"
         screen = height if wide_label == width else phone_height
@@ -997,6 +1040,7 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
                 for rel in pages:
                     info = visit(page, rel, width)
                     seen[rel] = set(info['ids'])
+                    if info['filters']: rep['tables'] += [f"{rel}: {x}" for x in page.evaluate(_TABLE_JS)]
                     if info['stderr']: rep['stderr'].append(f"{rel}: {info['stderr']} stderr block(s)")
                     for im in info['imgs']:
                         if im['complete'] and im['natural'] == 0: rep['broken_images'].append(f"{rel}: {im['src'][:100]}")
@@ -1046,7 +1090,7 @@ def site_problems(rep:dict) -> list[str]:
     names = dict(broken_links='broken link', broken_anchors='broken anchor', broken_images='broken image', overflow='page wider than the screen',
                  phone_overflow='page wider than a phone', clipped='clipped text', wide='table or box wider than its column',
                  downscaled='image shown below 60 % of its width', stderr='stored stderr', external='request outside the site (offline it fails)',
-                 summary='summary box', first_screen='headline verdict not on the first screen')
+                 summary='summary box', first_screen='headline verdict not on the first screen', tables='sortable table')
     return [f"{names[k]}: {x}" for k in names for x in rep.get(k, [])]
 
 
@@ -1062,12 +1106,16 @@ _site = Path(tempfile.mkdtemp())
 (_site/'index.html').write_text(_page('<h2 id="top">x</h2><a href="papers/good.html#fine">ok</a> <a href="papers/good.html#nope">bad anchor</a> '
                                       '<a href="missing.html">gone</a> <a href="https://example.org">out</a> <a href="#top">self</a> '
                                       '<a href="https://x.github.io/lib/papers/good.html#fine">production</a> <a href="https://x.github.io/lib/nope.html">gone online</a>'
-                                      '<img src="missing.png"><div style="width:200px;overflow:hidden;white-space:nowrap">' + 'clipped text ' * 40 + '</div>'))
+                                      '<img src="missing.png"><div style="width:200px;overflow:hidden;white-space:nowrap">' + 'clipped text ' * 40 + '</div>'
+                                      '<div class="tl-filter" data-for="t"><select data-key="verdict"><option value="">all</option><option value="partially">p</option>'
+                                      '</select><span class="tl-count"></span></div><table id="t" class="tl-sortable"><thead><tr><th data-sort="num">#</th><th>v</th></tr>'
+                                      '</thead><tbody><tr data-verdict="reproduced"><td>1</td><td>r</td></tr><tr data-verdict="partially"><td>2</td><td>p</td></tr>'
+                                      '</tbody></table>' + TABLE_JS))
 (_site/'papers'/'good.html').write_text(_page('<p id="fine">fine</p><img src="../big.png" style="width:100px">'
                                               '<div class="tl-summary" data-paper="good" data-verdict="partially" data-run="r1"><span class="tl-verdict tl-headline-verdict">'
                                               '<span class="verdict v-partially">partially</span></span></div>'
                                               '<div class="cell-output-stderr">warn</div><div style="width:3000px">wide</div>'
-                                              '<script src="https://cdn.example.org/x.js"></script>'))
+                                              '<script src="https://cdn.example.org/x.js"></script><div class="tl-filter" data-for="nope"></div>'))
 (_site/'big.png').write_bytes(_png_of(400, 10))
 _why = browser_unavailable()
 if _why: print(f"skipped: {_why}")
@@ -1084,4 +1132,5 @@ else:
     test_eq(_rep['external'], ['https://cdn.example.org/x.js'])
     test_eq(_rep['summary'], ["papers/good.html: the summary shows verdict 'partially', the ledger 'reproduced'", "papers/good.html: the badge is not 'reproduced'"])
     assert _rep['verdict_y']['papers/good.html'][1366] is not None and not _rep['first_screen']
+    test_eq(_rep['tables'], ['papers/good.html: filter without its table or verdict choices'])   # the working table on index.html passes
     print('\n'.join(site_problems(_rep)))
