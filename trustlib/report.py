@@ -14,13 +14,14 @@ from .results import VERDICTS, atomic_write_text
 from .runs import iter_runs, default_runs_dir, find_root, nbs_path
 
 # %% auto #0
-__all__ = ['VERDICT_STYLE', 'STATUS_STYLE', 'HEADLINE_MARK', 'AREA_TITLES', 'TABLE_JS', 'TRUSTLIB_BIBTEX', 'collect_runs',
-           'latest_runs', 'verdict_table', 'stored_verdict_table', 'run_note_facts', 'paper_claims',
+__all__ = ['VERDICT_STYLE', 'STATUS_STYLE', 'HEADLINE_MARK', 'AREA_TITLES', 'TABLE_JS', 'TRUSTLIB_BIBTEX', 'INCONCLUSIVE_CAUSES',
+           'collect_runs', 'latest_runs', 'verdict_table', 'stored_verdict_table', 'run_note_facts', 'paper_claims',
            'find_published_run', 'published_record', 'published_table', 'verdict_label', 'verdict_color',
            'verdict_badge', 'md_table', 'verdict_chart', 'html_block', 'page_href', 'short_name', 'claims_table_html',
            'papers_chart', 'code_html', 'summary_box', 'claims_csv', 'audit_trail', 'config_table', 'write_pair',
-           'verdict_totals', 'build_dashboard', 'sweep_table', 'build_sweep_report', 'paper_summary',
-           'papers_index_html', 'build_papers_index', 'get_notebook', 'find_root_or']
+           'inconclusive_cause', 'verdict_totals', 'inconclusive_note', 'build_dashboard', 'sweep_table',
+           'build_sweep_report', 'paper_summary', 'papers_index_html', 'build_papers_index', 'get_notebook',
+           'find_root_or']
 
 # %% ../nbs/core/06_report.ipynb #cc49780f
 _BASE_COLS = ['paper', 'run_id', 'status', 'profile', 'started', 'finished', 'duration_s', 'git_commit', 'git_dirty',
@@ -444,6 +445,8 @@ def claims_table_html(vt, # a verdict table (`published_table` or `verdict_table
         v = r['verdict']
         badge = verdict_badge(v)
         if link and v in VERDICT_STYLE: badge = f'<a href="{link}#{_e(r.get("anchor") or "paper-vs.-us")}">{badge}</a>'
+        cause = inconclusive_cause(r['reason']) if v == 'inconclusive' else ''
+        if cause: badge += f'<br><span class="tl-note tl-cause">{_e(cause)}</span>'
         claim = (f'<span class="tl-star" title="headline claim">{HEADLINE_MARK}</span> <b>{_e(r["claim"])}</b>' if r['headline'] else _e(r['claim']))
         order = _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 99
         cells = [(f'{r["number"]}.{k[r["name"]]}', f'{r["number"]}.{k[r["name"]]:02d}', '#'), (paper, None, 'Paper'), (claim, None, 'Claim'),
@@ -451,7 +454,8 @@ def claims_table_html(vt, # a verdict table (`published_table` or `verdict_table
                  (_e(r['reason']) + _rule_html(r), None, 'Reason')]
         tds = ''.join(f'<td data-label="{lab}"' + (f' data-v="{dv}"' if dv else '') + f'>{c}</td>' for c, dv, lab in cells)
         head_attr = ' data-headline="1"' if r['headline'] else ''
-        rows.append(f'<tr data-paper="{_e(r["name"])}" data-area="{_e(r["area"])}" data-verdict="{_e(v)}"{head_attr}>{tds}</tr>')
+        cause_attr = f' data-cause="{_e(cause)}"' if cause else ''
+        rows.append(f'<tr data-paper="{_e(r["name"])}" data-area="{_e(r["area"])}" data-verdict="{_e(v)}"{cause_attr}{head_attr}>{tds}</tr>')
     table = (f'<table id="{table_id}" class="tl-table tl-sortable tl-cards"><thead><tr>{th}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>')
     return filt + table + TABLE_JS
@@ -721,12 +725,40 @@ def _publications_html(records:dict) -> str:
           f'<tbody>{"".join(changes)}</tbody></table>') if changes else '<p>No verdict has changed between two publications of a page yet.</p>'
     return pubs, ch
 
+INCONCLUSIVE_CAUSES = {   # why a claim is inconclusive, read from the grader's reason; in this order of precedence
+    'condition not met': re.compile(r'condition not met|condition \(.*\) fails|precondition', re.I),
+    'within noise': re.compile(r'within noise|straddl|interval contains 0|cannot be told from noise|cannot tell|n = 1\b|unresolved', re.I),
+}
+
+def inconclusive_cause(reason:str) -> str:
+    "Why an inconclusive claim is inconclusive, from its reason: 'condition not met', 'within noise' (the interval straddles a threshold, or one seed), else 'other'."
+    for k, pat in INCONCLUSIVE_CAUSES.items():
+        if pat.search(reason or ''): return k
+    return 'other'
+
 def verdict_totals(vt) -> dict:
-    "Counts of the headline verdicts and of all claims' verdicts (graded words only), and the numbers of papers and claims."
+    "Counts of the headline verdicts and of all claims' verdicts (graded words only), the causes of the inconclusive ones, and the numbers of papers and claims."
     graded = vt[vt.verdict.isin(list(VERDICT_STYLE))]
+    inc = graded[graded.verdict == 'inconclusive']
+    causes = lambda d: {k: int(sum(inconclusive_cause(r) == k for r in (d['reason'] if 'reason' in d else [''] * len(d)))) for k in (*INCONCLUSIVE_CAUSES, 'other')}
     return dict(papers=int(graded.name.nunique()), claims=len(graded),
                 headline={k: int((graded.headline & (graded.verdict == k)).sum()) for k in VERDICT_STYLE},
-                all={k: int((graded.verdict == k).sum()) for k in VERDICT_STYLE})
+                all={k: int((graded.verdict == k).sum()) for k in VERDICT_STYLE},
+                inconclusive=causes(inc), inconclusive_headline=causes(inc[inc.headline]))
+
+def inconclusive_note(tot:dict) -> str:
+    "One sentence (HTML) on what the inconclusive verdicts of `verdict_totals` are: how many are within noise, how many lack their condition."
+    n = sum(tot['inconclusive'].values())
+    if not n: return ''
+    parts = {'within noise': 'within noise of their threshold (the interval over seeds straddles it, or there is one seed)',
+             'condition not met': 'with the condition the claim needs not met in our experiment',
+             'other': 'for another reason given in the claim\'s row'}
+    said = [f"{k} {parts[c]}" for c, k in tot['inconclusive'].items() if k]
+    nh = sum(tot['inconclusive_headline'].values())
+    head = (f" {nh} of them {'is a headline claim' if nh == 1 else 'are headline claims'}"
+            f" ({', '.join(f'{k} {c}' for c, k in tot['inconclusive_headline'].items() if k)}).") if nh else ''
+    return (f'<span class="tl-inconclusive-note">{verdict_badge("inconclusive", n)} means the data at this scale cannot tell, '
+            f'neither reproduced nor refuted: {"; ".join(said)}.{head}</span>')
 
 def _badges(counts:dict) -> str: return ' '.join(verdict_badge(k, n) for k, n in counts.items() if n)
 
@@ -785,7 +817,8 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                           "- skip_exec: true\n- skip_showdoc: true\n- page-layout: full\n- toc: false"),
         new_markdown_cell("## Verdicts at a glance\n\n"
                           + (f"**Headline claims** of {tot['papers']} papers: <span class=\"tl-headline-verdict\">{_badges(tot['headline'])}</span>. "
-                             f"**All {tot['claims']} claims**: {_badges(tot['all'])}." if tot['claims'] else "_No verdicts yet._")),
+                             f"**All {tot['claims']} claims**: {_badges(tot['all'])}." + (f"\n\n{html_block(inconclusive_note(tot))}" if inconclusive_note(tot) else '')
+                             if tot['claims'] else "_No verdicts yet._")),
         new_code_cell("#| echo: false\n# Claims per paper by verdict, generated by trustlib.report.build_dashboard (stored output; not executed).",
                       outputs=[new_output('display_data', data={'image/png': base64.b64encode(papers_chart(vt)).decode(),
                                                                'text/plain': [f'<claims by verdict: {n_checked} claims>']})]),

@@ -642,6 +642,8 @@ def claims_table_html(vt, # a verdict table (`published_table` or `verdict_table
         v = r['verdict']
         badge = verdict_badge(v)
         if link and v in VERDICT_STYLE: badge = f'<a href="{link}#{_e(r.get("anchor") or "paper-vs.-us")}">{badge}</a>'
+        cause = inconclusive_cause(r['reason']) if v == 'inconclusive' else ''
+        if cause: badge += f'<br><span class="tl-note tl-cause">{_e(cause)}</span>'
         claim = (f'<span class="tl-star" title="headline claim">{HEADLINE_MARK}</span> <b>{_e(r["claim"])}</b>' if r['headline'] else _e(r['claim']))
         order = _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 99
         cells = [(f'{r["number"]}.{k[r["name"]]}', f'{r["number"]}.{k[r["name"]]:02d}', '#'), (paper, None, 'Paper'), (claim, None, 'Claim'),
@@ -649,7 +651,8 @@ def claims_table_html(vt, # a verdict table (`published_table` or `verdict_table
                  (_e(r['reason']) + _rule_html(r), None, 'Reason')]
         tds = ''.join(f'<td data-label="{lab}"' + (f' data-v="{dv}"' if dv else '') + f'>{c}</td>' for c, dv, lab in cells)
         head_attr = ' data-headline="1"' if r['headline'] else ''
-        rows.append(f'<tr data-paper="{_e(r["name"])}" data-area="{_e(r["area"])}" data-verdict="{_e(v)}"{head_attr}>{tds}</tr>')
+        cause_attr = f' data-cause="{_e(cause)}"' if cause else ''
+        rows.append(f'<tr data-paper="{_e(r["name"])}" data-area="{_e(r["area"])}" data-verdict="{_e(v)}"{cause_attr}{head_attr}>{tds}</tr>')
     table = (f'<table id="{table_id}" class="tl-table tl-sortable tl-cards"><thead><tr>{th}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>')
     return filt + table + TABLE_JS
@@ -1002,12 +1005,41 @@ def _publications_html(records:dict) -> str:
           f'<tbody>{"".join(changes)}</tbody></table>') if changes else '<p>No verdict has changed between two publications of a page yet.</p>'
     return pubs, ch
 
+INCONCLUSIVE_CAUSES = {   # why a claim is inconclusive, read from the grader's reason; in this order of precedence
+    'condition not met': re.compile(r'condition not met|condition \(.*\) fails|precondition', re.I),
+    'within noise': re.compile(r'within noise|straddl|interval contains 0|cannot be told from noise|cannot tell|n = 1\b|unresolved', re.I),
+}
+
+def inconclusive_cause(reason:str) -> str:
+    "Why an inconclusive claim is inconclusive, from its reason: 'condition not met', 'within noise' (the interval straddles a threshold, or one seed), else 'other'."
+    for k, pat in INCONCLUSIVE_CAUSES.items():
+        if pat.search(reason or ''): return k
+    return 'other'
+
 def verdict_totals(vt) -> dict:
-    "Counts of the headline verdicts and of all claims' verdicts (graded words only), and the numbers of papers and claims."
+    "Counts of the headline verdicts and of all claims' verdicts (graded words only), the causes of the inconclusive ones, and the numbers of papers and claims."
     graded = vt[vt.verdict.isin(list(VERDICT_STYLE))]
+    inc = graded[graded.verdict == 'inconclusive']
+    causes = lambda d: {k: int(sum(inconclusive_cause(r) == k for r in (d['reason'] if 'reason' in d else [''] * len(d)))) for k in (*INCONCLUSIVE_CAUSES, 'other')}
     return dict(papers=int(graded.name.nunique()), claims=len(graded),
                 headline={k: int((graded.headline & (graded.verdict == k)).sum()) for k in VERDICT_STYLE},
-                all={k: int((graded.verdict == k).sum()) for k in VERDICT_STYLE})
+                all={k: int((graded.verdict == k).sum()) for k in VERDICT_STYLE},
+                inconclusive=causes(inc), inconclusive_headline=causes(inc[inc.headline]))
+
+def inconclusive_note(tot:dict) -> str:
+    "One sentence (HTML) on what the inconclusive verdicts of `verdict_totals` are: how many are within noise, how many lack their condition."
+    n = sum(tot['inconclusive'].values())
+    if not n: return ''
+    parts = {'within noise': 'within noise of their threshold (the interval over seeds straddles it, or there is one seed)',
+             'condition not met': 'with the condition the claim needs not met in our experiment',
+             'other': 'for another reason given in the claim\'s row'}
+    order = ('within noise', 'condition not met', 'other')
+    said = [f"{tot['inconclusive'][c]} {parts[c]}" for c in order if tot['inconclusive'].get(c)]
+    hc = tot['inconclusive_headline']; nh = sum(hc.values())
+    head = (f" {nh} of them {'is a headline claim' if nh == 1 else 'are headline claims'}"
+            f" ({', '.join(f'{hc[c]} {c}' for c in order if hc.get(c))}).") if nh else ''
+    return (f'<span class="tl-inconclusive-note">{verdict_badge("inconclusive", n)} means the data at this scale cannot tell, '
+            f'neither reproduced nor refuted: {"; ".join(said)}.{head}</span>')
 
 def _badges(counts:dict) -> str: return ' '.join(verdict_badge(k, n) for k, n in counts.items() if n)
 
@@ -1066,7 +1098,8 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
                           "- skip_exec: true\n- skip_showdoc: true\n- page-layout: full\n- toc: false"),
         new_markdown_cell("## Verdicts at a glance\n\n"
                           + (f"**Headline claims** of {tot['papers']} papers: <span class=\"tl-headline-verdict\">{_badges(tot['headline'])}</span>. "
-                             f"**All {tot['claims']} claims**: {_badges(tot['all'])}." if tot['claims'] else "_No verdicts yet._")),
+                             f"**All {tot['claims']} claims**: {_badges(tot['all'])}." + (f"\n\n{html_block(inconclusive_note(tot))}" if inconclusive_note(tot) else '')
+                             if tot['claims'] else "_No verdicts yet._")),
         new_code_cell("#| echo: false\n# Claims per paper by verdict, generated by trustlib.report.build_dashboard (stored output; not executed).",
                       outputs=[new_output('display_data', data={'image/png': base64.b64encode(papers_chart(vt)).decode(),
                                                                'text/plain': [f'<claims by verdict: {n_checked} claims>']})]),
@@ -1284,6 +1317,28 @@ test_eq(sorted(p.name for p in (_nbs/'results').iterdir()), ['.notest', 'dashboa
 _idx = nbformat.read(_nbs/'results'/'papers.ipynb', as_version=4)
 assert [c.source.splitlines()[0] for c in _idx.cells[2:4]] == ['## Fairness', '## Privacy'] and verdict_badge('planned') in _idx.cells[2].source
 Image(base64.b64decode(nb.cells[2].outputs[0]['data']['image/png']))
+
+# %% [markdown]
+# An inconclusive verdict is told apart by its cause, read from the grader's reason: the interval straddles the
+# threshold (or one seed gives none), or the condition the claim needs is not met. The dashboard and the home page
+# count both, and the claims table names the cause under the badge:
+
+# %%
+test_eq([inconclusive_cause(r) for r in ("x = 0.01: within noise of the reproduced threshold (interval -0.01…0.03)",
+                                         "x = 0.5 from n = 1: no interval, so it cannot be told from noise",
+                                         "condition not met: share >= 0.8 — 0.5; the rule alone would give reproduced",
+                                         "bootstrap over the words", "")],
+        ['within noise', 'within noise', 'condition not met', 'other', 'other'])
+_vt_inc = pd.DataFrame(dict(name=['a', 'a', 'b', 'c'], headline=[True, False, True, True], verdict=['inconclusive', 'inconclusive', 'reproduced', 'inconclusive'],
+                            reason=['within noise of the partially threshold', 'condition not met: c', '', 'no model offline']))
+_tot = verdict_totals(_vt_inc)
+test_eq((_tot['inconclusive'], _tot['inconclusive_headline']), ({'condition not met': 1, 'within noise': 1, 'other': 1}, {'condition not met': 0, 'within noise': 1, 'other': 1}))
+_note = inconclusive_note(_tot)
+assert _note.startswith('<span class="tl-inconclusive-note">' + verdict_badge('inconclusive', 3)) and '1 within noise of their threshold' in _note, _note
+assert '1 with the condition the claim needs not met' in _note and '2 of them are headline claims (1 within noise, 1 other)' in _note, _note
+test_eq(inconclusive_note(verdict_totals(_vt_inc[_vt_inc.verdict != 'inconclusive'])), '')
+assert 'data-cause="within noise"' in claims_table_html(pd.DataFrame([dict(number=1, name='l2h', area='clustering', title='L2H', implemented=False, headline=True, claim='c',
+                                                                        paper='p', ours='o', verdict='inconclusive', reason='within noise of x', rule='r', anchor=None)]))
 
 # %% [markdown]
 # The same dashboard from the ledger of publications (what the pages show), on the crafted checkout above:

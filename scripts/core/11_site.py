@@ -533,7 +533,7 @@ def home_results(vt, # `trustlib.report.published_table`
     import base64
     from trustlib.config import PAPERS
     from trustlib.report import (verdict_totals, verdict_badge, papers_chart, html_block, page_href, short_name, _e, HEADLINE_MARK,
-                                 VERDICT_STYLE, AREA_TITLES, verdict_label, TRUSTLIB_BIBTEX)
+                                 VERDICT_STYLE, AREA_TITLES, verdict_label, TRUSTLIB_BIBTEX, inconclusive_note)
     tot = verdict_totals(vt)
     badges = lambda d: ' '.join(verdict_badge(k, n) for k, n in d.items() if n)
     rows = []
@@ -556,6 +556,7 @@ def home_results(vt, # `trustlib.report.published_table`
     rel = lambda t: _e(Path(os.path.relpath(t, from_dir)).as_posix())
     lead = (f'<div class="tl-lead"><p><b>Headline claims</b> of the {tot["papers"]} papers ({HEADLINE_MARK} the abstract\'s main finding): '
             f'<span class="tl-headline-verdict">{badges(tot["headline"])}</span></p><p><b>All {tot["claims"]} claims</b>: {badges(tot["all"])}</p>'
+            + (f'<p class="tl-note">{inconclusive_note(tot)}</p>' if inconclusive_note(tot) else '') +
             f'<p class="tl-note">Each verdict comes from a rule written down before the numbers existed. '
             f'<a href="{rel("results/dashboard.html")}">Every claim</a> · <a href="{rel("results/papers.html")}">the papers by area</a> · '
             f'<a href="{rel("core/results.html")}">how claims are graded</a> · <a href="{rel("use.html")}">use and contribute</a></p></div>')
