@@ -794,6 +794,7 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
             ids = set(re.findall(r'\bid="([^"]+)"', (site/target).read_text(encoding='utf-8', errors='replace')))
         if ids is not None and frag not in ids: rep['broken_anchors'].append(f"{rel}: {href}")
     rep['external'] = sorted(external)
+    rep['summary'] += [f"{rel}: the page is missing from the site" for rel in sorted(expect or {}) if rel not in pages]
     return rep
 
 def site_problems(rep:dict) -> list[str]:

@@ -1084,6 +1084,7 @@ def check_rendered(site:str|Path, # the rendered site (`_docs/`)
             ids = set(re.findall(r'\bid="([^"]+)"', (site/target).read_text(encoding='utf-8', errors='replace')))
         if ids is not None and frag not in ids: rep['broken_anchors'].append(f"{rel}: {href}")
     rep['external'] = sorted(external)
+    rep['summary'] += [f"{rel}: the page is missing from the site" for rel in sorted(expect or {}) if rel not in pages]
     return rep
 
 def site_problems(rep:dict) -> list[str]:
@@ -1121,7 +1122,8 @@ _site = Path(tempfile.mkdtemp())
 _why = browser_unavailable()
 if _why: print(f"skipped: {_why}")
 else:
-    _rep = check_rendered(_site, expect={'papers/good.html': dict(verdict='reproduced', run='r1')}, host='https://x.github.io/lib/')
+    _rep = check_rendered(_site, expect={'papers/good.html': dict(verdict='reproduced', run='r1'), 'papers/gone.html': dict(verdict='', run='')},
+                          host='https://x.github.io/lib/')
     test_eq((_rep['pages'], _rep['links'], _rep['anchors'], _rep['prod_links']), (2, 6, 4, 2))   # #top on the page itself counts too
     test_eq(_rep['broken_links'], ['index.html: missing.html', 'index.html: https://x.github.io/lib/nope.html'])
     test_eq(_rep['broken_anchors'], ['index.html: papers/good.html#nope'])
@@ -1131,7 +1133,8 @@ else:
     assert _rep['clipped'] and all(x.startswith('index.html at ') and 'div' in x for x in _rep['clipped']), _rep['clipped']
     test_eq(_rep['stderr'], ['papers/good.html: 1 stderr block(s)'])
     test_eq(_rep['external'], ['https://cdn.example.org/x.js'])
-    test_eq(_rep['summary'], ["papers/good.html: the summary shows verdict 'partially', the ledger 'reproduced'", "papers/good.html: the badge is not 'reproduced'"])
+    test_eq(_rep['summary'], ["papers/good.html: the summary shows verdict 'partially', the ledger 'reproduced'", "papers/good.html: the badge is not 'reproduced'",
+                              "papers/gone.html: the page is missing from the site"])
     assert _rep['verdict_y']['papers/good.html'][1366] is not None and not _rep['first_screen']
     test_eq(_rep['tables'], ['papers/good.html: filter without its table or verdict choices'])   # the working table on index.html passes
     print('\n'.join(site_problems(_rep)))
