@@ -1033,10 +1033,11 @@ def inconclusive_note(tot:dict) -> str:
     parts = {'within noise': 'within noise of their threshold (the interval over seeds straddles it, or there is one seed)',
              'condition not met': 'with the condition the claim needs not met in our experiment',
              'other': 'for another reason given in the claim\'s row'}
-    said = [f"{k} {parts[c]}" for c, k in tot['inconclusive'].items() if k]
-    nh = sum(tot['inconclusive_headline'].values())
+    order = ('within noise', 'condition not met', 'other')
+    said = [f"{tot['inconclusive'][c]} {parts[c]}" for c in order if tot['inconclusive'].get(c)]
+    hc = tot['inconclusive_headline']; nh = sum(hc.values())
     head = (f" {nh} of them {'is a headline claim' if nh == 1 else 'are headline claims'}"
-            f" ({', '.join(f'{k} {c}' for c, k in tot['inconclusive_headline'].items() if k)}).") if nh else ''
+            f" ({', '.join(f'{hc[c]} {c}' for c in order if hc.get(c))}).") if nh else ''
     return (f'<span class="tl-inconclusive-note">{verdict_badge("inconclusive", n)} means the data at this scale cannot tell, '
             f'neither reproduced nor refuted: {"; ".join(said)}.{head}</span>')
 
