@@ -529,7 +529,8 @@ def summary_box(rec:dict) -> str:
         out.append('<div class="tl-head"><div class="tl-claim">No published run yet: the verdicts appear here once the page is '
                    'published from a <code>cpu</code> run.</div></div></div>')
         return '\n'.join(out)
-    out.append(f'<div class="tl-head"><div class="tl-verdict tl-headline-verdict">{verdict_badge(h["verdict"])}</div>'
+    cause = f'<div class="tl-note tl-cause">{_e(inconclusive_cause(h["reason"]))}</div>' if h['verdict'] == 'inconclusive' else ''
+    out.append(f'<div class="tl-head"><div class="tl-verdict tl-headline-verdict">{verdict_badge(h["verdict"])}{cause}</div>'
                f'<div class="tl-claim"><span class="tl-label">Headline claim</span> {_e(h["claim"])}</div></div>')
     out.append('<table class="tl-nums"><colgroup><col class="tl-nums-h"><col></colgroup><tbody>'
                f'<tr><th>Paper</th><td>{_e(h["paper"]) or "—"}</td></tr>'

@@ -752,7 +752,8 @@ def summary_box(rec:dict) -> str:
         out.append('<div class="tl-head"><div class="tl-claim">No published run yet: the verdicts appear here once the page is '
                    'published from a <code>cpu</code> run.</div></div></div>')
         return '\n'.join(out)
-    out.append(f'<div class="tl-head"><div class="tl-verdict tl-headline-verdict">{verdict_badge(h["verdict"])}</div>'
+    cause = f'<div class="tl-note tl-cause">{_e(inconclusive_cause(h["reason"]))}</div>' if h['verdict'] == 'inconclusive' else ''
+    out.append(f'<div class="tl-head"><div class="tl-verdict tl-headline-verdict">{verdict_badge(h["verdict"])}{cause}</div>'
                f'<div class="tl-claim"><span class="tl-label">Headline claim</span> {_e(h["claim"])}</div></div>')
     out.append('<table class="tl-nums"><colgroup><col class="tl-nums-h"><col></colgroup><tbody>'
                f'<tr><th>Paper</th><td>{_e(h["paper"]) or "—"}</td></tr>'
@@ -1337,6 +1338,9 @@ _note = inconclusive_note(_tot)
 assert _note.startswith('<span class="tl-inconclusive-note">' + verdict_badge('inconclusive', 3)) and '1 within noise of their threshold' in _note, _note
 assert '1 with the condition the claim needs not met' in _note and '2 of them are headline claims (1 within noise, 1 other)' in _note, _note
 test_eq(inconclusive_note(verdict_totals(_vt_inc[_vt_inc.verdict != 'inconclusive'])), '')
+_rec_inc = dict(rec, headline=dict(rec['headline'], verdict='inconclusive', reason='x: within noise of the reproduced threshold'))
+assert '<span class="verdict v-inconclusive"' in summary_box(_rec_inc) and '<div class="tl-note tl-cause">within noise</div>' in summary_box(_rec_inc)
+assert 'tl-cause' not in summary_box(rec)
 assert 'data-cause="within noise"' in claims_table_html(pd.DataFrame([dict(number=1, name='l2h', area='clustering', title='L2H', implemented=False, headline=True, claim='c',
                                                                         paper='p', ours='o', verdict='inconclusive', reason='within noise of x', rule='r', anchor=None)]))
 
