@@ -43,29 +43,32 @@ def test_headline_first_and_chart_builds(crafted):
     assert png[:8] == b'\x89PNG\r\n\x1a\n'
     nb = nbformat.read(build_dashboard(runs, out=nbs/'results'/'dashboard.ipynb', nbs_dir=nbs), as_version=4)
     md = {c.source.splitlines()[0]: c.source for c in nb.cells if c.cell_type == 'markdown'}
-    heads, table = md['## Headline claims'], md['## The 19 papers']
+    heads, table, glance = md['## Headline claims'], md['## All claims'], md['## Verdicts at a glance']
     line = lambda t, key: next(l for l in t.splitlines() if key in l)
     # verdicts are coloured badges linking to the paper page's "Paper vs. us" section
     assert 'class="verdict v-reproduced"' in line(heads, '| db head |') and '#paper-vs.-us)' in line(heads, '| db head |')
     assert 'class="verdict v-not_reproduced"' in line(heads, '| l2h head |')
-    assert 'db one' not in heads and f"{verdict_badge('reproduced', 1)} {verdict_badge('not_reproduced', 1)}" in heads
-    assert table.index(f'{HEADLINE_MARK} **db head**') < table.index('db one') < table.index('db two')
-    assert table.index(f'{HEADLINE_MARK} **l2h head**') < table.index('l2h one') < table.index('l2h two')
-    assert 'rule: `gap &gt;= 0.01`' in table
+    assert 'db one' not in heads and f"{verdict_badge('reproduced', 1)} {verdict_badge('not_reproduced', 1)}" in glance
+    assert table.index('<b>db head</b>') < table.index('db one') < table.index('db two')
+    assert table.index('<b>l2h head</b>') < table.index('l2h one') < table.index('l2h two')
+    assert 'Rule.</b> gap &gt;= 0.01' in table and '\\|' not in table and '&amp;gt;' not in table   # escaped once
     for w in VERDICTS: assert verdict_badge(w) in table, w                  # every word shown as its badge, with its label
-    assert verdict_badge('partially', 1) in table and verdict_badge('illustrated', 1) in table   # counted separately
+    assert verdict_badge('partially', 1) in glance and verdict_badge('illustrated', 1) in glance   # counted separately
     prose = next(c.source for c in nb.cells if c.source.startswith('Built by'))
     for w in VERDICTS: assert verdict_badge(w) in prose, w
-    # each claim's run links to its row in the run history, which names the parameters
+    # the all-claims table can be sorted and filtered by paper, area and verdict, offline (its script is in the page)
+    assert '<select data-key="paper">' in table and '<select data-key="area">' in table and '<select data-key="verdict">' in table
+    assert 'data-paper="l2h" data-area="clustering" data-verdict="not_reproduced" data-headline="1"' in table and '<script>' in table
+    assert 'http' not in table.split('<script>')[1]                          # no CDN
     hist = md['## Run history']
     assert '<span id="run-disparate_benefits-' in hist and '| Parameters |' in hist
-    anchors = set(re.findall(r'\]\(#(run-[^)]+)\)', table))
-    assert anchors and all(f'id="{a}"' in hist for a in anchors)
-    # and the papers index beside it: every paper by area, with badges
+    # and the papers index beside it: every paper by area, with badges and links to the paper and its code
     idx = nbformat.read(nbs/'results'/'papers.ipynb', as_version=4)
     text = '\n'.join(c.source for c in idx.cells)
     assert '## Fairness' in text and 'disparate_benefits' not in text.split('## Fairness')[0]
-    assert text.count('| planned |') >= 1 and verdict_badge('reproduced', 1) in text
+    assert verdict_badge('planned') in text and verdict_badge('reproduced', 1) in text
+    assert 'no official code published' in text.split('## Unlearning')[1] and 'ChildEden' not in text.split('## Unlearning')[1].split('no official code')[0]
+    assert 'https://openreview.net/forum?id=sVNNlzjZVN' in text                 # SNS-Bench has a paper link
 
 def test_unknown_verdict_word_is_refused(crafted):
     import pandas as pd
@@ -105,3 +108,40 @@ def test_sweep_report_has_a_table_and_a_plot_per_swept_parameter(tmp_path):
     import yaml; spec_file.write_text(yaml.safe_dump(spec))
     assert main(['report', '--runs-dir', str(runs), '--sweep', str(spec_file), '--out', str(tmp_path/'sw.ipynb')]) == 0
     assert (tmp_path/'sw.ipynb').exists()
+
+
+def test_paper_registry_links_every_paper():
+    from trustlib.config import PAPERS, get_paper
+    for p in PAPERS:
+        assert p.url.startswith('https://') and p.authors and p.venue.startswith('ICML 2025'), p.name
+        assert p.bibtex().count('{') == p.bibtex().count('}') and p.title in p.bibtex()
+    assert get_paper('dsda').code == '' and 'ISPF' in get_paper('dsda').code_note          # a baseline's code is not the paper's
+    for n in ('dsda', 'noisy_signsgd', 'pta', 'sns_bench'): assert get_paper(n).url, n       # the index used to give no link
+
+
+def _ledger(root, paper, pubs):
+    from trustlib.results import atomic_write_text
+    atomic_write_text(root/'nbs'/'results'/'ledger'/f'{paper}.json', json.dumps(dict(paper=paper, publications=pubs)))
+
+def test_published_record_follows_the_ledger(tmp_path):
+    "The site shows the ledger's latest publication; metrics.json adds the words, never changes a verdict."
+    from trustlib.report import published_record, published_table, summary_box, audit_trail
+    root = tmp_path; (root/'nbs'/'papers'/'clustering').mkdir(parents=True); (root/'nbs'/'papers'/'clustering'/'l2h.ipynb').write_text('{}')
+    v = lambda i, verdict, head: dict(id=i, claim_hash='h' + i, verdict=verdict, claim=f'claim {i} |x| < 0.01', rule=f'reproduced if |{i}| < 0.01', ours='0.1', headline=head)
+    _ledger(root, 'l2h', [dict(run_id='cpu-a', date='2026-12-01', commit='aaa', profile='cpu', claims_hash=None, cpu_seconds=None, legacy=True,
+                               verdicts=[v('a', 'partially', True), v('b', 'inconclusive', False)]),
+                          dict(run_id='cpu-b', date='2026-12-05', commit='bbb', profile='cpu', claims_hash='hh', cpu_seconds=61.0,
+                               verdicts=[v('a', 'reproduced', True), v('b', 'inconclusive', False)])])
+    write_json(root/'runs'/'l2h'/'cpu-b'/'metrics.json', dict(paper='l2h', run_id='cpu-b', status='complete', verdicts=[
+        dict(v('a', 'reproduced', True), paper='0.9 (Table 2)', reason='the interval clears 0.01'), dict(v('b', 'inconclusive', False), paper='x', reason='one seed')]))
+    rec = published_record('l2h', root, claims=[])
+    assert rec['headline']['verdict'] == 'reproduced' and rec['headline']['paper'] == '0.9 (Table 2)' and rec['sources'][:2] == ['ledger', 'metrics.json']
+    assert [(h['id'], h['old'], h['new']) for h in rec['history']] == [('a', 'partially', 'reproduced')]
+    box = summary_box(rec)
+    assert 'data-verdict="reproduced" data-run="cpu-b"' in box and '61 s CPU' in box and 'claims hash <code>hh</code>' in box
+    assert 'claim a |x| &lt; 0.01' in box and '\\|' not in box
+    assert 'no official code published' in box and 'arXiv' in box
+    a = audit_trail(rec, {'claims (CSV)': 'x.csv'})
+    assert a.index('cpu-b') < a.index('cpu-a') and 'same rule; the measurements changed' in a and '<tr id="claim-a">' in a
+    pt = published_table(root, records={'l2h': rec})
+    assert pt[pt.name == 'l2h'].verdict.tolist() == ['reproduced', 'inconclusive'] and (pt.verdict == 'planned').sum() == 18

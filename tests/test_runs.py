@@ -260,6 +260,7 @@ def test_pre_docs_keeps_symlinked_quarto_yml_and_site_check(tmp_path):
     nb(root/'nbs'/'core'/'00_config.ipynb', 'config', 'Back [home](../index.ipynb "home").')
     nb(root/'nbs'/'results'/'dashboard.ipynb', 'Results dashboard', '## The 19 papers\n\n[config](../core/00_config.ipynb)')
     nb(root/'nbs'/'results'/'papers.ipynb', 'Papers', '[dashboard](dashboard.ipynb)')
+    nb(root/'nbs'/'use.ipynb', 'Use and contribute', 'Back [home](index.ipynb).')   # the navbar links to it
     nb(root/'nbs'/'core'/'01_data.ipynb', 'data', 'A [broken link](../papers/nope.ipynb) and [a good one](00_config.ipynb).')
     code = ('import sys, json; from trustlib.cli import build_proc, check_site; '
             'build_proc("."); print(json.dumps(check_site(".")))')

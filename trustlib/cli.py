@@ -254,8 +254,12 @@ def cmd_report(args) -> int:
                               "(run them again from a clean checkout, or pass --allow-dirty)")
         if not args.allow_dirty: check_clean()
     else: out = Path(args.out) if args.out else runs_dir/'dashboard.ipynb'
-    out = build_dashboard(runs_dir, out=out, profile=args.profile)
-    vt = verdict_table(runs_dir, profile=args.profile, runs=runs)
+    ledger = args.publish and (nbs_path()/'results'/'ledger').is_dir()   # a published dashboard shows what the pages show: the ledger
+    out = build_dashboard(runs_dir, out=out, profile=args.profile, published=ledger)
+    if ledger:
+        from trustlib.report import published_table
+        vt = published_table(runs_dir=runs_dir)
+    else: vt = verdict_table(runs_dir, profile=args.profile, runs=runs)
     print(text_table(vt[['number', 'name', 'verdict', 'claim', 'ours', 'run_id']].to_dict('records'), max_width=50))
     print(f"\n{'published dashboard' if args.publish else 'report'}: {out}")
     return 0
@@ -418,27 +422,47 @@ def cmd_site(args) -> int:
         for p in problems: print(f"  - {p}", file=sys.stderr)
         return 1
     print(f"site check passed: {proc}")
-    from trustlib.site import polish_proc
-    print("polished for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs).items()))
+    from trustlib.site import polish_proc, vendor_assets
+    print("prepared for reading: " + ', '.join(f"{k} {v}" for k, v in polish_proc(proc, nbs, root, runs_dir).items()))
+    problems = check_site(root)   # the generated pages and links pass the same check
+    if problems:
+        print(f"site check after preparing the pages: {len(problems)} problem(s) in {proc}:", file=sys.stderr)
+        for p in problems: print(f"  - {p}", file=sys.stderr)
+        return 1
     if check_only: return 0
     import time
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     out = render_site(root)
     if out is None: print(QUARTO_MISSING); return 1 if failed else 0
-    print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s)")
+    va = vendor_assets(out)
+    (out/'.nojekyll').write_text('')   # GitHub Pages: serve `_downloads/` and `site_libs/` as they are
+    print(f"site rendered: {out} ({time.perf_counter() - t0:.0f} s wall, {_cpu_seconds() - c0:.0f} s CPU with Quarto's processes); "
+          f"MathJax, scripts and fonts served from the site on {va['pages']} pages"
+          + (f" (left on their CDN: {'; '.join(va['skipped'])})" if va['skipped'] else ''))
     if getattr(args, 'no_browser', False): return 1 if failed else 0
-    return max(browser_check(out, root/'runs'/'site-check'), 1 if failed else 0)
+    return max(browser_check(out, root/'runs'/'site-check', root, runs_dir), 1 if failed else 0)
 
-def browser_check(site:Path, shots:Path) -> int:
-    "Run `trustlib.site.check_rendered` on the rendered site, print its counts and problems; 1 if it found any, 0 if clean or unavailable."
-    from trustlib.site import browser_unavailable, check_rendered, site_problems
+def _cpu_seconds() -> float:
+    "CPU seconds of this process and its finished children (Quarto, pandoc, deno)."
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+def browser_check(site:Path, shots:Path, root:Path|None=None, runs_dir:Path|None=None) -> int:
+    "Run `trustlib.site.check_rendered` on the rendered site (summary boxes against the ledger, production links against the site); 1 if it found a problem, 0 if clean or unavailable."
+    from trustlib.site import browser_unavailable, check_rendered, site_problems, expected_summaries, doc_host
     why = browser_unavailable()
     if why: print(f"browser check skipped: {why}"); return 0
-    rep = check_rendered(site, screenshots=shots)
-    print(f"browser check: {rep['pages']} pages, {rep['links']} internal links, {rep['anchors']} anchors; "
-          f"{len(rep['broken_links'])} broken links, {len(rep['broken_anchors'])} broken anchors, "
-          f"{len(rep['overflow'])} overflowing pages at 1280 px, {len(rep['phone_overflow'])} at phone width, "
-          f"{len(rep['downscaled'])} downscaled images, {len(rep['stderr'])} stderr blocks; screenshots in {shots}")
+    root = Path(root) if root is not None else find_root(site)
+    rep = check_rendered(site, screenshots=shots, expect=expected_summaries(root, runs_dir), host=doc_host(root))
+    print(f"browser check: {rep['pages']} pages at 1366 and 390 px, {rep['links']} internal links ({rep['prod_links']} to the production site), "
+          f"{rep['anchors']} anchors; {len(rep['broken_links'])} broken links, {len(rep['broken_anchors'])} broken anchors, "
+          f"{len(rep['broken_images'])} broken images, {len(rep['overflow'])} pages wider than 1366 px, {len(rep['phone_overflow'])} wider than a phone, "
+          f"{len(rep['clipped'])} clipped, {len(rep['wide'])} tables wider than their column, {len(rep['downscaled'])} downscaled images, "
+          f"{len(rep['stderr'])} stderr blocks, {len(rep['external'])} requests outside the site, {len(rep['summary'])} summary-box problems, "
+          f"{len(rep['first_screen'])} headline verdicts below the first screen, {len(rep['tables'])} sortable-table problems; "
+          f"screenshots in {shots}")
+    ys = {k: v for k, v in rep['verdict_y'].items() if k.startswith(('index', 'results/', 'papers/'))}
+    if ys: print("first verdict badge (y px, 1366 / 390): " + '; '.join(f"{k} {v.get(1366)} / {v.get(390)}" for k, v in sorted(ys.items())))
     problems = site_problems(rep)
     for p in problems: print(f"  - {p}", file=sys.stderr)
     return 1 if problems else 0

@@ -377,7 +377,7 @@ def _jsonify(v):
     if isinstance(v, dict): return {k: _jsonify(x) for k, x in v.items()}
     return v
 
-# %% ../nbs/core/00_config.ipynb #9053ecb2
+# %% ../nbs/core/00_config.ipynb #82e4f650
 def check_cost(cfg, # the config being validated (inside its `validate`)
                estimates:dict, # name -> (estimate, soft bound, unit), e.g. {'CPU time': (5200.0, 3600.0, 's')}
                depends_on:tuple|list=()): # the parameters the estimates grow with, named in the message
@@ -547,32 +547,114 @@ class Paper:
     area: str     # folder under nbs/papers
     title: str
     module: str   # main module
-    arxiv: str = ""
-    code: str = ""  # official code repository, if any
+    arxiv: str = ""       # arXiv id, e.g. '2410.13831' ('' if none)
+    code: str = ""        # the authors' official code repository ('' if they published none)
+    authors: str = ""     # BibTeX form: 'Last, First and Last, First' ('and others' when the list is not recorded)
+    venue: str = "ICML 2025"
+    openreview: str = ""  # OpenReview forum id
+    pmlr: str = ""        # PMLR v267 paper key, e.g. 'wang25m'
+    pages: str = ""       # PMLR pages, e.g. '62518--62528'
+    code_note: str = ""   # what exists when there is no official code (or more about it)
+    short: str = ""       # a short name for tables ('' : the title)
 
     @property
     def notebook(self) -> str: return f"papers/{self.area}/{self.name}.ipynb"
 
+    @property
+    def author_list(self) -> list[str]:
+        "The authors as 'First Last' ('others' kept as 'et al.')."
+        out = []
+        for a in (x.strip() for x in self.authors.split(' and ') if x.strip()):
+            if a == 'others': out.append('et al.'); continue
+            last, _, first = a.partition(',')
+            out.append(f"{first.strip()} {last.strip()}".strip())
+        return out
+
+    @property
+    def links(self) -> dict[str, str]:
+        "Where to read the paper: PMLR, arXiv and OpenReview URLs (those that exist, in that order)."
+        d = {}
+        if self.pmlr: d['PMLR'] = f"https://proceedings.mlr.press/v267/{self.pmlr}.html"
+        if self.arxiv: d['arXiv'] = f"https://arxiv.org/abs/{self.arxiv}"
+        if self.openreview: d['OpenReview'] = f"https://openreview.net/forum?id={self.openreview}"
+        return d
+
+    @property
+    def url(self) -> str:
+        "The paper's main link: PMLR, else arXiv, else OpenReview ('' if none)."
+        return next(iter(self.links.values()), '')
+
+    def bibtex(self) -> str:
+        "A BibTeX entry for the paper (ICML 2025, PMLR volume 267)."
+        first = (self.authors.split(',')[0] or self.name).strip().lower()
+        word = next((w for w in re.findall(r'[a-z]+', self.title.lower()) if w not in ('the', 'a', 'an', 'on', 'position')), 'paper')
+        key = re.sub(r'[^a-z]', '', first) + '2025' + word
+        fields = [('title', '{' + self.title + '}'), ('author', self.authors), ('booktitle', 'Proceedings of the 42nd International Conference on Machine Learning'),
+                  ('series', 'Proceedings of Machine Learning Research'), ('volume', '267'), ('year', '2025'), ('publisher', 'PMLR'),
+                  ('pages', self.pages), ('url', self.url), ('eprint', self.arxiv), ('archivePrefix', 'arXiv' if self.arxiv else '')]
+        body = ',\n'.join(f"  {k} = {{{v}}}" for k, v in fields if v)
+        return f"@inproceedings{{{key},\n{body}\n}}"
+
+_ICML = "ICML 2025"
 PAPERS: tuple[Paper, ...] = (
-    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization", "trustlib.unlearning.dsda"),   # no official code published (ISPF is a baseline's code)
-    Paper(2, "disparate_benefits", "fairness", "The Disparate Benefits of Deep Ensembles", "trustlib.fairness.disparate_benefits", "2410.13831", "https://github.com/ml-jku/disparate-benefits"),
-    Paper(3, "noisy_signsgd", "privacy", "Noisy SignSGD Is More Differentially Private Than You (Might) Think", "trustlib.privacy.signsgd"),
-    Paper(4, "ecolevels", "bias", "Position: Rethinking LLM Bias Probing Using Lessons from the Social Sciences", "trustlib.bias.ecolevels", "2503.00093"),
-    Paper(5, "random_features", "theory", "The Power of Random Features and the Limits of Distribution-Free Gradient Descent", "trustlib.theory.random_features", "2505.10423"),
-    Paper(6, "dor", "calibration", "Understanding and Mitigating Miscalibration in Prompt Tuning for Vision-Language Models", "trustlib.calibration.dor", "2410.02681", "https://github.com/ml-stat-Sustech/Outlier-Calibration"),
-    Paper(7, "l2h", "clustering", "From Logits to Hierarchies: Hierarchical Clustering made Simple", "trustlib.clustering.l2h", "2410.07858"),
-    Paper(8, "backdoor_complications", "robustness", "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks", "trustlib.robustness.backdoor", "2505.11586", "https://github.com/zhangrui4041/Backdoor_Complications"),
-    Paper(9, "label_smoothing", "calibration", "Calibrated Language Models and How to Find Them with Label Smoothing", "trustlib.calibration.label_smoothing", "2508.00264", "https://github.com/jhuang265/Calibrating-LLMs-with-Label-Smoothing"),
-    Paper(10, "pta", "privacy", "Plausible Token Amplification for Improving Accuracy of Differentially Private In-Context Learning Based on Implicit Bayesian Inference", "trustlib.privacy.dp_icl"),
-    Paper(11, "fairness_generalization", "fairness", "Fairness Overfitting in Machine Learning: An Information-Theoretic Perspective", "trustlib.fairness.generalization", "2506.07861"),
-    Paper(12, "sns_bench", "evals", "SNS-Bench: Defining, Building, and Assessing Capabilities of Large Language Models in Social Networking Services", "trustlib.evals.sns_bench", "", "https://github.com/HC-Guo/SNS-Bench"),
-    Paper(13, "mib", "interp", "MIB: A Mechanistic Interpretability Benchmark", "trustlib.interp.circuits", "2504.13151", "https://github.com/aaronmueller/MIB"),
-    Paper(14, "cpo", "interp", "Addressing Concept Mislabeling in Concept Bottleneck Models Through Preference Optimization", "trustlib.interp.cbm", "2504.18026", "https://github.com/Emilianopp/ConceptPreferenceOptimization"),
-    Paper(15, "proxy_multicalibration", "fairness", "Multiaccuracy and Multicalibration via Proxy Groups", "trustlib.fairness.multicalibration", "2503.02870", "https://github.com/beepulbharti/proxy_ma-mc"),
-    Paper(16, "robust_sketches", "robustness", "Breaking the Quadratic Barrier: Robust Cardinality Sketches for Adaptive Queries", "trustlib.sketches.cardinality", "2502.05723"),
-    Paper(17, "sae_probing", "interp", "Are Sparse Autoencoders Useful? A Case Study in Sparse Probing", "trustlib.interp.sae_probing", "2502.16681", "https://github.com/JoshEngels/SAE-Probes"),
-    Paper(18, "sop", "interp", "Sum-of-Parts: Self-Attributing Neural Networks with End-to-End Learning of Feature Groups", "trustlib.interp.sop", "2310.16316", "https://github.com/BrachioLab/sop"),
-    Paper(19, "saebench", "interp", "SAEBench: A Comprehensive Benchmark for Sparse Autoencoders in Language Model Interpretability", "trustlib.interp.saebench", "2503.09532", "https://github.com/adamkarvonen/SAEBench"),
+    Paper(1, "dsda", "unlearning", "Efficient Source-free Unlearning via Energy-Guided Data Synthesis and Discrimination-Aware Multitask Optimization",
+          "trustlib.unlearning.dsda", "", "", "Wang, Xiuyuan and Chen, Chaochao and Liu, Weiming and Liao, Xinting and Wang, Fan and Zheng, Xiaolin",
+          "ICML 2025 (spotlight)", "tqL8gJsuS5", "wang25m", "62518--62528",
+          "The paper gives no code link. Its evaluation follows the public code of the baselines it compares with (GKT, SSD, UNSIR; ISPF is `ChildEden/ISPF`).", short="DSDA"),
+    Paper(2, "disparate_benefits", "fairness", "The Disparate Benefits of Deep Ensembles", "trustlib.fairness.disparate_benefits", "2410.13831",
+          "https://github.com/ml-jku/disparate-benefits", "Schweighofer, Kajetan and Arnaiz-Rodriguez, Adrian and Hochreiter, Sepp and Oliver, Nuria",
+          _ICML, "tjPxZiqeHB", short="Disparate benefits"),
+    Paper(3, "noisy_signsgd", "privacy", "Noisy SignSGD Is More Differentially Private Than You (Might) Think", "trustlib.privacy.signsgd", "", "",
+          "Jin, Richeng and Dai, Huaiyu", _ICML, "thCqMz1ZXw", "jin25b", "27957--27978", short="Noisy SignSGD"),
+    Paper(4, "ecolevels", "bias", "Position: Rethinking LLM Bias Probing Using Lessons from the Social Sciences", "trustlib.bias.ecolevels", "2503.00093", "",
+          "Morehouse, Kirsten and Swaroop, Siddharth and Pan, Weiwei", "ICML 2025 (position paper track)", "", "morehouse25a", "81841--81860",
+          "A position paper: no code was released.", short="EcoLevels"),
+    Paper(5, "random_features", "theory", "The Power of Random Features and the Limits of Distribution-Free Gradient Descent", "trustlib.theory.random_features",
+          "2505.10423", "", "Karchmer, Ari and Malach, Eran", _ICML, "tbH0td0deH", "karchmer25a", "29078--29097", "A theory paper with no experiments.", short="Random features"),
+    Paper(6, "dor", "calibration", "Understanding and Mitigating Miscalibration in Prompt Tuning for Vision-Language Models", "trustlib.calibration.dor",
+          "2410.02681", "https://github.com/ml-stat-Sustech/Outlier-Calibration", "Wang, Shuoyuan and Li, Yixuan and Wei, Hongxin", _ICML, "",
+          "wang25bd", "63467--63489", short="DOR"),
+    Paper(7, "l2h", "clustering", "From Logits to Hierarchies: Hierarchical Clustering made Simple", "trustlib.clustering.l2h", "2410.07858", "",
+          "Palumbo, Emanuele and Vandenhirtz, Moritz and Ryser, Alain and Daunhawer, Imant and Vogt, Julia E.", _ICML, "", "", "",
+          "No repository; the paper's appendix lists an implementation in NumPy and SciPy.", short="L2H"),
+    Paper(8, "backdoor_complications", "robustness", "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks", "trustlib.robustness.backdoor",
+          "2505.11586", "https://github.com/zhangrui4041/Backdoor_Complications",
+          "Zhang, Rui and Shen, Yun and Li, Hongwei and Jiang, Wenbo and Chen, Hanxiao and Zhang, Yuan and Xu, Guowen and Zhang, Yang", _ICML, "sw1Sm72dmV", short="Backdoor complications"),
+    Paper(9, "label_smoothing", "calibration", "Calibrated Language Models and How to Find Them with Label Smoothing", "trustlib.calibration.label_smoothing",
+          "2508.00264", "https://github.com/jhuang265/Calibrating-LLMs-with-Label-Smoothing", "Huang, Jerry and Lu, Peng and Zeng, Qiuhao", _ICML, "soLNj4l2EL", short="Label smoothing"),
+    Paper(10, "pta", "privacy", "Plausible Token Amplification for Improving Accuracy of Differentially Private In-Context Learning Based on Implicit Bayesian Inference",
+          "trustlib.privacy.dp_icl", "", "https://github.com/Yusuke-Yamasaki/pta",
+          "Yamasaki, Yusuke and Niwa, Kenta and Chijiwa, Daiki and Fukami, Takumi and Miura, Takayuki", _ICML, "skAjaAEuA2", "yamasaki25a", short="PTA"),
+    Paper(11, "fairness_generalization", "fairness", "Fairness Overfitting in Machine Learning: An Information-Theoretic Perspective", "trustlib.fairness.generalization",
+          "2506.07861", "", "Laakom, Firas and Chen, Haobo and Schmidhuber, Jürgen and Bu, Yuheng", _ICML, "", "", "32078--32115",
+          "The paper makes no statement about releasing code.", short="Fairness overfitting"),
+    Paper(12, "sns_bench", "evals", "SNS-Bench: Defining, Building, and Assessing Capabilities of Large Language Models in Social Networking Services",
+          "trustlib.evals.sns_bench", "", "https://github.com/HC-Guo/SNS-Bench", "Guo, Hongcheng and others", _ICML, "sVNNlzjZVN", "", "",
+          "Code and data; the data are also on ModelScope (`SNS-Bench/sns_bench`).", short="SNS-Bench"),
+    Paper(13, "mib", "interp", "MIB: A Mechanistic Interpretability Benchmark", "trustlib.interp.circuits", "2504.13151", "https://github.com/aaronmueller/MIB",
+          "Mueller, Aaron and Geiger, Atticus and Wiegreffe, Sarah and Arad, Dana and Arcuschin, Iván and Belfki, Adam and Chan, Yik Siu and "
+          "Fiotto-Kaufman, Jaden and Haklay, Tal and Hanna, Michael and Huang, Jing and Gupta, Rohan and Nikankin, Yaniv and Orgad, Hadas and "
+          "Prakash, Nikhil and Reusch, Anja and Sankaranarayanan, Aruna and Shao, Shun and Stolfo, Alessandro and Tutek, Martin and Zur, Amir and "
+          "Bau, David and Belinkov, Yonatan", _ICML, "", "mueller25a", "45069--45108", short="MIB"),
+    Paper(14, "cpo", "interp", "Addressing Concept Mislabeling in Concept Bottleneck Models Through Preference Optimization", "trustlib.interp.cbm",
+          "2504.18026", "https://github.com/Emilianopp/ConceptPreferenceOptimization",
+          "Penaloza, Emiliano and Zhang, Tianyue H. and Charlin, Laurent and Espinosa Zarlenga, Mateo", _ICML, short="CPO"),
+    Paper(15, "proxy_multicalibration", "fairness", "Multiaccuracy and Multicalibration via Proxy Groups", "trustlib.fairness.multicalibration",
+          "2503.02870", "https://github.com/beepulbharti/proxy_ma-mc", "Bharti, Beepul and Clemens-Sewall, Mary Versa and Yi, Paul H. and Sulam, Jeremias",
+          _ICML, "sGny74zx2V", "", "4130--4152", short="Proxy multicalibration"),
+    Paper(16, "robust_sketches", "robustness", "Breaking the Quadratic Barrier: Robust Cardinality Sketches for Adaptive Queries",
+          "trustlib.sketches.cardinality", "2502.05723", "", "Cohen, Edith and Singhal, Mihir and Stemmer, Uri", _ICML, "", "cohen25c", short="Robust sketches"),
+    Paper(17, "sae_probing", "interp", "Are Sparse Autoencoders Useful? A Case Study in Sparse Probing", "trustlib.interp.sae_probing", "2502.16681",
+          "https://github.com/JoshEngels/SAE-Probes",
+          "Kantamneni, Subhash and Engels, Joshua and Rajamanoharan, Senthooran and Tegmark, Max and Nanda, Neel", _ICML, "", "", "",
+          "Also repackaged for any SAELens SAE as `sae-probes` (PyPI).", short="SAE probing"),
+    Paper(18, "sop", "interp", "Sum-of-Parts: Self-Attributing Neural Networks with End-to-End Learning of Feature Groups", "trustlib.interp.sop",
+          "2310.16316", "https://github.com/BrachioLab/sop", "You, Weiqiu and Qu, Helen and Gatti, Marco and Jain, Bhuvnesh and Wong, Eric", _ICML, "", "", "",
+          "The maintained modules are in `BrachioLab/exlib`.", short="Sum-of-Parts"),
+    Paper(19, "saebench", "interp", "SAEBench: A Comprehensive Benchmark for Sparse Autoencoders in Language Model Interpretability",
+          "trustlib.interp.saebench", "2503.09532", "https://github.com/adamkarvonen/SAEBench",
+          "Karvonen, Adam and Rager, Can and Lin, Johnny and Tigges, Curt and Bloom, Joseph and Chanin, David and Lau, Yeu-Tong and Farrell, Eoin and "
+          "McDougall, Callum and Ayonrinde, Kola and Wearden, Matthew and Conmy, Arthur and Marks, Samuel and Nanda, Neel", _ICML, short="SAEBench"),
 )
 
 def get_paper(name:str) -> Paper:

@@ -14,10 +14,14 @@ from .results import VERDICTS, atomic_write_text
 from .runs import iter_runs, default_runs_dir, find_root, nbs_path
 
 # %% auto #0
-__all__ = ['VERDICT_STYLE', 'STATUS_STYLE', 'HEADLINE_MARK', 'AREA_TITLES', 'collect_runs', 'latest_runs', 'verdict_table',
-           'verdict_label', 'verdict_color', 'verdict_badge', 'md_table', 'verdict_chart', 'write_pair',
-           'build_dashboard', 'sweep_table', 'build_sweep_report', 'paper_summary', 'build_papers_index',
-           'get_notebook', 'find_root_or']
+__all__ = ['VERDICT_STYLE', 'STATUS_STYLE', 'HEADLINE_MARK', 'AREA_TITLES', 'TABLE_JS', 'TRUSTLIB_BIBTEX', 'INCONCLUSIVE_CAUSES',
+           'collect_runs', 'latest_runs', 'verdict_table', 'stored_verdict_table', 'run_note_facts', 'paper_claims',
+           'find_published_run', 'published_record', 'published_table', 'verdict_label', 'verdict_color',
+           'verdict_badge', 'md_table', 'verdict_chart', 'html_block', 'page_href', 'short_name', 'claims_table_html',
+           'papers_chart', 'code_html', 'summary_box', 'claims_csv', 'audit_trail', 'config_table', 'write_pair',
+           'inconclusive_cause', 'verdict_totals', 'inconclusive_note', 'build_dashboard', 'sweep_table',
+           'build_sweep_report', 'paper_summary', 'papers_index_html', 'build_papers_index', 'get_notebook',
+           'find_root_or']
 
 # %% ../nbs/core/06_report.ipynb #cc49780f
 _BASE_COLS = ['paper', 'run_id', 'status', 'profile', 'started', 'finished', 'duration_s', 'git_commit', 'git_dirty',
@@ -96,6 +100,160 @@ def verdict_table(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <rep
                                       **{k: v.get(k) or '' for k in ('claim', 'paper', 'ours', 'verdict', 'reason', 'rule')}, **run))
     return pd.DataFrame(rows, columns=_VT_COLS)
 
+# %% ../nbs/core/06_report.ipynb #b80fb649
+from html.parser import HTMLParser as _HTMLParser
+
+class _Cells(_HTMLParser):
+    "The rows of the HTML tables fed to it, as lists of cell texts (`rows`, header rows included)."
+    def __init__(self):
+        super().__init__(); self.rows, self.cell, self.row = [], None, None
+    def handle_starttag(self, tag, attrs):
+        if tag == 'tr': self.row = []
+        elif tag in ('td', 'th') and self.row is not None: self.cell = []
+        elif tag == 'br' and self.cell is not None: self.cell.append('\n')
+    def handle_endtag(self, tag):
+        if tag in ('td', 'th') and self.cell is not None: self.row.append(''.join(self.cell).strip()); self.cell = None
+        elif tag == 'tr' and self.row is not None: self.rows.append(self.row); self.row = None
+    def handle_data(self, data):
+        if self.cell is not None: self.cell.append(data)
+
+def _nb_json(nb) -> dict:
+    if isinstance(nb, dict): return nb
+    try: return json.loads(Path(nb).read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
+def _src(c) -> str: return ''.join(c.get('source', '')) if isinstance(c.get('source'), list) else (c.get('source') or '')
+
+def stored_verdict_table(nb) -> list[dict]:
+    "The verdict table stored in a published paper notebook (the last `…verdict_table()` output): one dict per row, keyed by its column names."
+    found = None
+    for c in _nb_json(nb).get('cells', []):
+        if c.get('cell_type') != 'code' or 'verdict_table()' not in _src(c): continue
+        for o in c.get('outputs', []) or []:
+            h = (o.get('data') or {}).get('text/html', '')
+            h = ''.join(h) if isinstance(h, list) else h
+            if '<table' in h: found = h
+    if found is None: return []
+    p = _Cells(); p.feed(found)
+    if not p.rows: return []
+    head, out = p.rows[0], []
+    cols = head[1:] if head and not head[0] else head            # pandas writes the index column with an empty header
+    for r in p.rows[1:]:
+        if len(r) == len(cols) + 1: r = r[1:]
+        if len(r) == len(cols): out.append(dict(zip(cols, r)))
+    return out
+
+_NOTE_RUN = re.compile(r"run `([^`]+)`(?:, commit `([^`]+)`)?(?:, (\d+(?:\.\d+)?) s)?(?:, (\d{4}-\d{2}-\d{2}))?")
+
+def run_note_facts(nb) -> dict:
+    "Run id, commit, wall seconds, date and profile from a published page's run note (its `injected-parameters` markdown cell); {} if none."
+    for c in _nb_json(nb).get('cells', []):
+        if 'injected-parameters' not in ((c.get('metadata') or {}).get('tags') or []) or c.get('cell_type') != 'markdown': continue
+        s = _src(c); m = _NOTE_RUN.search(s); prof = re.search(r'profile = "(\w+)"', s)
+        if not m: return {}
+        return dict(run_id=m.group(1), commit=m.group(2), wall_seconds=float(m.group(3)) if m.group(3) else None,
+                    date=m.group(4), profile=prof.group(1) if prof else None)
+    return {}
+
+# %% ../nbs/core/06_report.ipynb #086b20e4
+def paper_claims(name:str):
+    "The claims table (`CLAIMS`) exported by paper `name`'s module, or None when the module declares none or cannot be imported."
+    import importlib
+    from trustlib.config import get_paper
+    try: mod = importlib.import_module(get_paper(name).module)
+    except Exception: return None
+    claims = getattr(mod, 'CLAIMS', None)
+    return list(claims) if claims else None
+
+def find_published_run(paper:str, run_id:str|None, runs_dir:str|Path|None=None) -> dict|None:
+    "The `metrics.json` of run `run_id` of `paper` in the runs folder, when this machine has it complete; else None."
+    if not run_id: return None
+    try: d = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    except Exception: return None
+    f = d/paper/run_id/'metrics.json'
+    try: m = json.loads(f.read_text(encoding='utf-8'))
+    except (OSError, ValueError): return None
+    return m if m.get('status') == 'complete' else None
+
+_ROW_KEYS = ('id', 'claim', 'paper', 'ours', 'verdict', 'rule', 'reason', 'conditions', 'changes', 'headline', 'claim_hash')
+
+def _changes_of(c) -> list[dict]:
+    return [dict(date=e.date, old=e.old, new=e.new, why=e.why) for e in getattr(c, 'log', ())]
+
+def published_record(name:str, # the paper's notebook stem
+                     root:str|Path|None=None, # the checkout (default: this one)
+                     runs_dir:str|Path|None=None, # where to look for the run's metrics.json (default: <root>/runs)
+                     claims=None, # the paper's claims table (default: its module's `CLAIMS`, if any)
+                    ) -> dict:
+    "What a paper's website shows: its latest publication (ledger) with each claim's words completed from metrics.json, `CLAIMS` and the stored page."
+    from trustlib.config import get_paper
+    from trustlib.results import load_ledger, verdict_history
+    p = get_paper(name)
+    root = Path(root) if root is not None else find_root()
+    nb_path = root/'nbs'/p.notebook
+    pubs = load_ledger(name, root)
+    latest = pubs[-1] if pubs else None
+    title = next((l[2:].strip() for c in _nb_json(nb_path).get('cells', [])[:1] for l in _src(c).splitlines() if l.startswith('# ')), '') if nb_path.is_file() else ''
+    rec = dict(paper=p, implemented=nb_path.is_file(), notebook=nb_path, page_title=title, publications=pubs, latest=latest,
+               legacy=bool(latest and latest.get('legacy')), claims=[], headline=None, sources=[], history=[], config=None,
+               page=run_note_facts(nb_path) if nb_path.is_file() else {})
+    if latest is None: return rec
+    m = find_published_run(name, latest.get('run_id'), runs_dir if runs_dir is not None else root/'runs')
+    claims = paper_claims(name) if claims is None else list(claims)
+    by_id = {c.id: c for c in claims or []}
+    stored = stored_verdict_table(nb_path) if nb_path.is_file() else []
+    mv = (m or {}).get('verdicts') or []
+    rows = []
+    for i, v in enumerate(latest.get('verdicts') or []):
+        r = {k: v.get(k) for k in _ROW_KEYS}
+        r.update(number=i + 1, anchor='claim-' + re.sub(r'[^a-z0-9_-]+', '-', str(v.get('id') or i + 1).lower()),
+                 changes=list(v.get('changes') or []))
+        src = next((x for x in mv if x.get('id') and x.get('id') == v.get('id')), None) or (mv[i] if i < len(mv) and mv[i].get('claim') == v.get('claim') else None)
+        if src:
+            for k in ('paper', 'reason', 'conditions', 'changes', 'rule', 'ours'):
+                if not r.get(k) and src.get(k): r[k] = src[k]
+            if r.get('headline') is None: r['headline'] = bool(src.get('headline'))
+        c = by_id.get(v.get('id'))
+        if c is not None:
+            if not r.get('paper'): r['paper'] = c.paper
+            if not r.get('changes'): r['changes'] = _changes_of(c)
+            if not r.get('conditions') and c.hash() == v.get('claim_hash'): r['conditions'] = c.condition_text()
+            if r.get('headline') is None: r['headline'] = bool(c.headline)
+        s = next((x for x in stored if x.get('claim') == v.get('claim')), None) or (stored[i] if i < len(stored) and not stored[i].get('claim') else None)
+        if s:
+            for k in ('paper', 'reason', 'conditions'):
+                if not r.get(k) and s.get(k): r[k] = s[k]
+        r['headline'] = bool(r.get('headline'))
+        r['changes'] = r['changes'] or []
+        for k in ('claim', 'paper', 'ours', 'rule', 'reason', 'conditions'): r[k] = r.get(k) or ''
+        rows.append(r)
+    rec['claims'] = rows
+    rec['headline'] = next((r for r in rows if r['headline']), None)
+    rec['sources'] = ['ledger'] + (['metrics.json'] if m else []) + (['CLAIMS'] if claims else []) + (['page'] if stored else [])
+    rec['config'] = (m or {}).get('params')
+    rec['history'] = verdict_history(pubs, claims)
+    return rec
+
+def published_table(root:str|Path|None=None, runs_dir:str|Path|None=None, records:dict|None=None):
+    "The verdict table of the website: one row per claim of each paper's latest publication (the headline first), or one row saying why there is none."
+    import pandas as pd
+    from trustlib.config import PAPERS
+    rows = []
+    for p in PAPERS:
+        rec = (records or {}).get(p.name) or published_record(p.name, root, runs_dir)
+        base = dict(number=p.number, name=p.name, area=p.area, title=p.title, implemented=rec['implemented'])
+        pub = rec['latest']
+        if not rec['claims']:
+            rows.append(dict(base, headline=False, claim='', paper='', ours='', verdict='not yet run' if rec['implemented'] else 'planned',
+                             reason='', rule='', run_id=None, date=None, profile=None, path=None, id=None, anchor=None, conditions='', changes=[],
+                             commit=None, cpu_seconds=None, claims_hash=None, legacy=False)); continue
+        run = dict(run_id=pub.get('run_id'), date=pub.get('date'), profile=pub.get('profile'), path=None, commit=pub.get('commit'),
+                   cpu_seconds=pub.get('cpu_seconds'), claims_hash=pub.get('claims_hash'), legacy=bool(pub.get('legacy')))
+        for r in sorted(rec['claims'], key=lambda r: not r['headline']):
+            rows.append(dict(base, **{k: r[k] for k in ('headline', 'claim', 'paper', 'ours', 'verdict', 'reason', 'rule', 'id', 'anchor',
+                                                         'conditions', 'changes')}, **run))
+    return pd.DataFrame(rows, columns=_VT_COLS + ['id', 'anchor', 'conditions', 'changes', 'commit', 'cpu_seconds', 'claims_hash', 'legacy'])
+
 # %% ../nbs/core/06_report.ipynb #cfc36625
 VERDICT_STYLE = {   # one label and one colour per verdict word of `trustlib.results.VERDICTS`, in that order
     'reproduced':           dict(label='reproduced',           color='#2e7d32'),   # green
@@ -113,6 +271,9 @@ STATUS_STYLE = {   # the rows of papers without graded claims
 }
 _VERDICT_ORDER = list(VERDICT_STYLE) + list(STATUS_STYLE)
 HEADLINE_MARK = '★'
+AREA_TITLES = {'fairness': 'Fairness', 'privacy': 'Privacy', 'calibration': 'Calibration', 'robustness': 'Robustness',
+               'interp': 'Interpretability', 'unlearning': 'Unlearning', 'clustering': 'Clustering', 'theory': 'Theory',
+               'bias': 'Bias', 'evals': 'Evaluations'}
 
 def verdict_label(v:str) -> str:
     "The display label of a verdict word (or a row status); unknown words unchanged."
@@ -170,6 +331,332 @@ def verdict_chart(vt) -> bytes:
     buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100); return buf.getvalue()
 
 # %% ../nbs/core/06_report.ipynb #45aa3102
+def _e(x) -> str:
+    "A value as HTML text (escaped once; None and NaN as '')."
+    if x is None or (isinstance(x, float) and x != x): return ''
+    return html.escape(str(x), quote=True)
+
+def html_block(s:str) -> str:
+    "Raw HTML for a markdown cell: a pandoc raw block, passed to the page untouched."
+    return "```{=html}\n" + s.strip() + "\n```"
+
+def page_href(name:str, from_dir:str='results', anchor:str='') -> str:
+    "The link from a page in site folder `from_dir` ('.' for the home page) to paper `name`'s rendered page."
+    from trustlib.config import get_paper
+    target = Path(get_paper(name).notebook).with_suffix('.html').as_posix()
+    rel = Path(os.path.relpath(target, from_dir)).as_posix()
+    return rel + (f"#{anchor}" if anchor else '')
+
+def short_name(p) -> str: return p.short or p.title
+
+TABLE_JS = """<script>
+/* trustlib: sortable, filterable tables (no dependencies). */
+(function () {
+  var each = function (xs, f) { Array.prototype.forEach.call(xs, f); };
+  var key = function (td) { return (td.getAttribute('data-v') || td.textContent).trim().toLowerCase(); };
+  each(document.querySelectorAll('table.tl-sortable'), function (t) {
+    var ths = t.tHead.rows[0].cells, body = t.tBodies[0];
+    each(ths, function (th, i) {
+      if (!th.hasAttribute('data-sort')) return;
+      th.tabIndex = 0; th.title = 'Sort by this column';
+      var go = function () {
+        var asc = th.getAttribute('aria-sort') !== 'ascending', num = th.getAttribute('data-sort') === 'num';
+        each(ths, function (h) { h.removeAttribute('aria-sort'); });
+        th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = key(a.cells[i]), y = key(b.cells[i]);
+          var c = num ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+          return asc ? c : -c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      };
+      th.addEventListener('click', go);
+      th.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); go(); } });
+    });
+  });
+  each(document.querySelectorAll('.tl-filter'), function (f) {
+    var t = document.getElementById(f.getAttribute('data-for'));
+    if (!t) return;
+    var ctl = f.querySelectorAll('select, input'), out = f.querySelector('.tl-count'), rows = t.tBodies[0].rows;
+    var apply = function () {
+      var n = 0;
+      each(rows, function (r) {
+        var ok = true;
+        each(ctl, function (c) {
+          var v = c.value.trim().toLowerCase(), k = c.getAttribute('data-key');
+          if (!v) return;
+          if (k === '*' ? r.textContent.toLowerCase().indexOf(v) < 0 : (r.getAttribute('data-' + k) || '') !== v) ok = false;
+        });
+        r.hidden = !ok; if (ok) n++;
+      });
+      if (out) out.textContent = n + ' of ' + rows.length + ' shown';
+    };
+    each(ctl, function (c) { c.addEventListener('input', apply); c.addEventListener('change', apply); });
+    apply();
+  });
+})();
+</script>"""
+
+def _options(values) -> str:
+    return ''.join(f'<option value="{_e(v)}">{_e(label)}</option>' for v, label in values)
+
+def _changes_html(changes) -> str:
+    if not changes: return ''
+    items = ''.join(f"<li><b>{_e(c.get('date'))}</b>: {_e(c.get('why'))}<br><span class=\"tl-old\">was: {_e(c.get('old'))}</span>"
+                    f"<br><span class=\"tl-new\">now: {_e(c.get('new'))}</span></li>" for c in changes)
+    return f'<div class="tl-changes">Change log<ul>{items}</ul></div>'
+
+def _rule_html(r:dict) -> str:
+    "The rule, conditions and change log of a claim row, in a collapsed block."
+    parts = []
+    if r.get('rule'): parts.append(f"<p><b>Rule.</b> {_e(r['rule'])}</p>")
+    if r.get('conditions'): parts.append(f"<p><b>Conditions.</b> {_e(r['conditions'])}</p>")
+    parts.append(_changes_html(r.get('changes')))
+    body = ''.join(p for p in parts if p)
+    if not body: return ''
+    label = 'rule' + (', conditions' if r.get('conditions') else '') + (', change log' if r.get('changes') else '')
+    return f'<details class="tl-rule"><summary>{label}</summary>{body}</details>'
+
+def claims_table_html(vt, # a verdict table (`published_table` or `verdict_table`)
+                      from_dir:str='results', # the site folder of the page that shows it
+                      table_id:str='tl-claims') -> str:
+    "Every claim in one sortable, filterable HTML table (filters: paper, area, verdict, text), with its script."
+    from trustlib.config import get_paper
+    recs = _records(vt)
+    papers = sorted({(r['name'], r['number']) for r in recs}, key=lambda x: x[1])
+    areas = sorted({r['area'] for r in recs})
+    verdicts = [v for v in _VERDICT_ORDER if any(r['verdict'] == v for r in recs)]
+    filt = (f'<div class="tl-filter" data-for="{table_id}">'
+            f'<label>Paper <select data-key="paper"><option value="">all</option>{_options((n, f"{k}. {short_name(get_paper(n))}") for n, k in papers)}</select></label>'
+            f'<label>Area <select data-key="area"><option value="">all</option>{_options((a, AREA_TITLES.get(a, a.title())) for a in areas)}</select></label>'
+            f'<label>Verdict <select data-key="verdict"><option value="">all</option>{_options((v, verdict_label(v)) for v in verdicts)}</select></label>'
+            f'<label>Search <input type="search" data-key="*" placeholder="words in any column"></label>'
+            f'<span class="tl-count" aria-live="polite"></span></div>')
+    heads = [('#', 'num', 'tl-c-num'), ('Paper', 'text', 'tl-c-paper'), ('Claim', 'text', 'tl-c-claim'), ('Paper reports', None, 'tl-c-pap'),
+             ('We measure', None, 'tl-c-ours'), ('Verdict', 'verdict', 'tl-c-verdict'), ('Reason', None, 'tl-c-reason')]
+    th = ''.join(f'<th class="{c}"' + (f' data-sort="{"num" if s == "num" else "text"}"' if s else '') + f'>{h}</th>' for h, s, c in heads)
+    rows, k = [], {}
+    for r in recs:
+        k[r['name']] = k.get(r['name'], 0) + 1
+        p = get_paper(r['name'])
+        link = page_href(r['name'], from_dir) if r['implemented'] else ''
+        paper = f'<a href="{link}">{_e(short_name(p))}</a>' if link else _e(short_name(p))
+        v = r['verdict']
+        badge = verdict_badge(v)
+        if link and v in VERDICT_STYLE: badge = f'<a href="{link}#{_e(r.get("anchor") or "paper-vs.-us")}">{badge}</a>'
+        cause = inconclusive_cause(r['reason']) if v == 'inconclusive' else ''
+        if cause: badge += f'<br><span class="tl-note tl-cause">{_e(cause)}</span>'
+        claim = (f'<span class="tl-star" title="headline claim">{HEADLINE_MARK}</span> <b>{_e(r["claim"])}</b>' if r['headline'] else _e(r['claim']))
+        order = _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 99
+        cells = [(f'{r["number"]}.{k[r["name"]]}', f'{r["number"]}.{k[r["name"]]:02d}', '#'), (paper, None, 'Paper'), (claim, None, 'Claim'),
+                 (_e(r['paper']), None, 'Paper reports'), (_e(r['ours']), None, 'We measure'), (badge, f'{order}', 'Verdict'),
+                 (_e(r['reason']) + _rule_html(r), None, 'Reason')]
+        tds = ''.join(f'<td data-label="{lab}"' + (f' data-v="{dv}"' if dv else '') + f'>{c}</td>' for c, dv, lab in cells)
+        head_attr = ' data-headline="1"' if r['headline'] else ''
+        cause_attr = f' data-cause="{_e(cause)}"' if cause else ''
+        rows.append(f'<tr data-paper="{_e(r["name"])}" data-area="{_e(r["area"])}" data-verdict="{_e(v)}"{cause_attr}{head_attr}>{tds}</tr>')
+    table = (f'<table id="{table_id}" class="tl-table tl-sortable tl-cards"><thead><tr>{th}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>')
+    return filt + table + TABLE_JS
+
+def papers_chart(vt) -> bytes:
+    "PNG bytes: one bar per paper, its claims by verdict (stacked, verdict colours), the headline verdict named at the end of the bar."
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+    from trustlib.config import PAPERS
+    recs = _records(vt)
+    fig = Figure(figsize=(8.0, 0.3 * len(PAPERS) + 1.5))
+    ax = fig.subplots()
+    ys = np.arange(len(PAPERS))[::-1]
+    longest = 1
+    for y, p in zip(ys, PAPERS):
+        rs = [r for r in recs if r['name'] == p.name and r['verdict'] in VERDICT_STYLE]
+        left = 0
+        for v in VERDICT_STYLE:
+            n = sum(r['verdict'] == v for r in rs)
+            if n: ax.barh(y, n, left=left, color=verdict_color(v), edgecolor='white', linewidth=0.6, height=0.72); left += n
+        head = next((r['verdict'] for r in rs if r['headline']), None)
+        ax.text(left + 0.25, y, f"{HEADLINE_MARK} {verdict_label(head)}" if head else 'not published', va='center', fontsize=8,
+                color=verdict_color(head) if head else '#555555', fontweight='bold' if head else 'normal')
+        longest = max(longest, left)
+    ax.set_yticks(ys, [f"{p.number}. {short_name(p)}" for p in PAPERS], fontsize=8.5)
+    ax.set_xlim(0, longest + 6); ax.set_ylim(-0.6, len(PAPERS) - 0.4)
+    ax.set_xlabel('claims (colour: verdict; ★ the headline claim\'s verdict)', fontsize=8.5)
+    for s in ('top', 'right'): ax.spines[s].set_visible(False)
+    ax.tick_params(axis='x', labelsize=8)
+    used = [v for v in VERDICT_STYLE if any(r['verdict'] == v for r in recs)]
+    if used: ax.legend(handles=[Patch(color=verdict_color(v), label=verdict_label(v)) for v in used], loc='lower center',
+                       bbox_to_anchor=(0.45, 1.0), ncol=min(len(used), 3), fontsize=8, frameon=False)
+    fig.tight_layout()
+    buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=100); return buf.getvalue()
+
+# %% ../nbs/core/06_report.ipynb #19a3d548
+def _fmt_s(x) -> str:
+    if x is None: return ''
+    x = float(x)
+    return f"{x:.0f} s" if x < 120 else f"{x:.0f} s ({x / 60:.1f} min)"
+
+def code_html(p) -> str:
+    "The paper's official code as a link, or what exists instead."
+    if p.code:
+        label = re.sub(r'^https?://(www\.)?github\.com/', '', p.code)
+        return f'<a href="{_e(p.code)}">{_e(label)}</a>'
+    note = re.sub(r'`([^`]+)`', r'<code>\1</code>', _e(p.code_note))
+    return '<span class="tl-nocode">no official code published</span>' + (f' <span class="tl-note">({note})</span>' if p.code_note else '')
+
+def _mini_badge(r:dict) -> str:
+    "A claim's verdict as a small badge with its number, linking to its row of the verdict table."
+    v = r['verdict']; st = {**VERDICT_STYLE, **STATUS_STYLE}.get(v, dict(color='#999999', label=v))
+    fg = '#212121' if v in ('partially',) or v in STATUS_STYLE else '#ffffff'
+    return (f'<a class="tl-mini" href="#{_e(r["anchor"])}" title="{_e(r["claim"])} ({_e(verdict_label(v))})" '
+            f'style="background:{st["color"]};color:{fg}">{r["number"]}&nbsp;{_e(verdict_label(v))}</a>')
+
+def summary_box(rec:dict) -> str:
+    "The one-screen summary of a paper page (HTML), from `published_record`."
+    p, pub, h = rec['paper'], rec['latest'], rec['headline']
+    links = ' · '.join(f'<a href="{_e(u)}">{_e(k)}</a>' for k, u in p.links.items())
+    authors = ', '.join(p.author_list)
+    same = lambda a, b: re.sub(r'\W+', '', a or '').lower() == re.sub(r'\W+', '', b or '').lower()
+    title = '' if same(p.title, rec.get('page_title')) else f'<div class="tl-ptitle">{_e(p.title)}</div>'   # the page title says it already
+    out = [f'<div class="tl-summary" data-paper="{_e(p.name)}" data-verdict="{_e(h["verdict"] if h else "")}" '
+           f'data-run="{_e((pub or {}).get("run_id") or "")}">',
+           f'<div class="tl-paper">{title}'
+           f'<div class="tl-authors">{_e(authors)} · {_e(p.venue)}</div>'
+           f'<div class="tl-links">Paper: {links or "—"} · Code: {code_html(p)}</div></div>']
+    if h is None:
+        out.append('<div class="tl-head"><div class="tl-claim">No published run yet: the verdicts appear here once the page is '
+                   'published from a <code>cpu</code> run.</div></div></div>')
+        return '\n'.join(out)
+    cause = f'<div class="tl-note tl-cause">{_e(inconclusive_cause(h["reason"]))}</div>' if h['verdict'] == 'inconclusive' else ''
+    out.append(f'<div class="tl-head"><div class="tl-verdict tl-headline-verdict">{verdict_badge(h["verdict"])}{cause}</div>'
+               f'<div class="tl-claim"><span class="tl-label">Headline claim</span> {_e(h["claim"])}</div></div>')
+    out.append('<table class="tl-nums"><colgroup><col class="tl-nums-h"><col></colgroup><tbody>'
+               f'<tr><th>Paper</th><td>{_e(h["paper"]) or "—"}</td></tr>'
+               f'<tr><th>Us ({_e(pub.get("profile") or "cpu")} profile)</th><td>{_e(h["ours"]) or "—"}</td></tr></tbody></table>')
+    others = [r for r in rec['claims'] if r is not h]
+    if others:
+        out.append(f'<div class="tl-others"><span class="tl-label">Other claims</span> {" ".join(_mini_badge(r) for r in others)}</div>')
+    cpu = _fmt_s(pub.get('cpu_seconds'))
+    wall = (rec.get('page') or {}).get('wall_seconds') if (rec.get('page') or {}).get('run_id') == pub.get('run_id') else None
+    compute = f"{cpu} CPU" if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
+    hash_ = (f'claims hash <code>{_e(pub["claims_hash"])}</code>' if pub.get('claims_hash')
+             else 'claims hash: none (published before claims tables; rules as prose)')
+    out.append(f'<div class="tl-run">Published run <code>{_e(pub.get("run_id"))}</code> · profile <code>{_e(pub.get("profile"))}</code> · '
+               f'{_e(compute)} · commit <code>{_e((pub.get("commit") or "")[:10])}</code> · {_e(pub.get("date"))} · {hash_}</div>')
+    out.append(f'<div class="tl-more"><a href="#paper-vs.-us">All {len(rec["claims"])} claims: numbers, rules and reasons</a> · '
+               f'<a href="#audit-trail">Audit trail</a> · <a href="#cite">Cite</a></div>')
+    out.append('</div>')
+    return '\n'.join(out)
+
+# %% ../nbs/core/06_report.ipynb #349eba9c
+TRUSTLIB_BIBTEX = """@software{trustlib2026,
+  title = {trustlib: literate, CPU-scale reproductions of 19 ICML 2025 papers on trustworthy machine learning},
+  author = {{trustlib developers}},
+  year = {2026},
+  url = {https://github.com/trustlib/trustlib},
+  note = {Website: https://trustlib.github.io/trustlib/}
+}"""
+
+def claims_csv(rec:dict) -> str:
+    "The claims of a published record as CSV: id, headline, claim, paper, ours, verdict, rule, conditions, reason, changes, run."
+    import csv
+    buf = io.StringIO(); w = csv.writer(buf, lineterminator='\n')
+    w.writerow(['id', 'headline', 'claim', 'paper', 'ours', 'verdict', 'rule', 'conditions', 'reason', 'changes', 'run_id', 'commit', 'claims_hash'])
+    pub = rec['latest'] or {}
+    for r in rec['claims']:
+        ch = ' | '.join(f"{c.get('date')}: {c.get('old')} -> {c.get('new')} ({c.get('why')})" for c in r['changes'])
+        w.writerow([r['id'] or '', int(r['headline']), r['claim'], r['paper'], r['ours'], r['verdict'], r['rule'], r['conditions'], r['reason'], ch,
+                    pub.get('run_id') or '', pub.get('commit') or '', pub.get('claims_hash') or ''])
+    return buf.getvalue()
+
+def _pub_counts(pub:dict) -> str:
+    vs = [v.get('verdict') for v in pub.get('verdicts') or []]
+    return ' '.join(verdict_badge(k, vs.count(k)) for k in VERDICT_STYLE if vs.count(k))
+
+def audit_trail(rec:dict, # from `published_record`
+                downloads:dict|None=None, # label -> relative link of the files behind the page
+               ) -> str:
+    "The audit trail of a paper page (HTML): claims with rules and change logs, the verdict history, downloads, citation."
+    p, pub = rec['paper'], rec['latest']
+    out = ['<div class="tl-audit">']
+    if rec['claims']:
+        rows = []
+        for r in rec['claims']:
+            star = f'<span class="tl-star" title="headline claim">{HEADLINE_MARK}</span> ' if r['headline'] else ''
+            rule = _e(r['rule']) if r['rule'] else '<i>not graded</i>'
+            extra = (f'<br><b>Conditions.</b> {_e(r["conditions"])}' if r['conditions'] else '') + _changes_html(r['changes'])
+            rows.append(f'<tr id="{_e(r["anchor"])}"><td data-label="#">{r["number"]}</td><td data-label="Claim">{star}{_e(r["claim"])}'
+                        f'<br><span class="tl-id">{_e(r["id"] or "")}</span></td><td data-label="Paper reports">{_e(r["paper"])}</td>'
+                        f'<td data-label="We measure">{_e(r["ours"])}</td><td data-label="Verdict">{verdict_badge(r["verdict"])}</td>'
+                        f'<td data-label="Reason, rule">{_e(r["reason"])}<br><b>Rule.</b> {rule}{extra}</td></tr>')
+        out.append('<h3 class="anchored" id="claims-rules-and-change-log">Claims, rules and change log</h3>'
+                   '<table class="tl-table tl-cards tl-audit-claims"><thead><tr><th class="tl-c-num">#</th><th class="tl-c-claim">Claim</th>'
+                   '<th class="tl-c-pap">Paper reports</th><th class="tl-c-ours">We measure</th><th class="tl-c-verdict">Verdict</th>'
+                   f'<th class="tl-c-reason">Reason and rule</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    pubs = rec['publications']
+    if pubs:
+        prow = ''.join(f'<tr><td data-label="Date">{_e(x.get("date"))}</td><td data-label="Run"><code>{_e(x.get("run_id"))}</code></td>'
+                       f'<td data-label="Commit"><code>{_e((x.get("commit") or "")[:10])}</code></td>'
+                       f'<td data-label="Claims hash">{"<code>" + _e(x["claims_hash"]) + "</code>" if x.get("claims_hash") else "legacy (prose rules)"}</td>'
+                       f'<td data-label="CPU">{_e(_fmt_s(x.get("cpu_seconds")) or "not recorded")}</td><td data-label="Verdicts">{_pub_counts(x)}</td></tr>'
+                       for x in reversed(pubs))
+        hist = rec['history']
+        if hist:
+            hrow = ''.join(f'<tr><td data-label="Claim">{_e(h["claim"])}<br><span class="tl-id">{_e(h["id"])}</span></td>'
+                           f'<td data-label="Between">{_e(h["from_date"])} → {_e(h["to_date"])}</td>'
+                           f'<td data-label="Verdict">{verdict_badge(h["old"])} → {verdict_badge(h["new"])}</td><td data-label="Why">{_e(h["why"])}'
+                           + (f'<br><span class="tl-old">rule was: {_e(h["old_rule"])}</span><br><span class="tl-new">rule now: {_e(h["new_rule"])}</span>'
+                              if h['old_rule'] != h['new_rule'] else '') + '</td></tr>' for h in hist)
+            changed = ('<table class="tl-table tl-cards"><thead><tr><th style="width:30%">Claim</th><th style="width:14%">Between</th>'
+                       '<th style="width:22%">Verdict</th><th>Why</th></tr></thead>'
+                       f'<tbody>{hrow}</tbody></table>')
+        else:
+            changed = ('<p>No verdict changed between publications.</p>' if len(pubs) > 1 else
+                       '<p>One publication so far: no verdict has changed.</p>')
+        out.append('<h3 class="anchored" id="verdict-history">Verdict history</h3>'
+                   f'<p>Every publication of this page, newest first (from <code>nbs/results/ledger/{_e(p.name)}.json</code>).</p>'
+                   '<table class="tl-table tl-cards"><thead><tr><th style="width:12%">Date</th><th style="width:16%">Run</th><th style="width:12%">Commit</th>'
+                   f'<th style="width:15%">Claims hash</th><th style="width:12%">CPU</th><th>Verdicts</th></tr></thead><tbody>{prow}</tbody></table>' + changed)
+    if downloads:
+        out.append('<h3 class="anchored" id="downloads">Downloads</h3><ul class="tl-downloads">'
+                   + ''.join(f'<li><a href="{_e(href)}" download>{_e(label)}</a></li>' for label, href in downloads.items()) + '</ul>')
+    out.append('<h3 class="anchored" id="cite">Cite</h3><p>The paper:</p>'
+               f'<pre class="tl-bibtex"><code>{_e(p.bibtex())}</code></pre><p>This reproduction:</p>'
+               f'<pre class="tl-bibtex"><code>{_e(TRUSTLIB_BIBTEX)}</code></pre>')
+    out.append('</div>')
+    return '\n'.join(out)
+
+# %% ../nbs/core/06_report.ipynb #9ee8ab52
+def _short_val(v, n:int=60) -> str:
+    s = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= n else s[:n - 1] + '…'
+
+def config_table(Config, # a paper's `BaseConfig` subclass
+                 profile:str='cpu', # the profile of the published run
+                 params:dict|None=None, # the run's overrides (None: the profile's own values)
+                ) -> str:
+    "HTML table of a paper's parameters: the published run's value beside the smoke default and the full value, with meaning and allowed values."
+    rows = Config.describe()
+    over = dict(params or {})
+    trs = []
+    for r in rows:
+        name = r['name']
+        run = over.get(name, r.get(profile))
+        as_json = lambda v: json.dumps(v, sort_keys=True, default=str)
+        tr = '<tr class="tl-diff">' if as_json(run) != as_json(r.get('smoke')) else '<tr>'
+        trs.append(f'{tr}<td data-label="Parameter"><code>{_e(name)}</code></td>'
+                   f'<td data-label="This page ({_e(profile)})"><code>{_e(_short_val(run))}</code></td>'
+                   f'<td data-label="Default (smoke)"><code>{_e(_short_val(r.get("smoke")))}</code></td>'
+                   f'<td data-label="full"><code>{_e(_short_val(r.get("full")))}</code></td>'
+                   f'<td data-label="Meaning">{_e(r.get("help"))}<br><span class="tl-note">{_e(r.get("type"))}'
+                   + (f'; {_e(r.get("allowed"))}' if r.get('allowed') else '') + '</span></td></tr>')
+    return (f'<table class="tl-table tl-cards tl-config"><thead><tr><th>Parameter</th><th>This page ({_e(profile)})</th><th>Default (smoke)</th>'
+            f'<th>full</th><th>Meaning and allowed values</th></tr></thead><tbody>{"".join(trs)}</tbody></table>'
+            f'<p class="tl-note">{sum("tl-diff" in t for t in trs)} of {len(trs)} values differ from the defaults (marked).</p>')
+
+# %% ../nbs/core/06_report.ipynb #42bdbb9f
 def write_pair(nb_path:str|Path, root:str|Path|None=None) -> Path|None:
     "Write the py:percent pair `scripts/<path>.py` of notebook `nbs/<path>.ipynb` (as `tools/pairs.py --write` does); None if not paired."
     nb_path = Path(nb_path).resolve()
@@ -199,47 +686,8 @@ def _rel(p, start) -> str:
     try: return str(Path(p).resolve().relative_to(Path(start).resolve()))
     except ValueError: return Path(p).name
 
-def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
-                    out:str|Path|None=None, # default: <repo>/nbs/results/dashboard.ipynb
-                    profile:str|None="cpu", # profile of the runs shown in the verdict table
-                    nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's)
-                    history:int=200, # at most this many runs in the run-history table
-                    pair:bool=True, # also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
-                    papers_index:bool|None=None, # also write `papers.ipynb` beside it (default: when `out` is the site's dashboard)
-                   ) -> Path:
-    "Write the results dashboard notebook (markdown tables + a stored chart; nothing to execute); return its path."
-    import nbformat
-    from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
-    runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
-    nbs = _nbs_dir(nbs_dir)
-    if out is None:
-        if nbs is None: raise ValueError("not inside a checkout: pass out= (and nbs_dir=)")
-        out = nbs/'results'/'dashboard.ipynb'
-    out = Path(out)
-    runs = collect_runs(runs_dir)
-    vt = verdict_table(runs_dir, profile, nbs, runs=runs)
-    rows, seen = [], set()
-    for r in _records(vt):
-        first = r['name'] not in seen; seen.add(r['name'])
-        link = os.path.relpath(nbs/Path(get_notebook(r['name'])), out.parent) if nbs is not None else None
-        title = f"[{_md(r['title'])}]({Path(link).as_posix()})" if (r['implemented'] and link) else _md(r['title'])
-        run = f"[`{r['run_id']}`](#{_run_anchor(r['name'], r['run_id'])})<br>{r['date']} · {r['profile']}" if r['run_id'] else ''
-        verdict = verdict_badge(r['verdict'])
-        if r['verdict'] in VERDICT_STYLE and r['implemented'] and link:   # the verdict links to the page's "Paper vs. us"
-            verdict = f"[{verdict}]({Path(link).as_posix()}#paper-vs.-us)"
-        claim = f"{HEADLINE_MARK} **{_md(r['claim'])}**" if r['headline'] else _md(r['claim'])
-        reason = _md(r['reason']) + (f"<br><small>rule: `{_md(r['rule']).replace('`', '')}`</small>" if r.get('rule') else '')
-        rows.append(dict(r, title_md=title if first else '', run_md=run if first else '', claim_md=claim, verdict_md=verdict,
-                         reason_md=reason))
-    table = md_table(rows, ['number', 'title_md!', 'claim_md!', 'paper', 'ours', 'verdict_md!', 'reason_md!', 'run_md!'],
-                     ['#', 'Paper', 'Claim', 'Paper reports', 'We measure', 'Verdict', 'Reason (rule)', 'Run'])
-    heads = [r for r in rows if r['title_md'] or r['headline']]   # a paper's first row: its headline claim when it recorded one
-    head_md = md_table(heads, ['number', 'title_md!', 'claim', 'verdict_md!'], ['#', 'Paper', 'Headline claim', 'Verdict'])
-    n_by = {k: int((vt.verdict == k).sum()) for k in VERDICT_STYLE}
-    n_head = {k: int((vt.headline & (vt.verdict == k)).sum()) for k in VERDICT_STYLE}
-    words = ', '.join(verdict_badge(k) for k in VERDICT_STYLE)
-    counts_md = ' '.join(verdict_badge(k, n_by[k]) for k in VERDICT_STYLE if n_by[k])
-    heads_md = ' '.join(verdict_badge(k, n_head[k]) for k in VERDICT_STYLE if n_head[k])
+def _history_md(runs, history:int) -> str:
+    "The run-history table of a runs folder (latest first), with an anchor per run."
     hist = _records(runs.sort_values('finished', ascending=False, na_position='last').head(history)) if len(runs) else []
     for h in hist:
         h['commit'] = str(h.get('git_commit') or '')[:10] + ('+dirty' if h.get('git_dirty') else '')
@@ -248,31 +696,151 @@ def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <r
         h['error_short'] = str(h['error']).splitlines()[0][:120] if h.get('error') else ''
         h['run_md'] = f'<span id="{_run_anchor(h["paper"], h["run_id"])}"></span>`{_md(h["run_id"])}`'
         h['params_md'] = _md(_params_text({k[len('params.'):]: v for k, v in h.items() if k.startswith('params.') and v is not None}))
-    hist_md = md_table(hist, ['paper', 'run_md!', 'profile', 'params_md!', 'status', 'when', 'duration', 'commit', 'error_short'],
-                       ['Paper', 'Run id', 'Profile', 'Parameters', 'Status', 'Finished (UTC)', 'Duration (s)', 'Commit', 'Error']) if hist else '_No runs yet._'
-    n_checked = int(vt.run_id.notna().sum())
+    return md_table(hist, ['paper', 'run_md!', 'profile', 'params_md!', 'status', 'when', 'duration', 'commit', 'error_short'],
+                    ['Paper', 'Run id', 'Profile', 'Parameters', 'Status', 'Finished (UTC)', 'Duration (s)', 'Commit', 'Error']) if hist else '_No runs yet._'
+
+def _publications_html(records:dict) -> str:
+    "Each paper's latest publication, and every verdict that changed between two of its publications (HTML)."
+    from trustlib.config import PAPERS
+    rows, changes = [], []
+    for p in PAPERS:
+        rec = records.get(p.name)
+        pub = rec and rec['latest']
+        link = page_href(p.name, 'results') if rec and rec['implemented'] else ''
+        name = f'<a href="{link}">{_e(short_name(p))}</a>' if link else _e(short_name(p))
+        if not pub:
+            rows.append(f'<tr><td data-label="#">{p.number}</td><td data-label="Paper">{name}</td><td data-label="Published" colspan="5">not published yet</td></tr>')
+            continue
+        rows.append(f'<tr><td data-label="#">{p.number}</td><td data-label="Paper">{name}</td><td data-label="Date">{_e(pub.get("date"))}</td>'
+                    f'<td data-label="Run"><code>{_e(pub.get("run_id"))}</code></td><td data-label="Commit"><code>{_e((pub.get("commit") or "")[:10])}</code></td>'
+                    f'<td data-label="CPU">{_e(_fmt_s(pub.get("cpu_seconds")) or "not recorded")}</td>'
+                    f'<td data-label="Claims hash">{"<code>" + _e(pub["claims_hash"]) + "</code>" if pub.get("claims_hash") else "legacy (prose rules)"}'
+                    f' · {len(rec["publications"])} publication{"s" if len(rec["publications"]) != 1 else ""}</td></tr>')
+        for h in rec['history']:
+            changes.append(f'<tr><td data-label="Paper">{name}</td><td data-label="Claim">{_e(h["claim"])}</td>'
+                           f'<td data-label="Between">{_e(h["from_date"])} → {_e(h["to_date"])}</td>'
+                           f'<td data-label="Verdict">{verdict_badge(h["old"])} → {verdict_badge(h["new"])}</td><td data-label="Why">{_e(h["why"])}</td></tr>')
+    pubs = ('<table class="tl-table tl-cards"><thead><tr><th>#</th><th>Paper</th><th>Date</th><th>Run</th><th>Commit</th><th>CPU</th>'
+            f'<th>Claims hash</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    ch = ('<table class="tl-table tl-cards"><thead><tr><th>Paper</th><th>Claim</th><th>Between</th><th>Verdict</th><th>Why</th></tr></thead>'
+          f'<tbody>{"".join(changes)}</tbody></table>') if changes else '<p>No verdict has changed between two publications of a page yet.</p>'
+    return pubs, ch
+
+INCONCLUSIVE_CAUSES = {   # why a claim is inconclusive, read from the grader's reason; in this order of precedence
+    'condition not met': re.compile(r'condition not met|condition \(.*\) fails|precondition', re.I),
+    'within noise': re.compile(r'within noise|straddl|interval contains 0|cannot be told from noise|cannot tell|n = 1\b|unresolved', re.I),
+}
+
+def inconclusive_cause(reason:str) -> str:
+    "Why an inconclusive claim is inconclusive, from its reason: 'condition not met', 'within noise' (the interval straddles a threshold, or one seed), else 'other'."
+    for k, pat in INCONCLUSIVE_CAUSES.items():
+        if pat.search(reason or ''): return k
+    return 'other'
+
+def verdict_totals(vt) -> dict:
+    "Counts of the headline verdicts and of all claims' verdicts (graded words only), the causes of the inconclusive ones, and the numbers of papers and claims."
+    graded = vt[vt.verdict.isin(list(VERDICT_STYLE))]
+    inc = graded[graded.verdict == 'inconclusive']
+    causes = lambda d: {k: int(sum(inconclusive_cause(r) == k for r in (d['reason'] if 'reason' in d else [''] * len(d)))) for k in (*INCONCLUSIVE_CAUSES, 'other')}
+    return dict(papers=int(graded.name.nunique()), claims=len(graded),
+                headline={k: int((graded.headline & (graded.verdict == k)).sum()) for k in VERDICT_STYLE},
+                all={k: int((graded.verdict == k).sum()) for k in VERDICT_STYLE},
+                inconclusive=causes(inc), inconclusive_headline=causes(inc[inc.headline]))
+
+def inconclusive_note(tot:dict) -> str:
+    "One sentence (HTML) on what the inconclusive verdicts of `verdict_totals` are: how many are within noise, how many lack their condition."
+    n = sum(tot['inconclusive'].values())
+    if not n: return ''
+    parts = {'within noise': 'within noise of their threshold (the interval over seeds straddles it, or there is one seed)',
+             'condition not met': 'with the condition the claim needs not met in our experiment',
+             'other': 'for another reason given in the claim\'s row'}
+    order = ('within noise', 'condition not met', 'other')
+    said = [f"{tot['inconclusive'][c]} {parts[c]}" for c in order if tot['inconclusive'].get(c)]
+    hc = tot['inconclusive_headline']; nh = sum(hc.values())
+    head = (f" {nh} of them {'is a headline claim' if nh == 1 else 'are headline claims'}"
+            f" ({', '.join(f'{hc[c]} {c}' for c in order if hc.get(c))}).") if nh else ''
+    return (f'<span class="tl-inconclusive-note">{verdict_badge("inconclusive", n)} means the data at this scale cannot tell, '
+            f'neither reproduced nor refuted: {"; ".join(said)}.{head}</span>')
+
+def _badges(counts:dict) -> str: return ' '.join(verdict_badge(k, n) for k, n in counts.items() if n)
+
+def build_dashboard(runs_dir:str|Path|None=None, # default: $TRUSTLIB_RUNS or <repo>/runs
+                    out:str|Path|None=None, # default: <repo>/nbs/results/dashboard.ipynb
+                    profile:str|None="cpu", # profile of the runs shown in the verdict table (runs mode)
+                    nbs_dir:str|Path|None=None, # notebooks folder (default: the checkout's)
+                    history:int=200, # at most this many runs in the run-history table (runs mode)
+                    pair:bool=True, # also write its jupytext pair under scripts/ (when `out` is in the checkout's nbs/)
+                    papers_index:bool|None=None, # also write `papers.ipynb` beside it (default: when `out` is the site's dashboard)
+                    published:bool=False, # build from the ledger of publications (what the pages show) instead of the runs folder
+                    records:dict|None=None, # (published) paper name -> `published_record`, when already computed
+                    link_root:str|Path|None=None, # the folder that stands for `nbs/` in the page links (default: `nbs`)
+                   ) -> Path:
+    "Write the results dashboard notebook (markdown and HTML tables, one stored figure; nothing to execute); return its path."
+    import nbformat
+    from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell, new_output
+    from trustlib.config import PAPERS
+    runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    nbs = _nbs_dir(nbs_dir)
+    if out is None:
+        if nbs is None: raise ValueError("not inside a checkout: pass out= (and nbs_dir=)")
+        out = nbs/'results'/'dashboard.ipynb'
+    out = Path(out)
     built = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    if published:
+        root = nbs.parent if nbs is not None else find_root()
+        records = {p.name: (records or {}).get(p.name) or published_record(p.name, root, runs_dir) for p in PAPERS}
+        vt = published_table(root, runs_dir, records)
+        source = (f"Built by `trustlib report --publish` on {built} from the ledger of publications (`nbs/results/ledger/`): "
+                  "each paper's latest published run, the one its page shows. ")
+    else:
+        runs = collect_runs(runs_dir)
+        vt = verdict_table(runs_dir, profile, nbs, runs=runs)
+        source = (f"Built by `trustlib report` on {built} from {len(runs)} run(s) in `{_rel(runs_dir, find_root_or(runs_dir))}`; "
+                  f"the tables show each paper's latest complete `{profile or 'any'}`-profile run. ")
+    words = ', '.join(verdict_badge(k) for k in VERDICT_STYLE)
+    tot = verdict_totals(vt)
+    rows, seen = [], set()
+    for r in _records(vt):
+        first = r['name'] not in seen; seen.add(r['name'])
+        if not (first or r['headline']): continue
+        base = Path(link_root) if link_root is not None else nbs
+        link = os.path.relpath(base/Path(get_notebook(r['name'])), out.parent) if base is not None else None
+        title = f"[{_md(r['title'])}]({Path(link).as_posix()})" if (r['implemented'] and link) else _md(r['title'])
+        verdict = verdict_badge(r['verdict'])
+        if r['verdict'] in VERDICT_STYLE and r['implemented'] and link:   # the verdict links to the page's "Paper vs. us"
+            verdict = f"[{verdict}]({Path(link).as_posix()}#paper-vs.-us)"
+        rows.append(dict(r, title_md=title, verdict_md=verdict))
+    head_md = md_table(rows, ['number', 'title_md!', 'claim', 'paper', 'ours', 'verdict_md!'],
+                       ['#', 'Paper', 'Headline claim', 'Paper reports', 'We measure', 'Verdict'])
+    n_checked = int(vt.run_id.notna().sum())
     cells = [
         new_markdown_cell("# Results dashboard — paper vs. us\n\n"
                           "> The headline claims of the 19 papers beside our CPU-scale numbers, with a verdict per claim.\n\n"
                           "- skip_exec: true\n- skip_showdoc: true\n- page-layout: full\n- toc: false"),
-        new_markdown_cell(f"Built by `trustlib report --publish` on {built} from {len(runs)} run(s) in `{_rel(runs_dir, find_root_or(runs_dir))}`; "
-                          f"the table shows each paper's latest complete `{profile or 'any'}`-profile run. Verdicts are data recorded "
-                          f"by each paper notebook's \"Paper vs. us\" section, one of {words}, each with its reason and, for a "
-                          f"graded claim, the explicit rule that decided it. Each paper has one headline claim, marked {HEADLINE_MARK} "
-                          "and listed first. Papers without a run are listed as *not yet run* "
-                          "(the notebook exists) or *planned*. Rebuild with `trustlib report --publish`."),
-        new_markdown_cell("## Verdicts at a glance"),
-        new_code_cell("#| echo: false\n# Chart of verdict counts, generated by trustlib.report.build_dashboard (stored output; not executed).",
-                      outputs=[new_output('display_data', data={'image/png': base64.b64encode(verdict_chart(vt)).decode(),
-                                                               'text/plain': [f'<verdict chart: {n_checked} claims>']})]),
-        new_markdown_cell("## Headline claims\n\nEach paper's headline claim and its verdict"
-                          + (f" ({heads_md})" if heads_md else '') + ".\n\n" + head_md),
-        new_markdown_cell("## The 19 papers\n\nEvery claim of each paper's latest run"
-                          + (f" ({counts_md})" if counts_md else '') + f"; the headline claim ({HEADLINE_MARK}) first.\n\n" + table),
-        new_markdown_cell("## Run history\n\nEvery run folder found (latest first; failed runs keep their traceback in "
-                          "`metrics.json`).\n\n" + hist_md),
+        new_markdown_cell("## Verdicts at a glance\n\n"
+                          + (f"**Headline claims** of {tot['papers']} papers: <span class=\"tl-headline-verdict\">{_badges(tot['headline'])}</span>. "
+                             f"**All {tot['claims']} claims**: {_badges(tot['all'])}." + (f"\n\n{html_block(inconclusive_note(tot))}" if inconclusive_note(tot) else '')
+                             if tot['claims'] else "_No verdicts yet._")),
+        new_code_cell("#| echo: false\n# Claims per paper by verdict, generated by trustlib.report.build_dashboard (stored output; not executed).",
+                      outputs=[new_output('display_data', data={'image/png': base64.b64encode(papers_chart(vt)).decode(),
+                                                               'text/plain': [f'<claims by verdict: {n_checked} claims>']})]),
+        new_markdown_cell(source + f"Every claim has one verdict, one of {words}, with the numbers, the reason and, for a graded claim, "
+                          f"the rule that decided it (written from the paper's claims table). Each paper has one headline claim, marked "
+                          f"{HEADLINE_MARK}. Papers without a published run are listed as *not yet run* (the notebook exists) or *planned*."),
+        new_markdown_cell("## Headline claims\n\nEach paper's headline claim, the paper's number beside ours, and its verdict.\n\n" + head_md),
+        new_markdown_cell("## All claims\n\nEvery claim of every paper. Click a column head to sort; choose a paper, an area or a verdict, "
+                          "or type words, to filter. The reason is shown; the rule, the conditions and the change log open under it.\n\n"
+                          + html_block(claims_table_html(vt, 'results'))),
     ]
+    if published:
+        pubs_html, changes_html = _publications_html(records)
+        cells += [new_markdown_cell("## Verdicts that changed\n\nEvery verdict that differs between two publications of a page, and why "
+                                    "(the claim's change-log entries made in between, or the same rule on new measurements).\n\n" + html_block(changes_html)),
+                  new_markdown_cell("## Publications\n\nEach paper's latest published run. A page's own audit trail lists all of its "
+                                    "publications.\n\n" + html_block(pubs_html))]
+    else:
+        cells.append(new_markdown_cell("## Run history\n\nEvery run folder found (latest first; failed runs keep their traceback in "
+                                       "`metrics.json`).\n\n" + _history_md(runs, history)))
     for i, c in enumerate(cells): c['id'] = f"dashboard-{i}"
     nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')))  # as nbdev_clean writes it
     nb.nbformat_minor = 5
@@ -369,10 +937,6 @@ def build_sweep_report(spec, # a sweep spec (dict or YAML path)
     atomic_write_text(out, nbformat.writes(nb) + '\n')
     return out
 
-AREA_TITLES = {'fairness': 'Fairness', 'privacy': 'Privacy', 'calibration': 'Calibration', 'robustness': 'Robustness',
-               'interp': 'Interpretability', 'unlearning': 'Unlearning', 'clustering': 'Clustering', 'theory': 'Theory',
-               'bias': 'Bias', 'evals': 'Evaluations'}
-
 def paper_summary(nb_path:str|Path) -> str:
     "The one-line summary of a paper notebook: the `> ...` line of its title cell ('' if there is none)."
     try: nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
@@ -383,41 +947,53 @@ def paper_summary(nb_path:str|Path) -> str:
             if line.startswith('> '): return line[2:].strip()
     return ''
 
-def build_papers_index(vt, # the output of `verdict_table`
-                       out:str|Path, # where to write (nbs/results/papers.ipynb)
-                       nbs:str|Path, # the notebooks folder
-                       built:str='', pair:bool=True) -> Path:
-    "Write the papers index: the 19 papers by area, each with its one-line claim, status and verdict counts as badges."
-    import nbformat
-    from nbformat.v4 import new_notebook, new_markdown_cell
-    out, nbs = Path(out), Path(nbs)
-    cells = [new_markdown_cell("# Papers\n\n> The 19 ICML 2025 papers by area: what each claims, whether it is implemented, "
-                               "and how its claims fared at CPU scale.\n\n- skip_exec: true\n- skip_showdoc: true"),
-             new_markdown_cell("Each row links to the paper's page; the badges count its claims by verdict in the latest "
-                               "published `cpu` run (details, intervals and rules on the [results dashboard](dashboard.ipynb)). "
-                               + ' '.join(verdict_badge(k) for k in VERDICT_STYLE)
-                               + (f"\n\nBuilt by `trustlib report --publish` on {built}." if built else ''))]
+def papers_index_html(vt, nbs:str|Path|None, from_dir:str='results') -> str:
+    "The 19 papers by area as HTML tables (cards on a phone): paper and its links, the claim in one line, the headline verdict, all verdicts."
+    from trustlib.config import PAPERS
     by_area = {}
     for p in PAPERS: by_area.setdefault(p.area, []).append(p)
+    out = []
     for area in sorted(by_area, key=lambda a: (list(AREA_TITLES).index(a) if a in AREA_TITLES else 99, a)):
         rows = []
         for p in by_area[area]:
             d = vt[vt.name == p.name]
-            nb = nbs/p.notebook
-            implemented = nb.is_file()
-            link = Path(os.path.relpath(nb, out.parent)).as_posix()
-            title = f"[{_md(p.title)}]({link})" if implemented else _md(p.title)
+            implemented = bool(d.implemented.any()) if len(d) else False
+            link = page_href(p.name, from_dir) if implemented else ''
+            title = f'<a href="{link}">{_e(p.title)}</a>' if link else _e(p.title)
+            links = ' · '.join([f'<a href="{_e(u)}">{_e(k)}</a>' for k, u in p.links.items()] + [f'code: {code_html(p)}'])
+            authors = p.author_list
+            who = ', '.join(authors[:3]) + (' et al.' if len(authors) > 3 and authors[-1] != 'et al.' else '')
+            published = implemented and d.run_id.notna().any()
             counts = d.verdict.value_counts()
-            if implemented and d.run_id.notna().any():
-                badges = ' '.join(verdict_badge(k, int(counts[k])) for k in VERDICT_STYLE if counts.get(k, 0))
-            else: badges = verdict_badge('not yet run' if implemented else 'planned')
-            links = ' · '.join(([f"[arXiv](https://arxiv.org/abs/{p.arxiv})"] if p.arxiv else []) + ([f"[code]({p.code})"] if p.code else []))
-            rows.append(dict(number=p.number, title_md=title + (f"<br><small>{links}</small>" if links else ''),
-                             summary=paper_summary(nb) if implemented else '',
-                             status='implemented' if implemented else 'planned', badges_md=badges))
-        cells.append(new_markdown_cell(f"## {AREA_TITLES.get(area, area.title())}\n\n"
-                                       + md_table(rows, ['number', 'title_md!', 'summary', 'status', 'badges_md!'],
-                                                  ['#', 'Paper', 'Claim in one line', 'Status', 'Verdicts'])))
+            head = d[d.headline]
+            headline = (verdict_badge(head.verdict.iloc[0]) + f'<br><span class="tl-note">{_e(head.claim.iloc[0])}</span>') if published and len(head) else \
+                       verdict_badge('not yet run' if implemented else 'planned')
+            allv = ' '.join(verdict_badge(k, int(counts[k])) for k in VERDICT_STYLE if counts.get(k, 0)) if published else ''
+            summary = paper_summary(Path(nbs)/p.notebook) if (nbs is not None and implemented) else ''
+            rows.append(f'<tr data-paper="{_e(p.name)}"><td data-label="Paper"><b>{p.number}. {title}</b><br><span class="tl-note">{_e(who)} · {_e(p.venue)}</span>'
+                        f'<br><span class="tl-links">{links}</span></td><td data-label="Headline verdict" class="tl-headline-verdict">{headline}</td>'
+                        f'<td data-label="All claims">{allv}</td><td data-label="In one line">{_e(summary)}</td></tr>')
+        out.append((AREA_TITLES.get(area, area.title()),
+                    '<table class="tl-table tl-cards tl-papers"><thead><tr><th class="tl-c-title">Paper</th><th class="tl-c-head">Headline verdict</th>'
+                    '<th class="tl-c-all">All claims</th><th class="tl-c-sum">In one line</th></tr></thead>'
+                    f'<tbody>{"".join(rows)}</tbody></table>'))
+    return out
+
+def build_papers_index(vt, # the output of `verdict_table` or `published_table`
+                       out:str|Path, # where to write (nbs/results/papers.ipynb)
+                       nbs:str|Path, # the notebooks folder
+                       built:str='', pair:bool=True) -> Path:
+    "Write the papers index: the 19 papers by area, each with its links, its one-line claim, its headline verdict and all its verdicts as badges."
+    import nbformat
+    from nbformat.v4 import new_notebook, new_markdown_cell
+    out, nbs = Path(out), Path(nbs)
+    cells = [new_markdown_cell("# Papers\n\n> The 19 ICML 2025 papers by area: what each claims, where to read it, and how its claims fared "
+                               "at CPU scale.\n\n- skip_exec: true\n- skip_showdoc: true"),
+             new_markdown_cell(f"The headline verdict is the one of the abstract's main claim ({HEADLINE_MARK}); the badges count all the "
+                               "paper's claims by verdict in its published `cpu` run. Numbers, intervals and rules: the "
+                               "[results dashboard](dashboard.ipynb)." + (f" Built on {built}." if built else ''))]
+    for area, table in papers_index_html(vt, nbs, 'results'):
+        cells.append(new_markdown_cell(f"## {area}\n\n" + html_block(table)))
     for i, c in enumerate(cells): c['id'] = f"papers-{i}"
     nb = new_notebook(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')))
     nb.nbformat_minor = 5
