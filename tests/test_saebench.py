@@ -5,6 +5,8 @@ import torch
 from trustlib.interp.sae import ARCHITECTURES, make_sae, train_sae, batch_topk_mask, MatryoshkaSAE, BatchTopKSAE, PAnnealSAE
 from trustlib.interp import saebench as sb
 
+torch.set_num_threads(1)   # small tensors: a second thread only spins (and costs CPU time) on a busy machine
+
 KNOB = {"relu": 0.05, "gated": 0.05, "panneal": 0.05}
 
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
@@ -95,13 +97,31 @@ def test_metrics_behave_as_the_dictionary_grows():
         assert res[arch, 256]["fvu"] <= res[arch, 128]["fvu"] + 0.03, (arch, res[arch, 128]["fvu"], res[arch, 256]["fvu"])
         assert res[arch, 256]["dead_frac"] >= res[arch, 128]["dead_frac"] - 0.05   # a wider dictionary leaves at least as many latents unused
 
-def test_topk_sparse_training_path_matches_the_dense_code():
-    # the TopK loss trains through its k kept values; the same loss and gradients as decoding the dense code
+@pytest.mark.parametrize("arch", ["topk", "batchtopk", "matryoshka"])
+def test_sparse_training_path_matches_the_dense_code(arch):
+    # TopK, BatchTopK and Matryoshka train through their kept values; the same loss and gradients as the dense code
+    from trustlib.interp.sae import topk_mask
     X = torch.randn(48, 12, generator=torch.Generator().manual_seed(3))
-    a, b = make_sae("topk", 12, 64, 5, seed=1), make_sae("topk", 12, 64, 5, seed=1)
-    a.since_fired[:30] = a.dead_after; b.since_fired[:30] = b.dead_after
-    b._sparse_path = lambda: False                                            # force the dense path
-    la, lb = a.loss(X)[0], b.loss(X)[0]; la.backward(); lb.backward()
+    a = make_sae(arch, 12, 64, 5, seed=1); a.since_fired[:30] = a.dead_after
+    la = a.loss(X)[0]; la.backward()
+    ga = [p.grad.clone() for p in (a.W_enc, a.W_dec, a.b_enc, a.b_dec)]; a.zero_grad()
+    z = torch.relu(a.pre(X)); f = a.select(z)
+    if arch == "matryoshka":
+        ends = np.cumsum(a.sizes)
+        rec = sum(w * ((X - f[:, :e] @ a.W_dec[:e] - a.b_dec) ** 2).sum(1).mean() for w, e in zip(a.weights, ends)) / len(ends)
+    else: rec = ((X - f @ a.W_dec - a.b_dec) ** 2).sum(1).mean()
+    e_ = (X - f @ a.W_dec - a.b_dec).detach(); dead = torch.zeros(64, dtype=torch.bool); dead[:30] = True
+    fa = topk_mask(torch.where(dead, z, torch.zeros_like(z)), a.aux_k)
+    lb = rec + ((e_ - fa @ a.W_dec) ** 2).sum() / ((e_ - e_.mean(0)) ** 2).sum() / 32; lb.backward()
     assert torch.allclose(la, lb, atol=1e-5)
-    for pa, pb in zip(a.parameters(), b.parameters()): assert torch.allclose(pa.grad, pb.grad, atol=1e-5)
-    assert torch.equal(a.since_fired, b.since_fired)
+    for g_, p in zip(ga, (a.W_enc, a.W_dec, a.b_enc, a.b_dec)): assert torch.allclose(g_, p.grad, atol=1e-5)
+
+def test_jumprelu_has_no_relu_after_the_jump():
+    # pre-activations just below the threshold move it (the straight-through estimator), as in dictionary_learning
+    sae = make_sae("jumprelu", 4, 8, 2, seed=0, bandwidth=0.01)
+    with torch.no_grad(): sae.theta.fill_(0.5)
+    z = sae.pre(torch.zeros(1, 4)).detach()
+    x = torch.zeros(1, 4)
+    with torch.no_grad(): sae.b_enc.copy_(torch.full((8,), 0.497))             # every latent 0.003 below its threshold
+    sae.encode(x).sum().backward()
+    assert torch.allclose(sae.theta.grad, torch.full((8,), -0.5 / 0.01))
