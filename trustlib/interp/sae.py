@@ -16,7 +16,7 @@ import torch.nn.functional as F
 __all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask',
            'sparse_decode', 'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu',
            'heaviside_step', 'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE',
-           'make_sae', 'TrainLog', 'train_sae', 'token_activations', 'pool_tokens']
+           'make_sae', 'TrainLog', 'train_sae', 'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -69,11 +69,11 @@ class SAE(nn.Module):
         self.register_buffer('since_fired', torch.zeros(self.d_sae))
         self.n_steps = 0
     # --- the interface -------------------------------------------------------------------------------------
-    def pre(self, x): return (x - self.b_dec) @ self.W_enc + self.b_enc
+    def pre(self, x): return torch.addmm(self.b_enc, x - self.b_dec, self.W_enc)   # (x − b_dec) W_enc + b_enc in one product
     def encode(self, x) -> torch.Tensor: raise NotImplementedError
     def decode(self, f) -> torch.Tensor:
         if f.ndim != 2 or f.shape[1] != self.d_sae: raise ValueError(f"codes must be [batch, {self.d_sae}], got shape {tuple(f.shape)}")
-        return f @ self.W_dec + self.b_dec
+        return torch.addmm(self.b_dec, f, self.W_dec)
     def forward(self, x): x = check_activations(x, self.d_in); return self.decode(self.encode(x))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0) -> tuple[torch.Tensor, dict]:
         "Training loss on batch `x` and a dict of its parts (floats): mse, l0, and the architecture's terms."
@@ -179,6 +179,9 @@ class TopKSAE(SAE):
         return self.select(z)
     def encode_train(self, x): return self.select(F.relu(self.pre(x)))
     # --- training through the sparse code: (values, indices, offsets) instead of the dense [B, F] code -------------
+    def activate(self, pre):
+        "What training selects from: TopK the ReLU'd pre-activations (dense)."
+        return F.relu(pre)
     def select_sparse(self, z):
         "The kept entries of `z` in training: values [B, k] and indices [B, k] (no offsets: k per row)."
         v, i = z.topk(min(self.k, self.d_sae), dim=1, sorted=False)
@@ -211,11 +214,11 @@ class TopKSAE(SAE):
         e = (x - x_hat).detach()
         za = torch.where(dead, z_pre, torch.zeros_like(z_pre))
         va, ia = za.topk(min(self.aux_k, n_dead), dim=1, sorted=False)
-        e_hat = sparse_decode(va, ia, self.W_dec)
+        e_hat = sparse_decode(F.relu(va), ia, self.W_dec)
         return (e - e_hat).pow(2).sum() / (e - e.mean(0)).pow(2).sum().clamp_min(1e-12)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
-        z = F.relu(self.pre(x))
+        z = self.activate(self.pre(x))
         v, i, offsets = self.select_sparse(z)
         rec, x_hat = self.recon_loss(x, v, i, offsets)
         mse = rec if type(self).recon_loss is TopKSAE.recon_loss else self.mse(x, x_hat)
@@ -231,10 +234,13 @@ class BatchTopKSAE(TopKSAE):
         kw.setdefault('use_threshold', True)
         super().__init__(d_in, d_sae, k=k, seed=seed, **kw)
     def select(self, z): return batch_topk_mask(z, self.k)
+    def activate(self, pre):
+        "BatchTopK selects from the raw pre-activations and applies the ReLU to the kept values only (the same code, no dense ReLU)."
+        return pre
     def select_sparse(self, z):
-        "The k·B largest entries of the batch: values, indices and row offsets (1-d, grouped by row)."
+        "The k·B largest entries of the batch, ReLU'd: values, indices and row offsets (1-d, grouped by row)."
         v, i, _, offsets = batch_topk_sparse(z, self.k)
-        return v, i, offsets
+        return F.relu(v), i, offsets
     @torch.no_grad()
     def _min_active(self, v) -> float:
         "The batch statistic the threshold tracks: the smallest positive kept value of the batch."
@@ -284,7 +290,7 @@ class JumpReLUSAE(SAE):
         if not target_l0 > 0: raise ValueError(f"target_l0 must be > 0, got {target_l0}")
         self.target_l0, self.l0_coeff, self.bandwidth = float(target_l0), float(l0_coeff), float(bandwidth)
         self.theta = nn.Parameter(torch.full((d_sae,), float(init_threshold)))
-    def pre(self, x): return x @ self.W_enc + self.b_enc
+    def pre(self, x): return torch.addmm(self.b_enc, x, self.W_enc)
     def encode(self, x): return jumprelu(self.pre(x), self.theta, self.bandwidth)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
@@ -310,8 +316,8 @@ class GatedSAE(SAE):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         self.r_mag = nn.Parameter(torch.zeros(d_sae)); self.b_mag = nn.Parameter(torch.zeros(d_sae))
         self.l1_coeff = float(l1_coeff)
-    def gate(self, x): return (x - self.b_dec) @ self.W_enc + self.b_enc
-    def magnitude(self, x): return (x - self.b_dec) @ (self.W_enc * self.r_mag.exp()) + self.b_mag
+    def gate(self, x): return torch.addmm(self.b_enc, x - self.b_dec, self.W_enc)
+    def magnitude(self, x): return torch.addmm(self.b_mag, x - self.b_dec, self.W_enc * self.r_mag.exp())
     def encode(self, x): return (self.gate(x) > 0).to(x.dtype) * F.relu(self.magnitude(x))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
@@ -564,3 +570,33 @@ def pool_tokens(acts:np.ndarray, # [T, d] token activations
         return (sums / np.diff(offsets)[:, None]).astype(np.float32)
     if how == "last": return np.asarray(acts)[np.maximum(offsets[1:] - 2, offsets[:-1])].astype(np.float32)
     raise ValueError(f"how must be 'mean' or 'last', got {how!r}")
+
+# %% ../../nbs/core/10_sae.ipynb #884aa0f1
+def strip_special(r:dict, special=(101, 102)) -> tuple[np.ndarray, np.ndarray]:
+    "The token activations of a `token_activations` result without [CLS]/[SEP], and the matching per-text offsets."
+    keep = ~np.isin(r['ids'], special)
+    counts = np.add.reduceat(keep.astype(np.int64), r['offsets'][:-1]) if len(keep) else np.zeros(len(r['offsets']) - 1, np.int64)
+    return r['acts'][keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+def sae_probes_pool(*, exclude=frozenset(), # texts no SAE may see
+                    skip=(), # datasets left out entirely
+                    rows:int=150, # texts per dataset (a seeded random subset)
+                    datasets:int=0, # use only the first this many datasets (0: all)
+                    layer:int=4, max_length:int=64, seed:int=0, heldout:float=0.05, progress:bool=False) -> dict:
+    "Token activations of a generic text pool: `train` and `heldout` [T, d] (unscaled), `scale` (to E‖x‖² = d), `n_texts`, `datasets`."
+    import zlib
+    from tqdm.auto import tqdm
+    from trustlib.config import derive_seed
+    from trustlib.data import sae_probes_datasets, load_sae_probes
+    names = [n for n in sae_probes_datasets() if n not in set(skip)][:datasets or None]
+    tr, ho, n_texts = [], [], 0
+    for n in tqdm(names, desc="pool", disable=not progress):
+        key = zlib.crc32(n.encode())
+        texts = load_sae_probes(n, max_rows=rows, seed=derive_seed(seed, "pool", key) % 2**31)['prompt'].astype(str).tolist()
+        acts, off = strip_special(token_activations(texts, layer=layer, max_length=max_length))
+        held = np.random.default_rng(derive_seed(seed, "heldout", key)).random(len(texts)) < heldout
+        use = np.array([t not in exclude for t in texts]); n_texts += int(use.sum())
+        per_token = lambda m: np.repeat(m, np.diff(off))
+        tr.append(acts[per_token(use & ~held)]); ho.append(acts[per_token(use & held)])
+    tr, ho = np.concatenate(tr), np.concatenate(ho)
+    return dict(train=tr, heldout=ho, scale=float(np.sqrt(tr.shape[1] / (tr.astype(np.float64) ** 2).sum(1).mean())), n_texts=n_texts, datasets=names)
