@@ -67,7 +67,7 @@ def test_relu_sae_reconstructs_a_planted_dictionary_at_moderate_l0():
     # 80 % of training left it at ≈ 0.47, its L1 penalty still shrinking every code)
     X = _planted(); Xtr, Xe = X[:6000], X[6000:]
     cfg = sb.Config.from_params("smoke", steps=600)
-    sae, _ = sb._fit("relu", Xtr, cfg, 4, 0, d_sae=64)
+    sae = sb.fit_sae("relu", Xtr, d_sae=64, l0=4, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, relu_lr=cfg.relu_lr, seed=0)
     m = sb.core_metrics(sae, Xe)
     assert 3.0 <= m["l0"] <= 5.0, m
     assert m["fvu"] < 0.25, m
@@ -82,7 +82,7 @@ def test_metrics_behave_as_the_dictionary_grows():
     res = {}
     for arch in ("topk", "matryoshka"):
         for F in (128, 256):
-            sae, _ = sb._fit(arch, Xtr, cfg, 4, 0, d_sae=F)
+            sae = sb.fit_sae(arch, Xtr, d_sae=F, l0=4, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, relu_lr=cfg.relu_lr, seed=0)
             m = sb.core_metrics(sae, Xe)
             m["absorption"], m["full_absorption"] = sb.gt_absorption(sae, Xe, Ae, h)
             m.update({f"ravel_{k}": v for k, v in sb.gt_ravel(sae, h, np.random.default_rng(1), kw, 300, n_attr=4).items()})
@@ -125,3 +125,54 @@ def test_jumprelu_has_no_relu_after_the_jump():
     with torch.no_grad(): sae.b_enc.copy_(torch.full((8,), 0.497))             # every latent 0.003 below its threshold
     sae.encode(x).sum().backward()
     assert torch.allclose(sae.theta.grad, torch.full((8,), -0.5 / 0.01))
+
+
+# --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
+
+@pytest.fixture(scope="module")
+def cpu_eval():
+    cfg = sb.Config.from_params("cpu")
+    _, _, scale = sb.generic_pool(cfg, sb.eval_dataset_texts(cfg))
+    ev = sb.eval_sets(cfg, scale)
+    return cfg, ev, sb.fixed_probes(ev)
+
+def test_minilm_tasks_work_at_the_cpu_configuration(cpu_eval):
+    """The stand-ins create the conditions of the practical metrics: the cue of SCR misleads the biased probe, TPP's class
+    probes work, the first-letter probe reads at least 10 letters, and no evaluation text is in the training pool."""
+    cfg, ev, probes = cpu_eval
+    for (name, sets, _, _), p in zip(ev.scr, probes["scr"]):
+        assert p.a_oracle - p.a_base >= 0.1, (name, p.a_base, p.a_oracle)          # the biased probe leans on the cue
+        assert set(np.unique(sets.y_test)) == {0, 1}
+    t = ev.tpp
+    accs = [(probes["tpp"][j].predict(ev.X[t["test"][j]]) == t["Y"][t["test"][j], j]).mean() for j in range(t["Y"].shape[1])]
+    assert np.mean(accs) >= 0.7, accs
+    assert len(probes["letters"]["letters"]) >= 10, probes["letters"]["f1"]
+    assert ev.words["X"].shape[0] == cfg.n_words
+
+def test_pool_excludes_every_evaluation_text():
+    cfg = sb.Config.from_params("smoke")
+    ex = sb.eval_dataset_texts(cfg)
+    from trustlib.interp.sae import sae_probes_pool
+    p = sae_probes_pool(exclude=ex, skip={*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}, rows=cfg.pool_rows, datasets=cfg.pool_datasets)
+    assert not set(p["datasets"]) & {*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}
+    assert len(ex) > 1000 and p["train"].shape[1] == 384 and len(p["heldout"]) > 0
+
+@pytest.mark.parametrize("arch", ["relu", "jumprelu", "gated", "panneal", "batchtopk", "matryoshka"])
+def test_matched_l0_at_the_cpu_configuration(arch):
+    """At the cpu configuration's training length, an architecture whose L0 is set indirectly meets the lowest target
+    within the tolerance the claims require (15 %) on held-out tokens."""
+    cfg = sb.Config.from_params("cpu")
+    tr, ho, _ = sb.generic_pool(cfg, sb.eval_dataset_texts(cfg))
+    l0 = min(cfg.l0_targets)
+    sae = sb.fit_sae(arch, tr, d_sae=cfg.minilm_d_sae, l0=l0, steps=cfg.minilm_steps, batch_size=cfg.minilm_batch_size, lr=cfg.minilm_lr,
+                     relu_lr=cfg.minilm_relu_lr, seed=0, bandwidth=cfg.jumprelu_bandwidth, autocast=cfg.autocast)
+    m = sb.core_metrics(sae, ho[:5000], codes=sb.encode_sparse(sae, ho[:5000], cfg.autocast))
+    assert abs(m["l0"] / l0 - 1) <= 0.15, (arch, m["l0"])
+
+def test_hierarchy_creates_absorption_at_the_cpu_configuration():
+    """On the cpu configuration's synthetic data, a BatchTopK SAE absorbs more on the hierarchy than on the flat control
+    with the same feature frequencies (the condition of the synthetic absorption claim), on the first seed."""
+    cfg = sb.Config.from_params("cpu", architectures=["topk", "batchtopk"], n_seeds=1)
+    rows = sb.synthetic_seed(cfg, 0)
+    assert all(r["absorption_excess"] > 0.02 for r in rows), rows
+

@@ -728,8 +728,12 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 continue
             if a in made and b in made:
                 if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+            elif b in made:
+                if metrics[b] is None or len(metrics[b]) != len(d): return None   # its partner is not measured, or from another number of seeds
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if metrics[a] is None or len(metrics[a]) != len(d): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"

@@ -1202,8 +1202,12 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
                 continue
             if a in made and b in made:
                 if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+            elif b in made:
+                if metrics[b] is None or len(metrics[b]) != len(d): return None   # its partner is not measured, or from another number of seeds
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if metrics[a] is None or len(metrics[a]) != len(d): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
@@ -1222,6 +1226,8 @@ test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires], {3: 'straddle'}))
 for pos in ('nan', 'single', 'straddle'): test_eq(grade([c1], synthetic_metrics([c1.rule, *c1.requires], pos))[0].verdict, 'inconclusive')
 _sm = synthetic_metrics(best, 'clear'); test_eq(sorted(_sm), ['mine', 'x', 'y']); test_eq(best.evaluate(_sm).verdict, 'reproduced')
 test_eq(best.evaluate(synthetic_metrics(best, {1: 'opposite'})).verdict, 'not_reproduced')
+test_eq(synthetic_metrics(best, {0: 'nan'}), None)                  # the favoured method not measured: the other comparison cannot be placed
+test_eq(synthetic_metrics(best, {0: 'single'}), None)               # ... or measured on one seed only
 test_eq(rho2.evaluate(synthetic_metrics(rho2, 'partial')).verdict, 'partially')
 test_eq(synthetic_metrics(AllOf(Above('x', 0), Below('x', -1)), 'clear'), None)       # one key cannot be on both sides
 test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
