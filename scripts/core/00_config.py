@@ -62,7 +62,7 @@ OPTIONAL = {
     "zstandard": ("text", "zstandard>=0.22"), "spacy_lookups_data": ("text", "spacy-lookups-data==1.0.5"),
     "wordfreq": ("text", "wordfreq==3.1.1"),
     "xgboost": ("interp", "xgboost-cpu==3.2.0"), "captum": ("interp", "captum==0.9.0"),
-    "nltk": ("evals", "nltk==3.10.4"), "rouge_score": ("evals", "rouge-score==0.1.2"), "jieba": ("evals", "jieba==0.42.1"),
+    "nltk": ("evals", "nltk==3.10.4"), "rouge": ("evals", "rouge==1.0.1"), "demoji": ("evals", "demoji==1.1.0"), "jieba": ("evals", "jieba==0.42.1"),
     "rapidfuzz": ("evals", "rapidfuzz==3.14.6"),
     "ray": ("ray", "ray==2.60.0"), "playwright": ("site", "playwright==1.65.2"),
 }
@@ -138,10 +138,11 @@ def param(default, # default value (the `smoke` profile's, unless the profile ta
           max=None, # soft upper bound: larger values need `allow_large=True` (CLI: `--allow-large`)
           choices=None, # allowed values (for str or numeric parameters; checked per item for lists)
           finite:bool=True, # reject nan and +-inf (also inside lists) unless False
+          allowed:str="", # the allowed values in words, for values the config's `validate` checks (patterns, names): shown by `trustlib list`
           ):
     "A dataclass field carrying documentation and validation rules."
     md = dict(help=help, ge=ge, gt=gt, le=le, lt=lt, max=max, finite=finite,
-              choices=tuple(choices) if choices is not None else None)
+              choices=tuple(choices) if choices is not None else None, allowed=allowed)
     if isinstance(default, (list, dict, set)): return field(default_factory=lambda: type(default)(default), metadata=md)
     return field(default=default, metadata=md)
 
@@ -357,6 +358,7 @@ def _is_numeric(tp) -> bool:
 def _allowed(md) -> str:
     "The bounds / choices of a field's metadata, as text."
     if md.get('choices'): return 'one of ' + ', '.join(map(str, md['choices']))
+    if md.get('allowed'): return md['allowed']
     s = ', '.join(f"{w} {md[k]}" for k, w in (('ge', '>='), ('gt', '>'), ('le', '<='), ('lt', '<')) if md.get(k) is not None)
     if md.get('max') is not None: s = ', '.join(filter(None, [s, f"<= {md['max']} (soft: allow_large raises it)"]))
     if md.get('finite', True) is False: s = ', '.join(filter(None, [s, 'may be inf/nan']))
@@ -534,6 +536,7 @@ test_fail(lambda: _DemoConfig.from_params("smoke", seed=2**70), contains="'seed'
 test_eq(c.replace(seed=5).seed, 5)
 test_eq([r['name'] for r in _DemoConfig.describe()], ['profile', 'seed', 'n_members', 'lr', 'widths', 'variant', 'n_items'])
 test_eq(_DemoConfig.to_dict(_DemoConfig.from_params('full'))['widths'], [256])
+test_eq(_allowed(param(("a",), "names", allowed="any of a, b, or c_<k>").metadata), "any of a, b, or c_<k>")   # values validate() checks, in words
 _DemoConfig.describe()[2]
 
 # %% [markdown]

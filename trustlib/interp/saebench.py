@@ -703,10 +703,12 @@ def minilm_metrics(df, facts:dict, archs) -> dict:
     return m
 
 def synthetic_metrics(sy, archs) -> dict:
-    "Per-seed lists of the synthetic benchmark, per architecture."
+    "Per-seed lists of the synthetic benchmark, per architecture, and per seed the smallest absorption excess of the non-Matryoshka architectures."
     m = {}
     for metric in ("fvu", "l0", "absorption", "absorption_flat", "absorption_excess", "ravel_disentanglement", "ravel_cause", "ravel_isolation"):
         for a in archs: m[f"synth/{metric}/{a}"] = [float(v) for v in sy[sy.architecture == a].sort_values("seed")[metric]]
+    others = sy[sy.architecture != "matryoshka"]
+    m["synth/absorption_excess_min_others"] = [float(v) for v in others.groupby("seed", sort=True)["absorption_excess"].min()] if len(others) else None
     return m
 
 def run(cfg:Config, progress:bool=True):
@@ -779,7 +781,7 @@ def _fig_synthetic(sy):
     ax.legend(fontsize=8); fig.tight_layout(); plt.close(fig); return fig
 
 # %% ../../nbs/papers/interp/saebench.ipynb #360d5930
-from ..results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, AllOf, BestAmong
+from ..results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, BestAmong
 
 _OTHERS = tuple(a for a in ARCHS if a != "matryoshka")
 _NOT_RELU = tuple(a for a in ARCHS if a != "relu")
@@ -842,7 +844,7 @@ CLAIMS = [
            "Matryoshka's nested prefixes should learn the parents (Bussmann et al.; Chanin et al.'s toy model)",
            BestAmong("synth/absorption_excess/matryoshka", tuple(f"synth/absorption_excess/{a}" for a in _OTHERS), op="<",
                      what="absorption excess over the flat control"),
-           requires=AllOf(*[Above(f"synth/absorption_excess/{a}", 0.0, what=f"absorption excess of {a}") for a in _OTHERS]),
+           requires=Above("synth/absorption_excess_min_others", 0.0, what="smallest absorption excess among the other architectures"),
            reason="absorption on the hierarchy minus absorption on a flat control with the same feature frequencies, per seed; the condition: the hierarchy creates absorption in every other architecture"),
     Claim("width_scaling", "Matryoshka's advantage grows with dictionary width (clearest at 65k latents)", "4k, 16k, 65k latents on LLM activations",
           status="not_testable_offline", reason="the widths that show it (16k–65k latents on a 2B model) need a GPU and the hub models; the cpu run trains one small width"),
