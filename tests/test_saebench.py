@@ -136,6 +136,7 @@ def cpu_eval():
     ev = sb.eval_sets(cfg, scale)
     return cfg, ev, sb.fixed_probes(ev)
 
+@pytest.mark.slow
 def test_minilm_tasks_work_at_the_cpu_configuration(cpu_eval):
     """The stand-ins create the conditions of the practical metrics: the cue of SCR misleads the biased probe, TPP's class
     probes work, the first-letter probe reads at least 10 letters, and no evaluation text is in the training pool."""
@@ -157,6 +158,7 @@ def test_pool_excludes_every_evaluation_text():
     assert not set(p["datasets"]) & {*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}
     assert len(ex) > 1000 and p["train"].shape[1] == 384 and len(p["heldout"]) > 0
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["relu", "jumprelu", "gated", "panneal", "batchtopk", "matryoshka"])
 def test_matched_l0_at_the_cpu_configuration(arch):
     """At the cpu configuration's training length, an architecture whose L0 is set indirectly meets the lowest target
@@ -169,6 +171,7 @@ def test_matched_l0_at_the_cpu_configuration(arch):
     m = sb.core_metrics(sae, ho[:5000], codes=sb.encode_sparse(sae, ho[:5000], cfg.autocast))
     assert abs(m["l0"] / l0 - 1) <= 0.15, (arch, m["l0"])
 
+@pytest.mark.slow
 def test_hierarchy_creates_absorption_at_the_cpu_configuration():
     """On the cpu configuration's synthetic data, a BatchTopK SAE absorbs more on the hierarchy than on the flat control
     with the same feature frequencies (the condition of the synthetic absorption claim), on the first seed."""
