@@ -179,3 +179,26 @@ def test_hierarchy_creates_absorption_at_the_cpu_configuration():
     rows = sb.synthetic_seed(cfg, 0)
     assert all(r["absorption_excess"] > 0.02 for r in rows), rows
 
+
+def test_conditions_hold_on_the_published_run():
+    """The page is a cpu run, and every graded claim with a condition was graded with it met: the SAEs at matched L0,
+    the first-letter probe, the SCR cue that misleads the biased probe, TPP's class probes, properly trained ReLU SAEs,
+    reproducible practical metrics, and absorption created by the hierarchy in every non-Matryoshka architecture."""
+    from pathlib import Path
+    from published import published_verdicts
+    rows, note = published_verdicts(Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "saebench.ipynb")
+    assert 'profile = "cpu"' in note, note
+    by = {r["claim"]: r for r in rows}
+    needing = [c for c in sb.CLAIMS if c.requires]
+    assert {c.id for c in needing} >= {"proxy_metrics", "matryoshka_absorption", "matryoshka_scr", "matryoshka_tpp", "synthetic_absorption"}
+    for c in needing:
+        assert "condition not met" not in by[c.claim]["reason"], (c.id, by[c.claim]["reason"])
+
+def test_scr_dataset_without_short_texts_of_both_classes_is_refused():
+    # AG News "is world news": no negative text fits in max_length with the cue, so the biased set would have one class
+    from trustlib.config import ConfigError
+    assert sb.scr_fitting("161_agnews_0", 64, sb.SCR_MARKER)[0] == 0
+    with pytest.raises(ConfigError, match="scr_datasets"):
+        sb.Config.from_params("cpu", scr_datasets=["161_agnews_0"])
+    cfg = sb.Config.from_params("cpu")
+    assert all(min(sb.scr_fitting(n, cfg.max_length, cfg.scr_marker)) >= 2 * cfg.scr_rows for n in cfg.scr_datasets)

