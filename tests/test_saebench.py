@@ -189,6 +189,10 @@ def test_conditions_hold_on_the_published_run():
     rows, note = published_verdicts(Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "saebench.ipynb")
     assert 'profile = "cpu"' in note, note
     by = {r["claim"]: r for r in rows}
+    from trustlib.results import claims_hash, load_ledger
+    last = (load_ledger("saebench") or [{}])[-1]
+    if last.get("claims_hash") != claims_hash(sb.CLAIMS):
+        pytest.skip("the page was not yet published from this claims table; republish it from a cpu run")
     needing = [c for c in sb.CLAIMS if c.requires]
     assert {c.id for c in needing} >= {"proxy_metrics", "matryoshka_absorption", "matryoshka_scr", "matryoshka_tpp", "synthetic_absorption"}
     for c in needing:
