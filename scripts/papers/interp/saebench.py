@@ -211,7 +211,7 @@ class Config(BaseConfig):
                     minilm_batch_size=512, minilm_lr=3e-3, minilm_relu_lr=1e-2, probe_datasets=PROBE_DATASETS, probe_rows=200,
                     scr_datasets=SCR_DATASETS, scr_rows=100, tpp_rows=60, n_words=3000),
         "full": dict(architectures=ARCHS, d=64, n_features=256, n_parents=32, d_sae=512, l0=16, n_train=1_000_000, steps=20_000, batch_size=1024, lr=1e-3,
-                     relu_lr=1e-2, n_eval=10_000, n_seeds=5, pool_rows=2000, pool_datasets=0, minilm_d_sae=6144, l0_targets=(20, 40, 80, 160),
+                     relu_lr=1e-2, n_eval=10_000, n_seeds=5, pool_rows=500, pool_datasets=0, minilm_d_sae=6144, l0_targets=(20, 40, 80, 160),
                      minilm_steps=50_000, minilm_batch_size=2048, probe_datasets=PROBE_DATASETS, probe_rows=2000, scr_datasets=SCR_DATASETS,
                      scr_rows=1000, tpp_rows=500, n_words=20_000),
     }
