@@ -16,12 +16,10 @@ def _labels(n, pos, seed=0):
 def test_leave_two_out_small_n(n, pos):
     y = _labels(n, pos)
     s = sp.cv_splits(y, np.random.default_rng(0))
-    # every mixed pair whose complement still has both classes, and nothing else
-    expect = sum(1 for i in range(n) for j in range(i + 1, n) if y[i] != y[j]
-                 and len(set(np.delete(y, [i, j]).tolist())) == 2)
-    assert len(s) == expect
+    # every pair with one example of each class (the official rule keeps validation pairs with both classes)
+    assert len(s) == pos * (n - pos)
     for tr, va in s:
-        assert len(va) == 2 and set(y[va].tolist()) == {0, 1} and set(y[tr].tolist()) == {0, 1}
+        assert len(va) == 2 and set(y[va].tolist()) == {0, 1}
         assert len(tr) == n - 2 and not set(tr.tolist()) & set(va.tolist())
 
 
@@ -42,8 +40,8 @@ def test_single_holdout_large_n(n, pos):
     s = sp.cv_splits(y, np.random.default_rng(2))
     assert len(s) == 1
     tr, va = s[0]
-    assert len(va) == min(math.ceil(0.2 * n), 100) and len(tr) + len(va) == n
-    assert abs(int(y[va].sum()) - pos / n * len(va)) <= 1
+    assert len(va) == min(int(0.2 * n), 100) and len(tr) + len(va) == n
+    assert va.tolist() == list(range(n - len(va), n))                  # the last rows (the training rows come shuffled)
 
 
 @pytest.mark.parametrize("n", [2, 4, 16, 64, 256])
@@ -125,3 +123,59 @@ def test_config_rejects_bad_values():
             sp.Config.from_params("smoke", **kw)
     with pytest.raises(Exception, match="full profile"):
         sp.run(sp.Config.from_params("full", allow_large=True), progress=False)
+
+
+def test_logreg_is_not_standardised():
+    # the official logistic regression reads the raw activations: rescaling a feature changes the fitted probe
+    g = np.random.default_rng(0)
+    X = g.standard_normal((300, 8)); y = (X[:, 0] + 0.5 * g.standard_normal(300) > 0).astype(int)
+    p = sp.fit_probe("logreg", X, y, rng=np.random.default_rng(1))
+    assert p.scaler is None
+    q = sp.fit_probe("pca", X, y, rng=np.random.default_rng(1))
+    assert q.scaler is not None                                           # PCA, KNN and the MLP standardise, as the official code
+
+
+# --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
+
+@pytest.mark.slow
+def test_sae_reconstructs_generic_text_at_the_cpu_configuration():
+    """The cpu configuration's SAE, trained on the generic pool (no probing text), reconstructs held-out pool tokens with
+    FVU below 0.15, far better than its random-init control (the condition of every SAE claim)."""
+    import torch
+    torch.set_num_threads(1)
+    from trustlib.interp.sae import sae_probes_pool
+    cfg = sp.Config.from_params("cpu")
+    ex = sp.probing_texts(cfg)
+    p = sae_probes_pool(exclude=ex, skip=set(cfg.datasets), rows=cfg.pool_rows, datasets=cfg.pool_datasets, layer=cfg.layer,
+                        max_length=cfg.max_length, seed=cfg.seed)
+    assert not set(p["datasets"]) & set(cfg.datasets)
+    sc = np.float32(p["scale"]); tr, ho = p["train"] * sc, p["heldout"][:8000] * sc
+    kw = dict(d_sae=cfg.d_sae, k=cfg.sae_k, steps=cfg.sae_steps, batch_size=cfg.sae_batch_size, lr=cfg.sae_lr, seed=sp.derive_seed(cfg.seed, "sae"))
+    sae, rnd = sp.train_probe_sae(tr, autocast=cfg.autocast, **kw), sp.train_probe_sae(tr, trained=False, **kw)
+    fvu, fvu_rand = sp.sae_fit_stats(sae, ho)["fvu"], sp.sae_fit_stats(rnd, ho)["fvu"]
+    assert fvu < 0.15 and fvu < 0.5 * fvu_rand, (fvu, fvu_rand)
+
+def test_ood_sets_are_english():
+    # the covariate-shift sets of the cpu profile are the wheel's English OOD files (no translations)
+    cfg = sp.Config.from_params("cpu")
+    assert set(cfg.ood_datasets) == set(sp.ENGLISH_OOD) and not {"66_living-room", "67_social-security", "73_control-group"} & set(cfg.ood_datasets)
+
+
+@pytest.mark.xfail(strict=True, reason="the published cpu run (2026-12-02) misses the condition: token FVU 0.154 > 0.15 and the k = 128 "
+                   "control gain 0.0143 [-0.004, 0.032] is within noise of 0.01; the SAE needs more training (the page says inconclusive)")
+def test_conditions_hold_on_the_published_run():
+    """The page is a cpu run, and every claim about SAE probes was graded with a usable SAE: FVU ≤ 0.15 on held-out
+    generic tokens and a trained SAE that beats its random-init control at every graded k."""
+    from pathlib import Path
+    from published import published_verdicts
+    rows, note = published_verdicts(Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "sae_probing.ipynb")
+    assert 'profile = "cpu"' in note, note
+    by = {r["claim"]: r for r in rows}
+    from trustlib.results import claims_hash, load_ledger
+    last = (load_ledger("sae_probing") or [{}])[-1]
+    if last.get("claims_hash") != claims_hash(sp.CLAIMS):
+        pytest.skip("the page was not yet published from this claims table; republish it from a cpu run")
+    needing = [c for c in sp.CLAIMS if c.requires]
+    assert {c.id for c in needing} >= {"quiver", "regime_standard", "regime_ood"}
+    for c in needing:
+        assert "condition not met" not in by[c.claim]["reason"], (c.id, by[c.claim]["reason"])

@@ -5,6 +5,8 @@ import torch
 from trustlib.interp.sae import ARCHITECTURES, make_sae, train_sae, batch_topk_mask, MatryoshkaSAE, BatchTopKSAE, PAnnealSAE
 from trustlib.interp import saebench as sb
 
+torch.set_num_threads(1)   # small tensors: a second thread only spins (and costs CPU time) on a busy machine
+
 KNOB = {"relu": 0.05, "gated": 0.05, "panneal": 0.05}
 
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
@@ -65,7 +67,7 @@ def test_relu_sae_reconstructs_a_planted_dictionary_at_moderate_l0():
     # 80 % of training left it at ≈ 0.47, its L1 penalty still shrinking every code)
     X = _planted(); Xtr, Xe = X[:6000], X[6000:]
     cfg = sb.Config.from_params("smoke", steps=600)
-    sae, _ = sb._fit("relu", Xtr, cfg, 4, 0, d_sae=64)
+    sae = sb.fit_sae("relu", Xtr, d_sae=64, l0=4, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, relu_lr=cfg.relu_lr, seed=0)
     m = sb.core_metrics(sae, Xe)
     assert 3.0 <= m["l0"] <= 5.0, m
     assert m["fvu"] < 0.25, m
@@ -80,7 +82,7 @@ def test_metrics_behave_as_the_dictionary_grows():
     res = {}
     for arch in ("topk", "matryoshka"):
         for F in (128, 256):
-            sae, _ = sb._fit(arch, Xtr, cfg, 4, 0, d_sae=F)
+            sae = sb.fit_sae(arch, Xtr, d_sae=F, l0=4, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, relu_lr=cfg.relu_lr, seed=0)
             m = sb.core_metrics(sae, Xe)
             m["absorption"], m["full_absorption"] = sb.gt_absorption(sae, Xe, Ae, h)
             m.update({f"ravel_{k}": v for k, v in sb.gt_ravel(sae, h, np.random.default_rng(1), kw, 300, n_attr=4).items()})
@@ -95,13 +97,112 @@ def test_metrics_behave_as_the_dictionary_grows():
         assert res[arch, 256]["fvu"] <= res[arch, 128]["fvu"] + 0.03, (arch, res[arch, 128]["fvu"], res[arch, 256]["fvu"])
         assert res[arch, 256]["dead_frac"] >= res[arch, 128]["dead_frac"] - 0.05   # a wider dictionary leaves at least as many latents unused
 
-def test_topk_sparse_training_path_matches_the_dense_code():
-    # the TopK loss trains through its k kept values; the same loss and gradients as decoding the dense code
+@pytest.mark.parametrize("arch", ["topk", "batchtopk", "matryoshka"])
+def test_sparse_training_path_matches_the_dense_code(arch):
+    # TopK, BatchTopK and Matryoshka train through their kept values; the same loss and gradients as the dense code
+    from trustlib.interp.sae import topk_mask
     X = torch.randn(48, 12, generator=torch.Generator().manual_seed(3))
-    a, b = make_sae("topk", 12, 64, 5, seed=1), make_sae("topk", 12, 64, 5, seed=1)
-    a.since_fired[:30] = a.dead_after; b.since_fired[:30] = b.dead_after
-    b._sparse_path = lambda: False                                            # force the dense path
-    la, lb = a.loss(X)[0], b.loss(X)[0]; la.backward(); lb.backward()
+    a = make_sae(arch, 12, 64, 5, seed=1); a.since_fired[:30] = a.dead_after
+    la = a.loss(X)[0]; la.backward()
+    ga = [p.grad.clone() for p in (a.W_enc, a.W_dec, a.b_enc, a.b_dec)]; a.zero_grad()
+    z = torch.relu(a.pre(X)); f = a.select(z)
+    if arch == "matryoshka":
+        ends = np.cumsum(a.sizes)
+        rec = sum(w * ((X - f[:, :e] @ a.W_dec[:e] - a.b_dec) ** 2).sum(1).mean() for w, e in zip(a.weights, ends)) / len(ends)
+    else: rec = ((X - f @ a.W_dec - a.b_dec) ** 2).sum(1).mean()
+    e_ = (X - f @ a.W_dec - a.b_dec).detach(); dead = torch.zeros(64, dtype=torch.bool); dead[:30] = True
+    fa = topk_mask(torch.where(dead, z, torch.zeros_like(z)), a.aux_k)
+    lb = rec + ((e_ - fa @ a.W_dec) ** 2).sum() / ((e_ - e_.mean(0)) ** 2).sum() / 32; lb.backward()
     assert torch.allclose(la, lb, atol=1e-5)
-    for pa, pb in zip(a.parameters(), b.parameters()): assert torch.allclose(pa.grad, pb.grad, atol=1e-5)
-    assert torch.equal(a.since_fired, b.since_fired)
+    for g_, p in zip(ga, (a.W_enc, a.W_dec, a.b_enc, a.b_dec)): assert torch.allclose(g_, p.grad, atol=1e-5)
+
+def test_jumprelu_has_no_relu_after_the_jump():
+    # pre-activations just below the threshold move it (the straight-through estimator), as in dictionary_learning
+    sae = make_sae("jumprelu", 4, 8, 2, seed=0, bandwidth=0.01)
+    with torch.no_grad(): sae.theta.fill_(0.5)
+    z = sae.pre(torch.zeros(1, 4)).detach()
+    x = torch.zeros(1, 4)
+    with torch.no_grad(): sae.b_enc.copy_(torch.full((8,), 0.497))             # every latent 0.003 below its threshold
+    sae.encode(x).sum().backward()
+    assert torch.allclose(sae.theta.grad, torch.full((8,), -0.5 / 0.01))
+
+
+# --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
+
+@pytest.fixture(scope="module")
+def cpu_eval():
+    cfg = sb.Config.from_params("cpu")
+    _, _, scale = sb.generic_pool(cfg, sb.eval_dataset_texts(cfg))
+    ev = sb.eval_sets(cfg, scale)
+    return cfg, ev, sb.fixed_probes(ev)
+
+@pytest.mark.slow
+def test_minilm_tasks_work_at_the_cpu_configuration(cpu_eval):
+    """The stand-ins create the conditions of the practical metrics: the cue of SCR misleads the biased probe, TPP's class
+    probes work, the first-letter probe reads at least 10 letters, and no evaluation text is in the training pool."""
+    cfg, ev, probes = cpu_eval
+    for (name, sets, _, _), p in zip(ev.scr, probes["scr"]):
+        assert p.a_oracle - p.a_base >= 0.1, (name, p.a_base, p.a_oracle)          # the biased probe leans on the cue
+        assert set(np.unique(sets.y_test)) == {0, 1}
+    t = ev.tpp
+    accs = [(probes["tpp"][j].predict(ev.X[t["test"][j]]) == t["Y"][t["test"][j], j]).mean() for j in range(t["Y"].shape[1])]
+    assert np.mean(accs) >= 0.7, accs
+    assert len(probes["letters"]["letters"]) >= 10, probes["letters"]["f1"]
+    assert ev.words["X"].shape[0] == cfg.n_words
+
+def test_pool_excludes_every_evaluation_text():
+    cfg = sb.Config.from_params("smoke")
+    ex = sb.eval_dataset_texts(cfg)
+    from trustlib.interp.sae import sae_probes_pool
+    p = sae_probes_pool(exclude=ex, skip={*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}, rows=cfg.pool_rows, datasets=cfg.pool_datasets)
+    assert not set(p["datasets"]) & {*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}
+    assert len(ex) > 1000 and p["train"].shape[1] == 384 and len(p["heldout"]) > 0
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["relu", "jumprelu", "gated", "panneal", "batchtopk", "matryoshka"])
+def test_matched_l0_at_the_cpu_configuration(arch):
+    """At the cpu configuration's training length, an architecture whose L0 is set indirectly meets the lowest target
+    within the tolerance the claims require (15 %) on held-out tokens."""
+    cfg = sb.Config.from_params("cpu")
+    tr, ho, _ = sb.generic_pool(cfg, sb.eval_dataset_texts(cfg))
+    l0 = min(cfg.l0_targets)
+    sae = sb.fit_sae(arch, tr, d_sae=cfg.minilm_d_sae, l0=l0, steps=cfg.minilm_steps, batch_size=cfg.minilm_batch_size, lr=cfg.minilm_lr,
+                     relu_lr=cfg.minilm_relu_lr, seed=0, bandwidth=cfg.jumprelu_bandwidth, autocast=cfg.autocast)
+    m = sb.core_metrics(sae, ho[:5000], codes=sb.encode_sparse(sae, ho[:5000], cfg.autocast))
+    assert abs(m["l0"] / l0 - 1) <= 0.15, (arch, m["l0"])
+
+@pytest.mark.slow
+def test_hierarchy_creates_absorption_at_the_cpu_configuration():
+    """On the cpu configuration's synthetic data, a BatchTopK SAE absorbs more on the hierarchy than on the flat control
+    with the same feature frequencies (the condition of the synthetic absorption claim), on the first seed."""
+    cfg = sb.Config.from_params("cpu", architectures=["topk", "batchtopk"], n_seeds=1)
+    rows = sb.synthetic_seed(cfg, 0)
+    assert all(r["absorption_excess"] > 0.02 for r in rows), rows
+
+
+def test_conditions_hold_on_the_published_run():
+    """The page is a cpu run, and every graded claim with a condition was graded with it met: the SAEs at matched L0,
+    the first-letter probe, the SCR cue that misleads the biased probe, TPP's class probes, properly trained ReLU SAEs,
+    reproducible practical metrics, and absorption created by the hierarchy in every non-Matryoshka architecture."""
+    from pathlib import Path
+    from published import published_verdicts
+    rows, note = published_verdicts(Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "saebench.ipynb")
+    assert 'profile = "cpu"' in note, note
+    by = {r["claim"]: r for r in rows}
+    from trustlib.results import claims_hash, load_ledger
+    last = (load_ledger("saebench") or [{}])[-1]
+    if last.get("claims_hash") != claims_hash(sb.CLAIMS):
+        pytest.skip("the page was not yet published from this claims table; republish it from a cpu run")
+    needing = [c for c in sb.CLAIMS if c.requires]
+    assert {c.id for c in needing} >= {"proxy_metrics", "matryoshka_absorption", "matryoshka_scr", "matryoshka_tpp", "synthetic_absorption"}
+    for c in needing:
+        assert "condition not met" not in by[c.claim]["reason"], (c.id, by[c.claim]["reason"])
+
+def test_scr_dataset_without_short_texts_of_both_classes_is_refused():
+    # AG News "is world news": no negative text fits in max_length with the cue, so the biased set would have one class
+    from trustlib.config import ConfigError
+    assert sb.scr_fitting("161_agnews_0", 64, sb.SCR_MARKER)[0] == 0
+    with pytest.raises(ConfigError, match="scr_datasets"):
+        sb.Config.from_params("cpu", scr_datasets=["161_agnews_0"])
+    cfg = sb.Config.from_params("cpu")
+    assert all(min(sb.scr_fitting(n, cfg.max_length, cfg.scr_marker)) >= 2 * cfg.scr_rows for n in cfg.scr_datasets)

