@@ -20,6 +20,7 @@ class build_py_with_notebooks(build_py):
     def run(self):
         super().run()
         if getattr(self, 'editable_mode', False): return   # an editable install finds them in the checkout
+        self._write_build_info()
         src = Path(__file__).parent / 'nbs' / 'papers'
         dst = Path(self.build_lib) / 'trustlib' / 'notebooks' / 'papers'
         for nb in sorted(src.rglob('*.ipynb')):
@@ -31,6 +32,15 @@ class build_py_with_notebooks(build_py):
             out = dst / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(d, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+
+    def _write_build_info(self):
+        "trustlib/_build.json: the commit the wheel is built from, so runs from a wheel record their code version."
+        import subprocess
+        git = lambda *a: subprocess.run(['git', '-C', str(Path(__file__).parent), *a], capture_output=True, text=True)
+        head = git('rev-parse', 'HEAD')
+        info = dict(version=c['version'], git_commit=head.stdout.strip() if head.returncode == 0 else None,
+                    git_dirty=bool(git('status', '--porcelain', '--', 'trustlib', 'nbs').stdout.strip()) if head.returncode == 0 else None)
+        (Path(self.build_lib) / 'trustlib' / '_build.json').write_text(json.dumps(info) + '\n', encoding='utf-8')
 
 setuptools.setup(
     name=c['lib_name'], version=c['version'], description=c['description'],

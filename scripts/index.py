@@ -110,7 +110,7 @@
 #
 # Extras: `fairness` (fairlearn, EthicML), `privacy` (dp-accounting, prv-accountant), `calibration`
 # (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard, WordNet
-# lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge-score, jieba, rapidfuzz),
+# lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz),
 # `ray`; `all` is every extra but `ray`. A module that needs a missing extra says which command installs
 # it. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
 # works in any folder: `trustlib list` shows what is implemented, `trustlib run PAPER` writes to `./runs`

@@ -72,3 +72,40 @@ def test_full_profile_needs_a_local_bert(monkeypatch):
     try: bd.load_ptlm("bert-base-uncased")
     except ResourceUnavailable as e: assert "bert-base-uncased" in str(e)
     else: pytest.skip("bert-base-uncased is in the local Hugging Face cache here")
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(aux_tasks=["87_glue_cola", "no_such_dataset"]), "parameter 'aux_tasks': 'no_such_dataset'"),
+    (dict(downstream_tasks=["97_news_clas"]), "parameter 'downstream_tasks'"),
+    (dict(backdoor_task="97_news_class"), "parameter 'backdoor_task'"),     # four classes: the backdoor task must be binary
+    (dict(backdoor_task="sst2_typo"), "parameter 'backdoor_task'"),
+    (dict(downstream_tasks=[]), "parameter 'downstream_tasks'"),
+    (dict(n_frozen=6), "parameter 'n_frozen'"),
+    (dict(precision="fp16"), "parameter 'precision'"),
+])
+def test_bad_names_refused_before_any_work(params, match):
+    with pytest.raises(ConfigError, match=match): bd.Config.from_params("smoke", **params)
+
+
+def _published_verdicts() -> list[dict]:
+    "The verdict table stored in the committed page (the published cpu run), one dict per claim."
+    import importlib.util, json
+    spec = importlib.util.spec_from_file_location("ledger_legacy", ROOT / "tools" / "ledger_legacy.py")
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    nb = json.loads((ROOT / "nbs" / "papers" / "robustness" / "backdoor_complications.ipynb").read_text(encoding="utf-8"))
+    html = next("".join(o["data"]["text/html"]) for c in nb["cells"] if c["cell_type"] == "code" and "verdict_table()" in "".join(c["source"])
+                for o in c.get("outputs", []) if "text/html" in o.get("data", {}))
+    p = tool._Table(); p.feed(html)
+    cols = [h for h in p.rows[0] if h]
+    return [dict(zip(cols, r[1:])) for r in p.rows[1:]]
+
+def test_published_run_creates_the_papers_condition():
+    """The stand-in creates the condition the complication claims need on the configuration the page publishes (its cpu run):
+    a working backdoor (ASR of the backdoored models >= 0.9, and their clean accuracy at most 2 points below their clean twins')."""
+    nb_params = (ROOT / "nbs" / "papers" / "robustness" / "backdoor_complications.ipynb").read_text(encoding="utf-8")
+    assert 'profile = \\"cpu\\"' in nb_params or "profile = 'cpu'" in nb_params or '`profile = "cpu"`' in nb_params
+    rows = _published_verdicts()
+    with_conditions = [r for r in rows if r.get("conditions")]
+    assert len(with_conditions) >= 6, rows
+    for r in with_conditions:
+        assert not r["reason"].startswith("condition not met"), (r["claim"], r["reason"])

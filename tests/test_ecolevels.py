@@ -5,8 +5,9 @@ import itertools
 from pathlib import Path
 import numpy as np
 import pytest
-from trustlib.config import check_parameters_cell, ResourceUnavailable
+from trustlib.config import check_parameters_cell, ResourceUnavailable, ConfigError
 from trustlib.bias import ecolevels as eco
+from published import published_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,7 @@ def test_effect_size_matches_scipy_formula():
     assert eco.weat_effect_size(X, Y, A, B) == pytest.approx((sx.mean() - sy.mean()) / np.std(np.r_[sx, sy], ddof=1))
 
 def test_taxonomy_is_data():
-    runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "planted_weat", "planted_screener")}
+    runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "bias_in_bios", "planted_weat", "planted_screener")}
     text = eco.CATALOGUE_YAML.replace("name: association", "name: implicit").replace("level: association", "level: implicit")
     cat = eco.load_catalogue(text, runners=runners)
     assert "implicit" in cat.levels and cat.probes["weat_word"].level == "implicit"
@@ -71,5 +72,51 @@ def test_planted_corpus_is_seeded():
 def test_full_profile_needs_a_local_model(tmp_path):
     with pytest.raises(ResourceUnavailable, match="lm_path"):
         eco.run(eco.Config.from_params("full"), progress=False)
-    with pytest.raises(ResourceUnavailable, match="does not exist"):
+    with pytest.raises(ResourceUnavailable, match="is not a folder"):
         eco.load_encoder(lm_path=str(tmp_path / "missing"))
+
+def test_named_resources_are_refused_before_work(tmp_path):
+    "A model path that is not a Hugging Face folder, and an unknown occupation, are refused by Config (naming the parameter)."
+    with pytest.raises(ConfigError, match="parameter 'lm_path'.*is not a folder"): eco.Config.from_params("full", lm_path=str(tmp_path / "missing"))
+    (tmp_path / "m").mkdir()
+    with pytest.raises(ConfigError, match="parameter 'lm_path'.*no config.json"): eco.Config.from_params("smoke", lm_path=str(tmp_path / "m"))
+    (tmp_path / "m" / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="parameter 'lm_path'.*no weights"): eco.Config.from_params("smoke", lm_path=str(tmp_path / "m"))
+    with pytest.raises(ConfigError, match="'bios_occupations'"): eco.Config.from_params("smoke", bios_occupations=["nurse"])
+
+def test_valid_decision_probes_come_from_the_catalogue():
+    "The headline reads every decision probe the catalogue rates valid for resume screening: a re-rated probe joins or leaves."
+    runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "bias_in_bios", "planted_weat", "planted_screener")}
+    assert eco.valid_decision_probes(eco.load_catalogue(runners=runners)) == ["bias_in_bios", "resume_retrieval", "resume_screener"]
+    low = eco.CATALOGUE_YAML.replace("eco: {input_naturalness: 3, output_format: 4, task_match: {resume_screening: 4, reference_letters: 2, word_association: 1}}\n"
+                                     "    stimuli: {resumes: synthetic, swaps: names and pronouns, ranking",
+                                     "eco: {input_naturalness: 1, output_format: 1, task_match: {resume_screening: 1, reference_letters: 2, word_association: 1}}\n"
+                                     "    stimuli: {resumes: synthetic, swaps: names and pronouns, ranking")
+    assert low != eco.CATALOGUE_YAML
+    assert eco.valid_decision_probes(eco.load_catalogue(low, runners=runners)) == ["bias_in_bios", "resume_screener"]
+
+def test_headline_condition_holds_on_the_published_run():
+    """The page is a cpu run, and the headline (which needs the resume audit's positive control and working occupation
+    classifiers) was graded with its conditions met on that run."""
+    rows, note = published_verdicts(ROOT / "nbs" / "papers" / "bias" / "ecolevels.ipynb")
+    assert 'profile = "cpu"' in note, note
+    head = next(c for c in eco.CLAIMS if c.headline)
+    row = next(r for r in rows if r["claim"] == head.claim)
+    assert row.get("conditions") and "condition not met" not in row["reason"], row
+
+@pytest.mark.slow
+def test_headline_condition_on_the_cpu_configuration():
+    """On the published configuration: the resume audit's positive control shows a gap above 0.1 (interval over the cpu
+    seeds) and the Bias-in-Bios occupation classifiers are well above chance — the headline's conditions, checked by the
+    same tests the claim requires."""
+    cfg = eco.Config.from_params("cpu")
+    encode = eco.load_encoder(cfg)
+    import numpy as np
+    from trustlib.config import derive_seed
+    ctrl = [eco.resume_probe(encode, cfg.n_train_resumes, cfg.n_test_resumes, cfg.positive_bias, derive_seed(cfg.seed, "resume", s))["control"]["gap"]
+            for s in range(cfg.n_seeds)]
+    data, _ = eco.bios_data(cfg.bios_occupations, cfg.bios_train, cfg.bios_max_test, cfg.bios_min_per_gender, cfg.seed)
+    bios = eco.bios_probe(encode, data, 200, cfg.seed, cfg.bios_max_length)
+    m = {"resume/control/gap": ctrl, "bios/balanced_accuracy": bios["balanced_accuracy"]}
+    for t in next(c for c in eco.CLAIMS if c.headline).requires:
+        assert t.evaluate(m).verdict == "reproduced", t.evaluate(m).note

@@ -10,7 +10,8 @@
 4. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
    absolute path of the machine that ran it (/work/, /root/, /tmp/, /home/ — e.g. a library warning; the
    `TqdmWarning: IProgress not found` output, its residue and blank stderr outputs are dropped by the fix), no stored stream/text line longer than
-   1,000 characters (a progress bar stored as one line), and, in the markdown of the published paper pages
+   1,000 characters (a progress bar stored as one line; the plain-text form of a table that is also stored as HTML is cut by
+   the fix), and, in the markdown of the published paper pages
    (nbs/papers/**, nbs/index.ipynb), no process narration ("the issue", "the lead", "helper", "session",
    "closing note"): pages speak of the paper and the project.
 Without arguments it fixes every notebook under nbs/ (structure: except nbs/results). --check only reports.
@@ -120,6 +121,18 @@ def fix(nb) -> list[str]:
     nb.cells = cells
     return changes
 
+def shorten_plain(nb) -> list[str]:
+    "Cut the lines of a stored text/plain output that has an HTML form beside it (a wide table) to MAX_LINE characters."
+    n = 0
+    for c in nb.cells:
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            d = o.get("data", {})
+            if "text/html" in d and "text/plain" in d:
+                t = _text(d["text/plain"])
+                if any(len(l) > MAX_LINE for l in t.split("\n")):
+                    d["text/plain"] = "\n".join(l if len(l) <= MAX_LINE else l[:MAX_LINE - 1] + "…" for l in t.split("\n")); n += 1
+    return [f"text/plain of {n} table output(s) shortened"] if n else []
+
 def notebooks(args, results=False):
     if args: return [Path(a) for a in args]
     return [p for p in sorted((ROOT / "nbs").rglob("*.ipynb"))
@@ -135,7 +148,7 @@ if __name__ == "__main__":
         nb = nbformat.read(p, as_version=4)
         p = Path(p).resolve()
         ch = fix(nb) if only != "hygiene" and (args or "results" not in p.parts) else []
-        if only != "structure": ch += drop_tqdm_warnings(nb) if not check else []
+        if only != "structure": ch += (drop_tqdm_warnings(nb) + shorten_plain(nb)) if not check else []
         probs = hygiene(nb, is_page(p)) if only != "structure" else []
         if ch and not check: nbformat.write(nb, p)
         if ROOT in p.parents: p = p.relative_to(ROOT)        # shown relative to the repository

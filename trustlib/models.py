@@ -15,7 +15,8 @@ from .config import torch_threads   # one definition, in the light config module
 # %% auto #0
 __all__ = ['ATTN_IMPLS', 'MLP', 'SmallCNN', 'BatchedMLP', 'History', 'fit', 'predict_proba', 'HookPoint', 'Hooked', 'pad_batch',
            'LMInterface', 'gelu_new', 'Attention', 'MLPBlock', 'TransformerBlock', 'TinyTransformer', 'gpt2_state_dict',
-           'tiny_gpt', 'with_vocab', 'CausalLM', 'load_minilm', 'embed_texts']
+           'tiny_gpt', 'with_vocab', 'CausalLM', 'load_minilm', 'embed_texts', 'model_fingerprint',
+           'embed_texts_cached']
 
 # %% ../nbs/core/02_models.ipynb #30beabd6
 def _act(name:str) -> nn.Module:
@@ -545,3 +546,49 @@ def embed_texts(texts:list[str], tokenizer, model, batch_size:int=64, layer:int=
         if normalize: e = F.normalize(e, dim=-1)
         out.append(e.float().cpu())
     return torch.cat(out).numpy() if out else np.zeros((0, model.config.hidden_size), np.float32)
+
+# %% ../nbs/core/02_models.ipynb #0ecc168b
+def model_fingerprint(model) -> str:
+    "A short hash of a torch model's configuration and parameter values (computed once per model object)."
+    import hashlib, json
+    fp = getattr(model, '_trustlib_fingerprint', None)
+    if fp is not None: return fp
+    h = hashlib.sha256()
+    cfg = getattr(model, 'config', None)
+    h.update(json.dumps(cfg.to_dict() if hasattr(cfg, 'to_dict') else repr(cfg), sort_keys=True, default=str).encode())
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode()); h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    fp = h.hexdigest()[:20]
+    try: object.__setattr__(model, '_trustlib_fingerprint', fp)
+    except Exception: pass
+    return fp
+
+def embed_texts_cached(texts:list[str], tokenizer, model, batch_size:int=64, layer:int=-1, max_length:int=128,
+                       normalize:bool=False, progress:bool=True,
+                       cache:bool=True, # read and write the cache (False: compute only)
+                       cache_dir=None, # folder of the cache (default: `trustlib.data.data_dir()/embeddings`)
+                       ) -> np.ndarray:
+    "`embed_texts`, with each call's result cached on disk under a key of the model, tokenizer, settings and texts."
+    import hashlib, json
+    from pathlib import Path
+    if isinstance(texts, str): raise TypeError("texts must be a list of strings, not one string")
+    texts = [str(t) for t in texts]
+    if not cache: return embed_texts(texts, tokenizer, model, batch_size, layer, max_length, normalize, progress)
+    from trustlib.data import data_dir
+    h = hashlib.sha256(json.dumps(dict(model=model_fingerprint(model), tok=type(tokenizer).__name__, vocab=len(tokenizer),
+                                       side=getattr(tokenizer, 'truncation_side', 'right'), layer=layer, max_length=max_length,
+                                       batch_size=batch_size, normalize=bool(normalize), n=len(texts))).encode())
+    for t in texts: h.update(t.encode('utf-8', 'surrogatepass')); h.update(b'\x00')
+    path = Path(cache_dir or (data_dir() / 'embeddings')) / f"{h.hexdigest()[:32]}.npy"
+    if path.is_file():
+        try:
+            E = np.load(path, allow_pickle=False)
+            if E.shape[0] == len(texts): return E
+        except (OSError, ValueError): pass                       # a damaged file: compute again
+    E = np.ascontiguousarray(embed_texts(texts, tokenizer, model, batch_size, layer, max_length, normalize, progress), dtype=np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npy")
+        np.save(tmp, E); os.replace(tmp, path)
+    except OSError: pass                                         # a read-only data folder: no cache, same result
+    return E

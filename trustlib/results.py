@@ -12,13 +12,13 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable',
-           'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'correlation_ci',
-           'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags', 'Outcome', 'as_estimate',
-           'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost', 'AllOf', 'AnyOf',
-           'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text', 'grade_claim', 'grade',
-           'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics', 'record', 'ledger_path',
-           'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history', 'verdict_counts',
-           'run_experiment']
+           'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'median_ci',
+           'correlation_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags',
+           'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost',
+           'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text',
+           'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics', 'record',
+           'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history',
+           'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -131,6 +131,17 @@ def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, se
     b = np.array([float(stat(x[i])) for i in idx])
     lo, hi = np.quantile(b, [0.5 - level / 2, 0.5 + level / 2])
     return Estimate(v, min(float(lo), v), max(float(hi), v), n, level)
+
+def median_ci(x, level:float=0.95) -> Estimate:
+    """Median of `x` with a distribution-free interval: the order statistics x_(j), x_(n+1-j) for the largest j whose coverage
+    1 - 2·P(Binomial(n, 1/2) < j) is at least `level` (no interval when even [min, max] covers less: n < 6 at 95 %).
+    For timings: one slow repeat cannot move it, unlike a t-interval."""
+    from scipy import stats
+    x = np.sort(_sample(x)); n = len(x); v = float(np.median(x))
+    j = int(stats.binom.ppf((1 - level) / 2, n, 0.5))           # P(B <= j - 1) <= (1 - level)/2 for this j, at least
+    while j >= 1 and 2 * stats.binom.cdf(j - 1, n, 0.5) > 1 - level: j -= 1
+    if j < 1: return Estimate(v, math.nan, math.nan, n, level)
+    return Estimate(v, float(x[j - 1]), float(x[n - j]), n, level)
 
 def correlation_ci(x, y, method:str="spearman", level:float=0.95) -> Estimate:
     "Pearson's or Spearman's correlation of x and y with a Fisher-z interval (Spearman: the Bonett–Wright standard error √((1 + ρ²/2)/(n − 3))); no interval for n < 4."
@@ -375,7 +386,7 @@ class Compare(Test):
     partially: float|None = None  # weaker threshold for partially (None: no partial level)
     null: float|None = None       # no-effect value: an interval wholly beyond it on the wrong side is an effect against the claim (default: the weakest threshold)
     what: str = ""                # the measured quantity in words, for the rule's text
-    tol: float = 0.0              # a plain number within `tol` of a threshold is within noise of it (numbers that differ between machines)
+    tol: float = 0.0              # a recorded tolerance (numbers that differ between machines): a plain number, or an interval widened by it, within `tol` of a threshold is within noise of it
     level: float = 0.95           # interval level for per-seed lists
     def __post_init__(self):
         if self.op not in _OPS: raise ValueError(f"Compare.op must be one of {list(_OPS)}, got {self.op!r}")
@@ -422,7 +433,7 @@ class Compare(Test):
         else:
             if math.isnan(x.value): return Outcome(0, 2, False, f"{w} not measured")
             if not x.has_interval: return Outcome(0, 2, False, f"{w} = {_fmt(x.value)} from n = {x.n}: no interval, so it cannot be told from noise")
-            lo, hi, shown = x.lo, x.hi, f"{w} = {_fmt(x)}"
+            lo, hi, shown = x.lo - self.tol, x.hi + self.tol, f"{w} = {_fmt(x)}" + (f" (± {self.tol:g})" if self.tol else "")
         near, far = (lo, hi) if self.up else (hi, lo)
         a, b = self._level(near), self._level(far)
         opposite = (far < self.null) if self.up else (far > self.null)
@@ -528,21 +539,25 @@ class Each(Test):
     mode: str = 'all'
     what: str = ""
     null: float|None = None
+    tol: float = 0.0           # recorded tolerance of every matching metric (see `Compare.tol`)
     level: float = 0.95   # interval level of each comparison read from per-seed lists (e.g. Bonferroni-adjusted over the matches)
     def __post_init__(self):
         if '*' not in self.pattern: raise ValueError(f"Each.pattern must contain '*', got {self.pattern!r}")
         if self.mode not in ('all', 'any'): raise ValueError(f"Each.mode must be 'all' or 'any', got {self.mode!r}")
         self.template('probe')   # validates the thresholds
     def template(self, key:str) -> Compare:
-        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", level=self.level)
+        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", tol=self.tol, level=self.level)
     def keys(self): return (self.pattern,)
     def leaves(self): return [self.template(self.pattern)]
     def spec(self):
-        s = dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
-        return s if self.level == 0.95 else {**s, 'level': self.level}   # the default level leaves earlier hashes unchanged
+        d = dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
+        if self.tol: d['tol'] = self.tol
+        if self.level != 0.95: d['level'] = self.level   # the default level leaves earlier hashes unchanged
+        return d
     def text(self):
         s = f"{'every' if self.mode == 'all' else 'some'} {self.what or 'metric'} matching '{self.pattern}' {self.op} {self.reproduced:g}"
-        return s + (f" (partially: {self.op} {self.partially:g})" if self.partially is not None else "")
+        s += f" (partially: {self.op} {self.partially:g})" if self.partially is not None else ""
+        return s + (f" (± {self.tol:g} is within noise)" if self.tol else "")
     def matches(self, metrics:dict) -> list[str]: return sorted(k for k in metrics if fnmatch.fnmatchcase(k, self.pattern))
     def concrete(self, metrics): return [self.template(k) for k in self.matches(metrics)]
     def evaluate(self, metrics):
@@ -689,13 +704,13 @@ def grade(claims, metrics:dict) -> list[Verdict]:
 def _verdict_frame():
     import pandas as pd
     class VerdictTable(pd.DataFrame):
-        "A DataFrame whose notebook display shows every character of the claims and reasons."
+        "A DataFrame whose notebook display (HTML) shows every character of the claims and reasons; its plain-text form cuts cells at 200."
         @property
         def _constructor(self): return VerdictTable
         def _repr_html_(self):
             with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
-        def __repr__(self):
-            with pd.option_context('display.max_colwidth', None): return super().__repr__()
+        def __repr__(self):   # the text form is stored beside the HTML in notebooks: no line of thousands of characters
+            with pd.option_context('display.max_colwidth', 200): return super().__repr__()
     return VerdictTable
 
 def claims_table(claims):
@@ -714,11 +729,11 @@ def _placement(leaf:Compare, where:str) -> tuple[float, float]|None:
     sgn = 1.0 if leaf.up else -1.0
     R, N = sgn * leaf.reproduced, sgn * leaf.null
     W = sgn * (leaf.partially if leaf.partially is not None else leaf.reproduced)
-    d = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R)))
+    d, t = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R))), leaf.tol    # the grader widens an interval by the tolerance t
     eps = 1e-9 * max(1.0, abs(R), d)   # 'at': the lower end a hair below R, so that rounding in a per-seed list's t-interval cannot lift it above R
-    iv = {"clear": (R + d, R + 2 * d), "at": (R - eps, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d, N - d),
-          "partial": (W + (R - W) / 4, W + 3 * (R - W) / 4) if R > W else None,
-          "short": (N + (W - N) / 4, N + 3 * (W - N) / 4) if W > N else None}.get(where)
+    iv = {"clear": (R + d + t, R + 2 * d + t), "at": (R - eps, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d - t, N - d - t),
+          "partial": (W + t + (R - W - 2 * t) / 4, W + t + 3 * (R - W - 2 * t) / 4) if R - W > 2 * t else None,
+          "short": (N + t + (W - N - 2 * t) / 4, N + t + 3 * (W - N - 2 * t) / 4) if W - N > 2 * t else None}.get(where)
     if iv is None: return None
     lo, hi = iv
     return (lo, hi) if sgn > 0 else (-hi, -lo)
@@ -732,7 +747,7 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
         if isinstance(t, Test):
             for l in t.leaves():
                 if isinstance(l.of, str) and '*' in l.of:   # an Each pattern: two concrete keys
-                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what) for s in ("syn_a", "syn_b")]
+                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what, tol=l.tol) for s in ("syn_a", "syn_b")]
                 else: leaves.append(l)
     z = np.arange(n, dtype=float); z = (z - z.mean()) / z.std(ddof=1) if n > 1 else np.zeros(1)
     for i, l in enumerate(leaves):
@@ -745,16 +760,22 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
             if pos == "nan": d = None
             elif pos == "single": d = np.array([mid])
             else: d = mid + (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + l.level / 2, n - 1)) * z
+            if pos == "at" and d is not None:   # rounding in a − b must not lift the near end past the threshold
+                d = d - (1.0 if l.up else -1.0) * 1e-9 * max(1.0, abs(l.reproduced))
             a, b = l.of.a, l.of.b
             if d is None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
-            if any(k in made and (metrics[k] is None or len(metrics[k]) != len(d)) for k in (a, b)): return None   # NaN or one seed here, n there
+            fits = lambda k: metrics[k] is not None and len(metrics[k]) == len(d)   # a key placed before: measured, as many seeds
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+                if not (fits(a) and fits(b)) or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made:
+                if not fits(b): return None
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if not fits(a): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"

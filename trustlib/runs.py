@@ -18,11 +18,11 @@ __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOC
            'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'find_root', 'package_checkout',
            'packaged_notebooks', 'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters',
            'param_type', 'short', 'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params',
-           'encode_params', 'decode_params', 'run_id', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
-           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
-           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run',
-           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
-           'WorkerDied', 'SweepProgress', 'sweep']
+           'encode_params', 'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info',
+           'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult',
+           'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of',
+           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
+           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -385,16 +385,24 @@ def run_id(profile:str, params:dict|None=None) -> str:
     return f"{profile}-{hashlib.sha1(canon.encode()).hexdigest()[:10]}"
 
 # %% ../nbs/core/05_runs.ipynb #527cc441
-_VERSION_DISTS = ('trustlib', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn',
+_VERSION_DISTS = ('trustlib-icml25', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn',
                   'papermill', 'nbformat', 'ipykernel')
 
+def build_info() -> dict:
+    "The commit a wheel was built from (`trustlib/_build.json`, written by setup.py), or {} for a checkout (whose commit `git_info` records)."
+    p = _package_dir()/'_build.json'
+    try: return json.loads(p.read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
 def versions() -> dict[str, str]:
-    "Versions of python and of the installed packages in `_VERSION_DISTS`."
+    "Versions of python and of the installed packages in `_VERSION_DISTS`; from a wheel, also the commit it was built from (`trustlib_build_commit`)."
     from importlib import metadata
     res = dict(python=platform.python_version())
     for d in _VERSION_DISTS:
         try: res[d] = metadata.version(d)
         except metadata.PackageNotFoundError: pass
+    b = build_info()
+    if b.get('git_commit'): res['trustlib_build_commit'] = b['git_commit'] + ('-dirty' if b.get('git_dirty') else '')
     return res
 
 def _nb_sources(text:str|bytes):

@@ -62,7 +62,7 @@ OPTIONAL = {
     "zstandard": ("text", "zstandard>=0.22"), "spacy_lookups_data": ("text", "spacy-lookups-data==1.0.5"),
     "wordfreq": ("text", "wordfreq==3.1.1"),
     "xgboost": ("interp", "xgboost-cpu==3.2.0"), "captum": ("interp", "captum==0.9.0"),
-    "nltk": ("evals", "nltk==3.10.4"), "rouge_score": ("evals", "rouge-score==0.1.2"), "jieba": ("evals", "jieba==0.42.1"),
+    "nltk": ("evals", "nltk==3.10.4"), "rouge": ("evals", "rouge==1.0.1"), "demoji": ("evals", "demoji==1.1.0"), "jieba": ("evals", "jieba==0.42.1"),
     "rapidfuzz": ("evals", "rapidfuzz==3.14.6"),
     "ray": ("ray", "ray==2.60.0"), "playwright": ("site", "playwright==1.65.2"),
 }

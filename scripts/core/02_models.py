@@ -967,3 +967,80 @@ sim = E @ E.T
 assert sim[0, 1] > sim[0, 2] + 0.2, sim      # paraphrases are closer than unrelated text
 test_eq(len(lm(**tok(["x"], return_tensors='pt')).hidden_states), 7)   # embeddings + 6 layers
 sim.round(3)
+
+
+# %% [markdown]
+# ### Cached embeddings
+#
+# Papers embed the same texts with MiniLM run after run (stimulus words, documents of a dataset, generated
+# resumes), and at a few hundred texts per CPU-second that dominates a run. `embed_texts_cached` stores each
+# call's result under the data folder (`trustlib.data.data_dir()/embeddings`, git-ignored), keyed by
+# everything the numbers depend on: a fingerprint of the model (its configuration and every parameter
+# tensor), the tokenizer (class, vocabulary size, truncation side), the layer, `max_length`, `batch_size`
+# (padding depends on it), `normalize` and the texts in order. It returns the stored float32 array, so a
+# run that writes the cache and a run that reads it see the same numbers bit for bit. A read-only or
+# missing data folder only costs the cache, never the result.
+
+# %%
+#| export
+def model_fingerprint(model) -> str:
+    "A short hash of a torch model's configuration and parameter values (computed once per model object)."
+    import hashlib, json
+    fp = getattr(model, '_trustlib_fingerprint', None)
+    if fp is not None: return fp
+    h = hashlib.sha256()
+    cfg = getattr(model, 'config', None)
+    h.update(json.dumps(cfg.to_dict() if hasattr(cfg, 'to_dict') else repr(cfg), sort_keys=True, default=str).encode())
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode()); h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    fp = h.hexdigest()[:20]
+    try: object.__setattr__(model, '_trustlib_fingerprint', fp)
+    except Exception: pass
+    return fp
+
+def embed_texts_cached(texts:list[str], tokenizer, model, batch_size:int=64, layer:int=-1, max_length:int=128,
+                       normalize:bool=False, progress:bool=True,
+                       cache:bool=True, # read and write the cache (False: compute only)
+                       cache_dir=None, # folder of the cache (default: `trustlib.data.data_dir()/embeddings`)
+                       ) -> np.ndarray:
+    "`embed_texts`, with each call's result cached on disk under a key of the model, tokenizer, settings and texts."
+    import hashlib, json
+    from pathlib import Path
+    if isinstance(texts, str): raise TypeError("texts must be a list of strings, not one string")
+    texts = [str(t) for t in texts]
+    if not cache: return embed_texts(texts, tokenizer, model, batch_size, layer, max_length, normalize, progress)
+    from trustlib.data import data_dir
+    h = hashlib.sha256(json.dumps(dict(model=model_fingerprint(model), tok=type(tokenizer).__name__, vocab=len(tokenizer),
+                                       side=getattr(tokenizer, 'truncation_side', 'right'), layer=layer, max_length=max_length,
+                                       batch_size=batch_size, normalize=bool(normalize), n=len(texts))).encode())
+    for t in texts: h.update(t.encode('utf-8', 'surrogatepass')); h.update(b'\x00')
+    path = Path(cache_dir or (data_dir() / 'embeddings')) / f"{h.hexdigest()[:32]}.npy"
+    if path.is_file():
+        try:
+            E = np.load(path, allow_pickle=False)
+            if E.shape[0] == len(texts): return E
+        except (OSError, ValueError): pass                       # a damaged file: compute again
+    E = np.ascontiguousarray(embed_texts(texts, tokenizer, model, batch_size, layer, max_length, normalize, progress), dtype=np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npy")
+        np.save(tmp, E); os.replace(tmp, path)
+    except OSError: pass                                         # a read-only data folder: no cache, same result
+    return E
+
+
+# %%
+_cd = tempfile.mkdtemp()
+_t = ["A cat sits on the mat.", "Stock markets fell sharply today."]
+_e1 = embed_texts_cached(_t, tok, lm, cache_dir=_cd, progress=False)
+test_eq(len(os.listdir(_cd)), 1)
+_e2 = embed_texts_cached(_t, tok, lm, cache_dir=_cd, progress=False)                 # read back: the same bits
+assert _e1.dtype == np.float32 and np.array_equal(_e1, _e2)
+test_close(_e1, embed_texts(_t, tok, lm, progress=False), eps=1e-6)
+embed_texts_cached(_t[::-1], tok, lm, cache_dir=_cd, progress=False)                 # other texts (or order): another entry
+embed_texts_cached(_t, tok, lm, layer=0, cache_dir=_cd, progress=False)               # another layer: another entry
+test_eq(len(os.listdir(_cd)), 3)
+test_eq(model_fingerprint(lm), model_fingerprint(lm)); test_eq(len(model_fingerprint(lm)), 20)
+torch.manual_seed(0); _small = MLP(4, (8,), 2); _other = MLP(4, (8,), 2)
+assert model_fingerprint(_small) != model_fingerprint(_other)                        # different weights, different key
+test_fail(lambda: embed_texts_cached("one string", tok, lm), contains="not one string")

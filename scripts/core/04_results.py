@@ -201,6 +201,17 @@ def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, se
     lo, hi = np.quantile(b, [0.5 - level / 2, 0.5 + level / 2])
     return Estimate(v, min(float(lo), v), max(float(hi), v), n, level)
 
+def median_ci(x, level:float=0.95) -> Estimate:
+    """Median of `x` with a distribution-free interval: the order statistics x_(j), x_(n+1-j) for the largest j whose coverage
+    1 - 2·P(Binomial(n, 1/2) < j) is at least `level` (no interval when even [min, max] covers less: n < 6 at 95 %).
+    For timings: one slow repeat cannot move it, unlike a t-interval."""
+    from scipy import stats
+    x = np.sort(_sample(x)); n = len(x); v = float(np.median(x))
+    j = int(stats.binom.ppf((1 - level) / 2, n, 0.5))           # P(B <= j - 1) <= (1 - level)/2 for this j, at least
+    while j >= 1 and 2 * stats.binom.cdf(j - 1, n, 0.5) > 1 - level: j -= 1
+    if j < 1: return Estimate(v, math.nan, math.nan, n, level)
+    return Estimate(v, float(x[j - 1]), float(x[n - j]), n, level)
+
 def correlation_ci(x, y, method:str="spearman", level:float=0.95) -> Estimate:
     "Pearson's or Spearman's correlation of x and y with a Fisher-z interval (Spearman: the Bonett–Wright standard error √((1 + ρ²/2)/(n − 3))); no interval for n < 4."
     from scipy import stats
@@ -246,6 +257,14 @@ assert _x.min() <= _b.lo and _b.hi <= _x.max()                # percentiles of r
 test_close(_b.lo, _e.lo, eps=0.04); test_close(_b.hi, _e.hi, eps=0.04)
 test_eq(bootstrap_ci(_x, stat=np.median).value, 0.12)
 assert not bootstrap_ci([1.0]).has_interval
+# the median with an order-statistic interval: coverage 1 - 2 P(B < j) >= level, B ~ Binomial(n, 1/2)
+test_eq(median_ci([3., 1., 2., 5., 4., 100., 6., 7., 8.]), Estimate(5., 2., 8., 9))      # n = 9: [x(2), x(8)], coverage 96.1 %
+assert not median_ci([1., 2., 3., 4., 5.]).has_interval                                     # n = 5: [min, max] covers only 93.75 %
+test_eq(median_ci([1., 2., 3., 4., 5.], level=0.9), Estimate(3., 1., 5., 5, 0.9))
+test_eq(median_ci([2., 1., 4., 3., 6., 5.]), Estimate(3.5, 1., 6., 6))                      # n = 6: [min, max], 96.9 %
+for _n in (6, 9, 20, 51):
+    _m = median_ci(np.arange(_n, dtype=float)); _j = int(_m.lo) + 1
+    assert 1 - 2 * scipy.stats.binom.cdf(_j - 1, _n, 0.5) >= 0.95 > 1 - 2 * scipy.stats.binom.cdf(_j, _n, 0.5)   # the narrowest that covers
 _u = np.random.default_rng(1).normal(size=200); _v = _u + np.random.default_rng(2).normal(size=200)
 _c = correlation_ci(_u, _v)
 test_close(_c.value, scipy.stats.spearmanr(_u, _v)[0], eps=1e-12); assert _c.lo < _c.value < _c.hi and 0.5 < _c.value < 0.8
@@ -731,7 +750,7 @@ class Compare(Test):
     partially: float|None = None  # weaker threshold for partially (None: no partial level)
     null: float|None = None       # no-effect value: an interval wholly beyond it on the wrong side is an effect against the claim (default: the weakest threshold)
     what: str = ""                # the measured quantity in words, for the rule's text
-    tol: float = 0.0              # a plain number within `tol` of a threshold is within noise of it (numbers that differ between machines)
+    tol: float = 0.0              # a recorded tolerance (numbers that differ between machines): a plain number, or an interval widened by it, within `tol` of a threshold is within noise of it
     level: float = 0.95           # interval level for per-seed lists
     def __post_init__(self):
         if self.op not in _OPS: raise ValueError(f"Compare.op must be one of {list(_OPS)}, got {self.op!r}")
@@ -778,7 +797,7 @@ class Compare(Test):
         else:
             if math.isnan(x.value): return Outcome(0, 2, False, f"{w} not measured")
             if not x.has_interval: return Outcome(0, 2, False, f"{w} = {_fmt(x.value)} from n = {x.n}: no interval, so it cannot be told from noise")
-            lo, hi, shown = x.lo, x.hi, f"{w} = {_fmt(x)}"
+            lo, hi, shown = x.lo - self.tol, x.hi + self.tol, f"{w} = {_fmt(x)}" + (f" (± {self.tol:g})" if self.tol else "")
         near, far = (lo, hi) if self.up else (hi, lo)
         a, b = self._level(near), self._level(far)
         opposite = (far < self.null) if self.up else (far > self.null)
@@ -834,6 +853,8 @@ sp = Above('speedup', 1.3, null=1.0, what='speed-up')
 test_eq([sp.evaluate(dict(speedup=E(*iv))).opposite for iv in ((1.05, 1.2), (0.7, 0.9))], [False, True])
 test_eq(G(Above('rho', 0.5, tol=0.02), 0.51), 'inconclusive')                   # within the tolerance of the threshold
 test_eq(G(Above('rho', 0.5, tol=0.02), 0.53), 'reproduced')
+test_eq(G(Above('rho', 0.5, tol=0.02), E(0.51, 0.6)), 'inconclusive')          # an interval is widened by the tolerance too
+test_eq(G(Above('rho', 0.5, tol=0.02), E(0.53, 0.6)), 'reproduced')
 # paired differences of per-seed lists
 m = dict(a=[0.80, 0.82, 0.81, 0.83, 0.80], b=[0.78, 0.79, 0.80, 0.80, 0.77])
 d = Above(Diff('a', 'b'), 0.0, what='Δacc')
@@ -928,21 +949,25 @@ class Each(Test):
     mode: str = 'all'
     what: str = ""
     null: float|None = None
+    tol: float = 0.0           # recorded tolerance of every matching metric (see `Compare.tol`)
     level: float = 0.95   # interval level of each comparison read from per-seed lists (e.g. Bonferroni-adjusted over the matches)
     def __post_init__(self):
         if '*' not in self.pattern: raise ValueError(f"Each.pattern must contain '*', got {self.pattern!r}")
         if self.mode not in ('all', 'any'): raise ValueError(f"Each.mode must be 'all' or 'any', got {self.mode!r}")
         self.template('probe')   # validates the thresholds
     def template(self, key:str) -> Compare:
-        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", level=self.level)
+        return Compare(key, self.op, self.reproduced, self.partially, null=self.null, what=f"{self.what} [{key}]" if self.what else "", tol=self.tol, level=self.level)
     def keys(self): return (self.pattern,)
     def leaves(self): return [self.template(self.pattern)]
     def spec(self):
-        s = dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
-        return s if self.level == 0.95 else {**s, 'level': self.level}   # the default level leaves earlier hashes unchanged
+        d = dict(test='each', pattern=self.pattern, op=self.op, reproduced=self.reproduced, partially=self.partially, mode=self.mode, null=self.null)
+        if self.tol: d['tol'] = self.tol
+        if self.level != 0.95: d['level'] = self.level   # the default level leaves earlier hashes unchanged
+        return d
     def text(self):
         s = f"{'every' if self.mode == 'all' else 'some'} {self.what or 'metric'} matching '{self.pattern}' {self.op} {self.reproduced:g}"
-        return s + (f" (partially: {self.op} {self.partially:g})" if self.partially is not None else "")
+        s += f" (partially: {self.op} {self.partially:g})" if self.partially is not None else ""
+        return s + (f" (± {self.tol:g} is within noise)" if self.tol else "")
     def matches(self, metrics:dict) -> list[str]: return sorted(k for k in metrics if fnmatch.fnmatchcase(k, self.pattern))
     def concrete(self, metrics): return [self.template(k) for k in self.matches(metrics)]
     def evaluate(self, metrics):
@@ -981,6 +1006,7 @@ test_eq(mean_ci(np.asarray(mm['mine']) - base, _lv), as_estimate(list(np.asarray
 ek = Each('gain/k*', '>', 0.01, what='SAE − random AUC')
 test_eq(V(ek, **{'gain/k16': E(.02, .03), 'gain/k128': E(.005, .015)}), 'inconclusive')
 test_eq(V(ek, **{'gain/k16': E(.02, .03), 'gain/k128': E(.012, .02)}), 'reproduced')
+test_eq(V(Each('gain/k*', '>', 0.01, tol=0.005), **{'gain/k16': E(.02, .03), 'gain/k128': E(.012, .02)}), 'inconclusive')   # within the tolerance
 test_eq(ek.evaluate({}).verdict, 'inconclusive'); test_eq(ek.matches({'gain/k16': 1, 'gain/x': 2, 'other': 3}), ['gain/k16'])
 test_fail(lambda: Each('gain', '>', 0), contains="must contain '*'"); test_fail(lambda: AllOf(), contains="one or more tests")
 _e99 = Each('gain/k*', '>', 0.0, level=0.99)                                     # a joint (Bonferroni) level for lists read through a pattern
@@ -1154,13 +1180,13 @@ def grade(claims, metrics:dict) -> list[Verdict]:
 def _verdict_frame():
     import pandas as pd
     class VerdictTable(pd.DataFrame):
-        "A DataFrame whose notebook display shows every character of the claims and reasons."
+        "A DataFrame whose notebook display (HTML) shows every character of the claims and reasons; its plain-text form cuts cells at 200."
         @property
         def _constructor(self): return VerdictTable
         def _repr_html_(self):
             with pd.option_context('display.max_colwidth', None): return super()._repr_html_()
-        def __repr__(self):
-            with pd.option_context('display.max_colwidth', None): return super().__repr__()
+        def __repr__(self):   # the text form is stored beside the HTML in notebooks: no line of thousands of characters
+            with pd.option_context('display.max_colwidth', 200): return super().__repr__()
     return VerdictTable
 
 def claims_table(claims):
@@ -1209,11 +1235,11 @@ def _placement(leaf:Compare, where:str) -> tuple[float, float]|None:
     sgn = 1.0 if leaf.up else -1.0
     R, N = sgn * leaf.reproduced, sgn * leaf.null
     W = sgn * (leaf.partially if leaf.partially is not None else leaf.reproduced)
-    d = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R)))
+    d, t = max(abs(R - W), abs(W - N), 0.05 * max(1.0, abs(R))), leaf.tol    # the grader widens an interval by the tolerance t
     eps = 1e-9 * max(1.0, abs(R), d)   # 'at': the lower end a hair below R, so that rounding in a per-seed list's t-interval cannot lift it above R
-    iv = {"clear": (R + d, R + 2 * d), "at": (R - eps, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d, N - d),
-          "partial": (W + (R - W) / 4, W + 3 * (R - W) / 4) if R > W else None,
-          "short": (N + (W - N) / 4, N + 3 * (W - N) / 4) if W > N else None}.get(where)
+    iv = {"clear": (R + d + t, R + 2 * d + t), "at": (R - eps, R + d), "straddle": (W - d / 2, W + d / 2), "opposite": (N - 2 * d - t, N - d - t),
+          "partial": (W + t + (R - W - 2 * t) / 4, W + t + 3 * (R - W - 2 * t) / 4) if R - W > 2 * t else None,
+          "short": (N + t + (W - N - 2 * t) / 4, N + t + 3 * (W - N - 2 * t) / 4) if W - N > 2 * t else None}.get(where)
     if iv is None: return None
     lo, hi = iv
     return (lo, hi) if sgn > 0 else (-hi, -lo)
@@ -1227,7 +1253,7 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
         if isinstance(t, Test):
             for l in t.leaves():
                 if isinstance(l.of, str) and '*' in l.of:   # an Each pattern: two concrete keys
-                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what) for s in ("syn_a", "syn_b")]
+                    leaves += [Compare(l.of.replace('*', s), l.op, l.reproduced, l.partially, null=l.null, what=l.what, tol=l.tol) for s in ("syn_a", "syn_b")]
                 else: leaves.append(l)
     z = np.arange(n, dtype=float); z = (z - z.mean()) / z.std(ddof=1) if n > 1 else np.zeros(1)
     for i, l in enumerate(leaves):
@@ -1240,16 +1266,22 @@ def synthetic_metrics(tests, where:str|dict="clear", n:int=10) -> dict|None:
             if pos == "nan": d = None
             elif pos == "single": d = np.array([mid])
             else: d = mid + (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + l.level / 2, n - 1)) * z
+            if pos == "at" and d is not None:   # rounding in a − b must not lift the near end past the threshold
+                d = d - (1.0 if l.up else -1.0) * 1e-9 * max(1.0, abs(l.reproduced))
             a, b = l.of.a, l.of.b
             if d is None:
                 if a in made and made[a] != "nan": return None
                 metrics[a] = None; made[a] = "nan"; metrics.setdefault(b, [0.5] * n); made.setdefault(b, "base")
                 continue
-            if any(k in made and (metrics[k] is None or len(metrics[k]) != len(d)) for k in (a, b)): return None   # NaN or one seed here, n there
+            fits = lambda k: metrics[k] is not None and len(metrics[k]) == len(d)   # a key placed before: measured, as many seeds
             if a in made and b in made:
-                if metrics[a] is None or metrics[b] is None or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
-            elif b in made: metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
-            elif a in made: metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
+                if not (fits(a) and fits(b)) or not np.allclose(np.asarray(metrics[a]) - np.asarray(metrics[b]), d): return None
+            elif b in made:
+                if not fits(b): return None
+                metrics[a] = list(np.asarray(metrics[b]) + d); made[a] = pos
+            elif a in made:
+                if not fits(a): return None
+                metrics[b] = list(np.asarray(metrics[a]) - d); made[b] = pos
             else: metrics[b] = [0.5] * len(d); metrics[a] = list(0.5 + d); made[a] = made[b] = pos
         else:
             v = (None if pos == "nan" else dict(value=mid, lo=None, hi=None, n=1, level=l.level) if pos == "single"
@@ -1276,6 +1308,12 @@ _sa = AllOf(Above(Diff('mine', 'p'), 0), Above(Diff('mine', 'q'), 0))           
 test_eq(synthetic_metrics(_sa, {0: 'nan'}), None); test_eq(_sa.evaluate(synthetic_metrics(_sa, 'clear')).verdict, 'reproduced')
 test_eq(_sh.evaluate(synthetic_metrics(_sh, 'clear')).verdict, 'reproduced')
 test_eq(sorted(synthetic_metrics(ek)), ['gain/ksyn_a', 'gain/ksyn_b'])
+_tl = Above('x', 1.0, 0.5, tol=0.1)                                                   # a tolerance moves the placements away from the thresholds
+test_eq([_tl.evaluate(synthetic_metrics(_tl, w)).verdict for w in ('clear', 'partial', 'straddle', 'opposite')],
+        ['reproduced', 'partially', 'inconclusive', 'not_reproduced'])
+_shared = [Above(Diff('a', 'b'), 0.0), Above(Diff('a', 'c'), 0.0)]   # two differences that share a key
+test_eq(synthetic_metrics(_shared, {0: 'nan'}), None); test_eq(sorted(synthetic_metrics(_shared, 'clear')), ['a', 'b', 'c'])
+test_eq(synthetic_metrics(_shared, {0: 'single'}), None)
 
 
 # %% [markdown]
@@ -1357,6 +1395,7 @@ vt = r.verdict_table()
 assert 'partially' in vt._repr_html_() and list(vt.columns) == ['claim', 'paper', 'ours', 'verdict', 'rule', 'reason']
 long = Result('demo', {}, verdicts=[Verdict('c' * 300, 'p', 'o', 'reproduced', 'r', 'x' * 300)]).verdict_table()
 assert 'c' * 300 in long._repr_html_() and 'x' * 300 in long._repr_html_()   # nothing is cut off
+assert max(len(l) for l in repr(long).split("\n")) < 1000                       # the plain-text form stays readable
 vt
 
 

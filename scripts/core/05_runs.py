@@ -597,16 +597,24 @@ assert run_id('cpu', dict(x=float('inf'))) != run_id('cpu', dict(x=None))
 
 # %%
 #| export
-_VERSION_DISTS = ('trustlib', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn',
+_VERSION_DISTS = ('trustlib-icml25', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn',
                   'papermill', 'nbformat', 'ipykernel')
 
+def build_info() -> dict:
+    "The commit a wheel was built from (`trustlib/_build.json`, written by setup.py), or {} for a checkout (whose commit `git_info` records)."
+    p = _package_dir()/'_build.json'
+    try: return json.loads(p.read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
 def versions() -> dict[str, str]:
-    "Versions of python and of the installed packages in `_VERSION_DISTS`."
+    "Versions of python and of the installed packages in `_VERSION_DISTS`; from a wheel, also the commit it was built from (`trustlib_build_commit`)."
     from importlib import metadata
     res = dict(python=platform.python_version())
     for d in _VERSION_DISTS:
         try: res[d] = metadata.version(d)
         except metadata.PackageNotFoundError: pass
+    b = build_info()
+    if b.get('git_commit'): res['trustlib_build_commit'] = b['git_commit'] + ('-dirty' if b.get('git_dirty') else '')
     return res
 
 def _nb_sources(text:str|bytes):
@@ -674,7 +682,7 @@ def _sha1_file(p:Path) -> str: return hashlib.sha1(Path(p).read_bytes()).hexdige
 
 # %%
 _v = versions()
-assert {'python', 'numpy', 'papermill'} <= set(_v), _v
+assert {'python', 'numpy', 'papermill', 'trustlib-icml25'} <= set(_v), _v     # the code's own version is recorded with every run
 test_eq(set(git_info(_root)), {'git_commit', 'git_dirty', 'git_dirty_files'})
 test_eq(git_info(tempfile.mkdtemp()), dict(git_commit=None, git_dirty=None, git_dirty_files=None))
 

@@ -22,20 +22,25 @@
 # ::: {.callout-note}
 # ## What we reproduce / what we cannot
 # - **A position paper has no numbers to reproduce.** We turn its framework into code and test its
-#   methodological claims as claims about probing: that probe results disagree across levels (association
-#   vs decision) and across measurement choices, and that a probe at the target task's level predicts bias in
-#   that task better than an association probe does. Every such claim is graded from intervals over seeds
-#   (decision probes) or stimulus resamples (WEAT).
+#   methodological claims as claims about probing a real model: that an association probe and the
+#   ecologically valid decision probes of the same model disagree about gender–occupation bias (the case
+#   study's finding), and that results depend on measurement choices within a level. These are graded from
+#   intervals over seeds (resume screeners), test texts (Bias-in-Bios) or stimulus resamples (WEAT). Lessons
+#   that we can only demonstrate on an example we constructed are *illustrated*, never reproduced.
 # - **Our operationalisation, not the paper's text.** The level names (association, explicit, decision),
 #   the 1–5 ecological-validity rubric and its scores, the wording of the five lessons, and the rules of
 #   `select_probes`, `reconcile` and `predict_generalization` are our reading of the paper's framework; they
 #   live in a YAML catalogue (data) so that they can be corrected without code changes.
 # - **Models.** MiniLM (all-MiniLM-L6-v2, a 6-layer sentence encoder) stands in for an LLM: it is the one real
 #   pretrained language model offline. It is an encoder, so the explicit level (asking the model whether it
-#   endorses a stereotype) and generation probes (reference letters) are catalogued but not run. The decision
-#   probes are toy resume screeners on MiniLM features, with synthetic resumes and counterfactual name and
-#   pronoun swaps. A second model is a PPMI-SVD word embedding trained on a synthetic corpus with a planted
-#   gender–occupation co-occurrence (known ground truth).
+#   endorses a stereotype) and generation probes (reference letters) are catalogued but not run. Three
+#   decision-level probes run on MiniLM: a **Bias-in-Bios-style occupation classifier** (De-Arteaga et al.
+#   2019) on real web texts about people from the sae-probes wheel (Wikidata occupations and Wikidata gender),
+#   whose true-positive rates are compared between women and men; and two **resume screeners** on synthetic
+#   resumes with counterfactual name and pronoun swaps, one trained on gender-neutral labels and one that
+#   ranks resumes zero-shot by their similarity to a job advertisement. A second model is a PPMI-SVD word
+#   embedding trained on a synthetic corpus with a planted gender–occupation co-occurrence (known ground
+#   truth); what it shows is a constructed demonstration, so it is *illustrated*, not graded.
 # - **Stimuli.** The WEAT word lists are re-typed from Caliskan et al. (2017); the occupation lists are a
 #   subset of the female- and male-dominated occupations of WinoBias (Zhao et al. 2018), which come from US
 #   labour statistics; SEAT-style templates follow May et al. (2019). All are written out below.
@@ -51,12 +56,12 @@
 # %%
 #| export
 from __future__ import annotations
-import math
+import functools, math
 from dataclasses import dataclass, field
 from typing import Optional, Any
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
-from trustlib.results import Result, Rule, Estimate, judge, mean_ci
+from trustlib.results import Result, Estimate, mean_ci, Claim, Change, Above, Below, AllOf, Each
 
 # %%
 #| hide
@@ -88,6 +93,11 @@ n_permutations: Optional[int] = None  # sampled re-partitions of the WEAT permut
 n_boot: Optional[int] = None  # stimulus resamples of the bootstrap intervals of WEAT effect sizes
 n_train_resumes: Optional[int] = None  # synthetic resumes that train the resume screener (per seed)
 n_test_resumes: Optional[int] = None  # synthetic test resumes, each shown with both genders (per seed)
+bios_occupations: Optional[list[str]] = None  # Wikidata occupations of the Bias-in-Bios-style probe (sae-probes sets)
+bios_train: Optional[int] = None  # texts without a known gender that train each occupation classifier (half positive)
+bios_max_test: Optional[int] = None  # at most this many texts with a known gender test each occupation classifier (0: all)
+bios_min_per_gender: Optional[int] = None  # an occupation enters the probe when its test set has this many positives of each gender
+bios_max_length: Optional[int] = None  # tokens of a text read by the encoder (the end of the text, where the person is named)
 positive_bias: Optional[float] = None  # gender effect on the positive-control labels, in standard deviations of the skill score
 corpus_sentences: Optional[int] = None  # sentences of the synthetic corpus of the planted-bias model
 cooccurrence: Optional[float] = None  # planted probability that an occupation appears with its stereotyped gender
@@ -95,7 +105,7 @@ embed_dim: Optional[int] = None  # dimension of the planted model's PPMI-SVD wor
 n_candidates: Optional[int] = None  # candidates that train the planted model's screener (per seed and condition)
 alpha: Optional[float] = None  # significance level of the per-seed detection tests
 small_effect: Optional[float] = None  # smallest standardised effect (Cohen's d or h) that counts as bias
-lm_path: Optional[str] = None  # local folder of a Hugging Face model for the full profile (empty: MiniLM)
+lm_path: Optional[str] = None  # local folder of a Hugging Face model (config.json, weights, tokenizer); empty: MiniLM
 n_threads: Optional[int] = None  # torch CPU threads used by the encoder
 
 # %% [markdown] tags=["injected-parameters"]
@@ -264,10 +274,10 @@ probes:
     construct: gender–occupation
     level: decision
     eco: {input_naturalness: 4, output_format: 3, task_match: {resume_screening: 4, reference_letters: 2, word_association: 1}}
-    stimuli: {texts: biographies with the occupation sentence removed}
+    stimuli: {texts: real web texts about people (Wikidata occupations and gender; sae-probes wheel), classifier: occupation from the text}
     metric: true_positive_rate_gap
-    runner: null
-    offline: false
+    runner: bias_in_bios
+    offline: true
     refs: [De-Arteaga et al. 2019]
   - id: reference_letters
     construct: gender–occupation
@@ -452,11 +462,12 @@ def predict_generalization(probe:Probe, task:str, catalogue:Catalogue, high_eco:
     return Prediction(probe.id, task, dist, round(eco, 3), pred, hyp)
 
 def classify_effect(e:Estimate, small_effect:float=0.2) -> str:
-    "'bias' if the interval lies wholly above `small_effect`, 'no bias' if wholly inside ±small_effect, 'reverse' if wholly below −small_effect, else 'unclear'."
-    if not e.has_interval: return "unclear"
-    if e.lo > small_effect: return "bias"
-    if e.hi < -small_effect: return "reverse"
-    if -small_effect < e.lo and e.hi < small_effect: return "no bias"
+    "'bias' if the interval lies wholly above `small_effect`, 'no bias' if wholly inside ±small_effect, 'reverse' if wholly below −small_effect, else 'unclear' (the tests of `trustlib.results`)."
+    m = {"effect": e}
+    holds = lambda t: t.evaluate(m).verdict == "reproduced"
+    if holds(Above("effect", small_effect)): return "bias"
+    if holds(Below("effect", -small_effect)): return "reverse"
+    if holds(AllOf(Below("effect", small_effect), Above("effect", -small_effect))): return "no bias"
     return "unclear"
 
 def reconcile(results:list[dict], catalogue:Catalogue, small_effect:float=0.2):
@@ -490,7 +501,7 @@ def reconcile(results:list[dict], catalogue:Catalogue, small_effect:float=0.2):
 # result set with one within-level and one cross-level disagreement.
 
 # %%
-_fake_runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "planted_weat", "planted_screener")}
+_fake_runners = {k: None for k in ("weat", "resume_trained", "resume_zeroshot", "bias_in_bios", "planted_weat", "planted_screener")}
 CAT0 = load_catalogue(runners=_fake_runners)
 test_eq(list(CAT0.levels), ["association", "explicit", "decision"])
 test_eq(len(CAT0.probes), 12)
@@ -626,25 +637,38 @@ assert percentile_estimate(_d, _draws[:, 0]).lo > 0.5
 # ## Encoders: MiniLM or a local model
 #
 # `load_encoder` returns a function that maps texts to vectors at a given layer: MiniLM from
-# `trustlib.models.load_minilm` (mean-pooled hidden states, `trustlib.models.embed_texts`), or, for the
-# `full` profile, any local Hugging Face model given by `lm_path` (never downloaded). `encode_words` gives the
-# three measurement choices for a list of words: `word` (the bare word, last layer), `seat` (the mean of the
-# word's SEAT template sentences, last layer) and `static` (the bare word at layer 0, the input embeddings).
+# `trustlib.models.load_minilm`, or, for the `full` profile, any local Hugging Face model given by `lm_path`
+# (never downloaded; `Config.validate` checks the folder before any work). Texts are mean-pooled hidden states
+# (`trustlib.models.embed_texts_cached`: each call's result is cached under the data folder, keyed by the
+# model's weights, the settings and the texts, so a second run reads the same numbers instead of computing
+# them). `max_length` and `truncation_side` say which tokens of a long text the encoder reads. `encode_words`
+# gives the three measurement choices for a list of words: `word` (the bare word, last layer), `seat` (the
+# mean of the word's SEAT template sentences, last layer) and `static` (the bare word at layer 0, the input
+# embeddings).
 # SEAT proper treats each template sentence as one item of a set; we average a word's sentences into one
 # vector so that the words remain the units of the permutation test and of the bootstrap.
 
 # %%
 #| export
+def _local_model_problem(path:str) -> str:
+    "'' if `path` is a folder with a Hugging Face model (config.json and weights), else what is wrong."
+    from pathlib import Path
+    p = Path(path)
+    if not p.is_dir(): return f"{path!r} is not a folder"
+    if not (p / "config.json").is_file(): return f"{path!r} has no config.json (a Hugging Face model folder has one)"
+    if not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")): return f"{path!r} has no weights (*.safetensors or *.bin)"
+    return ""
+
 def load_encoder(cfg=None, lm_path:str="", device:str="cpu"):
-    "A function `encode(texts, layer=-1) -> [N, hidden]` (mean-pooled) and the model's name; MiniLM unless `lm_path` is given."
-    from trustlib.models import load_minilm, embed_texts
+    "A function `encode(texts, layer=-1, max_length=128, truncation_side='right') -> [N, hidden]` (mean-pooled, cached); MiniLM unless `lm_path` is given."
+    from trustlib.models import load_minilm, embed_texts_cached
     path = lm_path or (cfg.lm_path if cfg is not None else "")
     if cfg is not None and cfg.profile == "full" and not path:
         raise ResourceUnavailable("the full profile runs the probes on a local Hugging Face model: pass lm_path (a folder with the "
                                   "weights and tokenizer); nothing is downloaded. Run the cpu profile for MiniLM")
     if path:
         from pathlib import Path
-        if not Path(path).exists(): raise ResourceUnavailable(f"lm_path {path!r} does not exist; give a local folder with a Hugging Face model")
+        if _local_model_problem(path): raise ResourceUnavailable(f"lm_path: {_local_model_problem(path)}; give a local folder with a Hugging Face model")
         from transformers import AutoModel, AutoTokenizer
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         if tok.pad_token is None: tok.pad_token = tok.eos_token
@@ -652,8 +676,10 @@ def load_encoder(cfg=None, lm_path:str="", device:str="cpu"):
         name = Path(path).name
     else:
         tok, model = load_minilm(device); name = "MiniLM"
-    def encode(texts, layer:int=-1):
-        return embed_texts(list(texts), tok, model, layer=layer, progress=False).astype(np.float64)
+    def encode(texts, layer:int=-1, max_length:int=128, truncation_side:str="right"):
+        old = tok.truncation_side; tok.truncation_side = truncation_side
+        try: return embed_texts_cached(list(texts), tok, model, layer=layer, max_length=max_length, progress=False).astype(np.float64)
+        finally: tok.truncation_side = old
     encode.model_name = name
     return encode
 
@@ -839,6 +865,146 @@ def resume_probe(encode, n_train:int, n_test:int, positive_bias:float, seed:int)
     return out
 
 
+
+# %% [markdown]
+# ## A decision-level probe on real texts: Bias in Bios
+#
+# De-Arteaga et al. (2019) train a classifier to predict a person's occupation from their biography and
+# measure, for each occupation, the gap between the true-positive rates of women and men: the share of the
+# occupation's real members the classifier recognises. We build the same probe from the sae-probes wheel:
+# its Wikidata sets hold web texts about a person, labelled by whether the person has an occupation
+# (journalist, athlete, actor, politician, singer, researcher; half of each set is positive), and a set
+# labelled with the person's gender. Texts that occur in both give the gender of members and non-members.
+#
+# - **Train** one classifier per occupation (standardised logistic regression on MiniLM features) on texts
+#   whose person's gender is *not* known (half positive), so that the audited texts never train it.
+# - **Test** on the texts with a known gender. An occupation enters the probe when its test set holds at
+#   least `bios_min_per_gender` members of each gender (a rule on the labels alone, applied before any
+#   model runs).
+# - **Measure** TPR(women) − TPR(men) per occupation, oriented towards the gender the data associate with
+#   the occupation: positive when the classifier favours the gender that is more frequent among members than
+#   among non-members (the direction in which a classifier that uses gender cues would err, De-Arteaga et
+#   al.'s "compounding imbalance"). The probe's result is the mean over occupations of this oriented gap, with
+#   a percentile interval from a bootstrap over test texts (resampled within occupation × gender), and Cohen's
+#   h of the same rates.
+#
+# The texts are long: the encoder reads their last `bios_max_length` tokens, where the person is named.
+
+# %%
+#| export
+BIOS_GENDER_SET = "56_wikidatasex_or_gender"
+BIOS_SETS = {"journalist": "59_wikidata_occupation_isjournalist", "athlete": "60_wikidata_occupation_isathlete",
+             "actor": "61_wikidata_occupation_isactor", "politician": "62_wikidata_occupation_ispolitician",
+             "singer": "63_wikidata_occupation_issinger", "researcher": "64_wikidata_occupation_isresearcher"}
+
+def bios_data(occupations, n_train:int, max_test:int, min_per_gender:int, seed:int) -> tuple[dict, list]:
+    "({occupation: train/test texts and labels}, [occupations left out and why]) from the sae-probes Wikidata sets."
+    from trustlib.data import load_sae_probes
+    g = load_sae_probes(BIOS_GENDER_SET)
+    gender = dict(zip(g["prompt"].astype(str), g["target"].astype(str)))
+    out, skipped = {}, []
+    for occ in occupations:
+        df = load_sae_probes(BIOS_SETS[occ]); text = df["prompt"].astype(str).to_numpy(); y = df["y"].to_numpy()
+        rng = np.random.default_rng(derive_seed(seed, "bios", occ))
+        known = np.array([t in gender for t in text])
+        test = np.flatnonzero(known)
+        if max_test and len(test) > max_test: test = np.sort(rng.choice(test, max_test, replace=False))
+        female = np.array([gender[t] == "female" for t in text[test]])
+        counts = {s: int(np.sum(y[test][female == (s == "female")] == 1)) for s in ("female", "male")}
+        if min(counts.values()) < min_per_gender:
+            skipped.append(f"{occ}: {counts['female']} women and {counts['male']} men among the members with a known gender (fewer than {min_per_gender})")
+            continue
+        pos, neg = (rng.permutation(np.flatnonzero(~known & (y == v))) for v in (1, 0))
+        train = np.sort(np.concatenate([pos[:n_train // 2], neg[:n_train - n_train // 2]]))
+        out[occ] = dict(train_text=text[train].tolist(), train_y=y[train], test_text=text[test].tolist(), test_y=y[test], female=female)
+    return out, skipped
+
+def tpr_gaps(pred, y, female, occ, sign:dict) -> dict:
+    "Per-occupation TPR(women), TPR(men), oriented gap and Cohen's h, and their means over occupations."
+    rows = {}
+    for o in sign:
+        k = (occ == o) & (y == 1)
+        tf, tm = float(pred[k & female].mean()), float(pred[k & ~female].mean())
+        rows[o] = dict(tpr_women=tf, tpr_men=tm, gap=sign[o] * (tf - tm), h=sign[o] * cohens_h(tf, tm))
+    return dict(per=rows, gap=float(np.mean([r["gap"] for r in rows.values()])), h=float(np.mean([r["h"] for r in rows.values()])))
+
+
+# %%
+_pred = np.array([1, 1, 0, 1, 0, 0, 1, 1]); _yy = np.ones(8, int); _fem = np.array([1, 1, 1, 1, 0, 0, 0, 0], bool)
+_occ = np.array(["a"] * 4 + ["a"] * 4)
+_g = tpr_gaps(_pred, _yy, _fem, _occ, {"a": -1})
+test_close(_g["per"]["a"]["tpr_women"], 0.75); test_close(_g["per"]["a"]["tpr_men"], 0.5)
+test_close(_g["gap"], -0.25); test_close(_g["h"], -cohens_h(0.75, 0.5))       # oriented towards men: favouring women is negative
+
+
+# %% [markdown]
+# `bios_probe` trains the classifiers, predicts the test texts and returns the per-occupation table, the
+# oriented gap and h with bootstrap intervals, and the classifiers' balanced accuracy on the test texts (a
+# classifier at chance says nothing about bias).
+
+# %%
+#| export
+def bios_probe(encode, data:dict, n_boot:int, seed:int, max_length:int=64) -> dict:
+    "Audit of the Bias-in-Bios-style occupation classifiers: per-occupation table, oriented TPR gap and h (bootstrap Estimates), balanced accuracy."
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.metrics import balanced_accuracy_score
+    enc = lambda t: encode(t, max_length=max_length, truncation_side="left")
+    preds, ys, fem, occs, sign, bal, share = [], [], [], [], {}, {}, {}
+    for occ, d in data.items():
+        clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=3000)).fit(enc(d["train_text"]), d["train_y"])
+        p = clf.predict(enc(d["test_text"]))
+        y, f = d["test_y"], d["female"]
+        share[occ] = (float(f[y == 1].mean()), float(f[y == 0].mean()))
+        sign[occ] = 1 if share[occ][0] >= share[occ][1] else -1        # towards the gender over-represented among members
+        bal[occ] = float(balanced_accuracy_score(y, p))
+        preds.append(p); ys.append(y); fem.append(f); occs.append(np.full(len(y), occ))
+    pred, y, female, occ = (np.concatenate(a) for a in (preds, ys, fem, occs))
+    point = tpr_gaps(pred, y, female, occ, sign)
+    rng = np.random.default_rng(derive_seed(seed, "bios_boot"))
+    strata = [s for o in sign for f in (True, False) for v in (0, 1) if len(s := np.flatnonzero((occ == o) & (female == f) & (y == v)))]
+    draws = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(s, len(s)) for s in strata])
+        b = tpr_gaps(pred[idx], y[idx], female[idx], occ[idx], sign)
+        draws.append((b["gap"], b["h"]))
+    draws = np.asarray(draws)
+    table = pd.DataFrame([dict(occupation=o, n_test=int(np.sum(occ == o)), members_women=int(np.sum((occ == o) & (y == 1) & female)),
+                               members_men=int(np.sum((occ == o) & (y == 1) & ~female)), women_share_members=share[o][0],
+                               women_share_nonmembers=share[o][1], favoured="women" if sign[o] > 0 else "men", balanced_accuracy=bal[o],
+                               **point["per"][o]) for o in sign]).set_index("occupation")
+    return dict(table=table, gap=percentile_estimate(point["gap"], draws[:, 0]), h=percentile_estimate(point["h"], draws[:, 1]),
+                balanced_accuracy=float(np.mean(list(bal.values()))))
+
+
+# %% [markdown]
+# On a crafted encoder whose features show membership as clearly for women as for men, the gap's interval
+# contains 0; when membership shows less clearly for women, the classifier misses more women and the
+# oriented gap is negative (the occupation is equally shared here, so it is oriented towards women).
+
+# %%
+def _fake_data(n, rng):
+    y, f = rng.integers(0, 2, n), rng.integers(0, 2, n).astype(bool)
+    return [f"{a} {int(b)} {i}" for i, (a, b) in enumerate(zip(y, f))], y, f
+def _fake_encoder(women_signal):
+    def enc(texts, max_length=64, truncation_side="left"):
+        out = []
+        for t in texts:
+            a, b, i = map(int, t.split()); r = np.random.default_rng(i)
+            out.append([(women_signal if b else 1.0) * (2 * a - 1) + r.normal(0, 1), r.normal(0, 1)])
+        return np.asarray(out)
+    return enc
+_rng = np.random.default_rng(0)
+_tr, _te = _fake_data(600, _rng), _fake_data(1600, _rng)
+_fd = {"x": dict(train_text=_tr[0], train_y=_tr[1], test_text=[f"{a} {int(b)} {10_000 + i}" for i, (a, b) in enumerate(zip(_te[1], _te[2]))],
+                 test_y=_te[1], female=_te[2])}
+_fair, _unfair = bios_probe(_fake_encoder(1.0), _fd, 300, 0), bios_probe(_fake_encoder(0.3), _fd, 300, 0)
+assert _fair["gap"].lo < 0 < _fair["gap"].hi and _fair["balanced_accuracy"] > 0.7, _fair["gap"]
+assert _unfair["gap"].hi < -0.1 and _unfair["table"].loc["x", "tpr_women"] < _unfair["table"].loc["x", "tpr_men"], _unfair["gap"]
+_unfair["table"]
+
 # %% [markdown]
 # ## The planted-bias model (known ground truth)
 #
@@ -990,13 +1156,13 @@ assert np.corrcoef([c["female"] == c["focc"] for c in _cs], planted_labels(_cs, 
 
 # %%
 #| export
-RUNNERS.update(weat=encode_words, resume_trained=resume_probe, resume_zeroshot=resume_probe,
+RUNNERS.update(weat=encode_words, resume_trained=resume_probe, resume_zeroshot=resume_probe, bias_in_bios=bios_probe,
                planted_weat=planted_weat, planted_screener=planted_screener)
 
 # %%
 CAT = load_catalogue()
 test_eq(sorted(p.runner for p in CAT.probes.values() if p.offline),
-        sorted(["weat", "weat", "weat", "resume_trained", "resume_zeroshot", "planted_weat", "planted_screener"]))
+        sorted(["weat", "weat", "weat", "resume_trained", "resume_zeroshot", "bias_in_bios", "planted_weat", "planted_screener"]))
 
 
 # %% [markdown]
@@ -1004,10 +1170,20 @@ test_eq(sorted(p.runner for p in CAT.probes.values() if p.offline),
 
 # %%
 #| export
+@functools.lru_cache(maxsize=1)
+def _bios_sets_available() -> bool:
+    "The sae-probes Wikidata sets the Bias-in-Bios probe reads are installed (ConfigError naming 'bios_occupations' otherwise)."
+    from trustlib.data import sae_probes_datasets, DataUnavailable
+    try: have = set(sae_probes_datasets("binary"))
+    except DataUnavailable as e: raise ConfigError(f"parameter 'bios_occupations': the Bias-in-Bios probe reads the sae-probes datasets: {e}") from None
+    missing = [n for n in (BIOS_GENDER_SET, *BIOS_SETS.values()) if n not in have]
+    if missing: raise ConfigError(f"parameter 'bios_occupations': the installed sae-probes lacks {missing}")
+    return True
+
 @dataclass
 class Config(BaseConfig):
-    "Configuration of the EcoLevels probes (MiniLM WEAT/SEAT and resume screeners, and the planted-bias model)."
-    n_seeds: int = param(3, "independent repetitions of the decision probes and the planted-bias model", ge=1, max=100)
+    "Configuration of the EcoLevels probes (MiniLM WEAT/SEAT, Bias-in-Bios and resume screeners, and the planted-bias model)."
+    n_seeds: int = param(2, "independent repetitions of the decision probes and the planted-bias model", ge=1, max=100)
     weat_tests: tuple[str, ...] = param(("flowers_insects", "career_family", "occupations"), "WEAT tests run on the encoder", choices=tuple(WEAT_TESTS))
     encodings: tuple[str, ...] = param(("word", "seat"), "how a word becomes a vector (measurement choices compared)", choices=ENCODINGS)
     main_encoding: str = param("seat", "the encoding of the pre-registered association probe of the headline", choices=ENCODINGS)
@@ -1015,6 +1191,11 @@ class Config(BaseConfig):
     n_boot: int = param(200, "stimulus resamples of the bootstrap intervals of WEAT effect sizes", ge=50, max=100_000, le=10**7)
     n_train_resumes: int = param(100, "synthetic resumes that train the resume screener (per seed)", ge=20, max=100_000, le=10**7)
     n_test_resumes: int = param(60, "synthetic test resumes, each shown with both genders (per seed)", ge=20, max=100_000, le=10**7)
+    bios_occupations: tuple[str, ...] = param(("politician", "singer"), "Wikidata occupations of the Bias-in-Bios-style probe (sae-probes sets)", choices=tuple(BIOS_SETS))
+    bios_train: int = param(60, "texts without a known gender that train each occupation classifier (half positive)", ge=10, max=1000, le=10_000)
+    bios_max_test: int = param(80, "at most this many texts with a known gender test each occupation classifier (0: all)", ge=0, max=10_000, le=100_000)
+    bios_min_per_gender: int = param(5, "an occupation enters the probe when its test set has this many positives of each gender", ge=1, le=10_000)
+    bios_max_length: int = param(64, "tokens of a text read by the encoder (the end of the text, where the person is named)", ge=8, le=512)
     positive_bias: float = param(1.0, "gender effect on the positive-control labels, in standard deviations of the skill score", gt=0, le=10)
     corpus_sentences: int = param(1500, "sentences of the synthetic corpus of the planted-bias model", ge=200, max=10**7, le=10**9)
     cooccurrence: float = param(0.8, "planted probability that an occupation appears with its stereotyped gender", gt=0.5, le=1)
@@ -1022,13 +1203,15 @@ class Config(BaseConfig):
     n_candidates: int = param(300, "candidates that train the planted model's screener (per seed and condition)", ge=50, max=10**6, le=10**8)
     alpha: float = param(0.05, "significance level of the per-seed detection tests", gt=0, lt=0.5)
     small_effect: float = param(0.2, "smallest standardised effect (Cohen's d or h) that counts as bias", gt=0, le=5)
-    lm_path: str = param("", "local folder of a Hugging Face model for the full profile (empty: MiniLM)")
+    lm_path: str = param("", "local folder of a Hugging Face model (config.json, weights, tokenizer); empty: MiniLM")
     n_threads: Optional[int] = param(1, "torch CPU threads used by the encoder", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=5, weat_tests=tuple(WEAT_TESTS), encodings=ENCODINGS, n_permutations=10_000, n_boot=2000,
-                    n_train_resumes=600, n_test_resumes=300, corpus_sentences=20_000, embed_dim=32, n_candidates=1000),
+                    n_train_resumes=600, n_test_resumes=300, bios_occupations=tuple(BIOS_SETS), bios_train=400, bios_max_test=0,
+                    bios_min_per_gender=20, corpus_sentences=20_000, embed_dim=32, n_candidates=1000),
         "full": dict(n_seeds=5, weat_tests=tuple(WEAT_TESTS), encodings=ENCODINGS, n_permutations=10_000, n_boot=2000,
-                     n_train_resumes=600, n_test_resumes=300, corpus_sentences=20_000, embed_dim=32, n_candidates=1000),
+                     n_train_resumes=600, n_test_resumes=300, bios_occupations=tuple(BIOS_SETS), bios_train=400, bios_max_test=0,
+                     bios_min_per_gender=20, corpus_sentences=20_000, embed_dim=32, n_candidates=1000),
     }
     def validate(self):
         if "occupations" not in self.weat_tests: raise ConfigError("parameter 'weat_tests': the headline needs the 'occupations' test")
@@ -1036,6 +1219,11 @@ class Config(BaseConfig):
             raise ConfigError(f"parameter 'main_encoding': {self.main_encoding!r} is not among encodings {list(self.encodings)}")
         if len(set(self.encodings)) != len(self.encodings): raise ConfigError("parameter 'encodings': each encoding at most once")
         if len(set(self.weat_tests)) != len(self.weat_tests): raise ConfigError("parameter 'weat_tests': each test at most once")
+        if not self.bios_occupations or len(set(self.bios_occupations)) != len(self.bios_occupations):
+            raise ConfigError(f"parameter 'bios_occupations': give one or more distinct occupations of {list(BIOS_SETS)}")
+        if self.lm_path and _local_model_problem(self.lm_path):
+            raise ConfigError(f"parameter 'lm_path': {_local_model_problem(self.lm_path)}; give a local folder with a Hugging Face model, or leave it empty for MiniLM")
+        _bios_sets_available()
 
 
 # %%
@@ -1050,162 +1238,144 @@ test_fail(lambda: Config.from_params("smoke", weat_tests=["occupations", "gender
 test_fail(lambda: Config.from_params("smoke", cooccurrence=0.5), contains="'cooccurrence'")
 test_fail(lambda: Config.from_params("smoke", n_permutations=10**7), contains="exceeds its limit")
 test_eq(Config.from_params("cpu").n_permutations, 10_000)
+test_fail(lambda: Config.from_params("smoke", lm_path="/nonexistent/model"), contains="parameter 'lm_path'")   # refused before any work
+test_fail(lambda: Config.from_params("smoke", lm_path="."), contains="has no config.json")
+test_fail(lambda: Config.from_params("smoke", bios_occupations=["nurse"]), contains="'bios_occupations'")
+test_eq(Config.from_params("cpu").bios_occupations, tuple(BIOS_SETS))
 
 # %% [markdown]
 # ## Claims and their rules (fixed before the run)
 #
-# Each claim of the paper that is about probing is graded from intervals: 95 % bootstrap intervals over
-# stimulus resamples for WEAT effect sizes, Student-t intervals over seeds for the decision probes and the
-# planted model. Thresholds use the conventional effect-size scale (d or h: 0.2 small, 0.5 medium, 0.8
-# large) and, for selection rates, a gap of 0.05.
+# The paper makes no quantitative claims; we grade its claims about probing a real model, from intervals:
+# 95 % bootstrap intervals over stimulus resamples for WEAT effect sizes and over test texts for the
+# Bias-in-Bios probe, Student-t intervals over seeds for the resume screeners. Thresholds use the
+# conventional effect-size scale (d: 0.2 small, 0.5 medium, 0.8 large) and, for selection rates, a gap of
+# 0.05 (0.1 for partial credit).
 #
-# 1. **Headline — levels dissociate on a real model (MiniLM).** The pre-registered association probe (the
-#    occupation WEAT, `main_encoding`) shows bias while the trained resume screener on the same model does
-#    not. *Reproduced* if d's interval lies above 0.5, the screener's signed selection-rate gap lies inside
-#    ±0.05, and the positive control's gap lies above 0.1 (the audit can see a decision bias); *partially* if
-#    d's interval lies above 0 and the gap inside ±0.1 (control passing); *inconclusive* if the positive
-#    control fails or an interval straddles a threshold; *not reproduced* if the association interval lies at
-#    or below 0, or the decision gap's interval lies wholly beyond ±0.1 (the levels agree).
-# 2. **Levels dissociate with known ground truth (planted model).** Same form: the planted model's WEAT d
-#    (mean over seeds) above 0.8, the neutral-label screener's gap inside ±0.05, the biased-label control
-#    above 0.1; and the shuffled corpus's d inside ±0.8 (the association probe is not always on).
-#    *Partially* with 0.5 / 0.1.
-# 3. **Results depend on measurement choices within the association level.** For each gender WEAT and each
-#    pair of encodings, the paired bootstrap difference Δd with a Bonferroni-adjusted interval (95 % over
-#    all comparisons). *Reproduced* if some Δd's interval excludes 0 with |Δd| > 0.5; *partially* if some
-#    interval excludes 0 but none of those differences exceeds 0.5; *not reproduced* if every interval lies
-#    inside ±0.5 (the measurement choices are shown to agree); *inconclusive* otherwise (the intervals
-#    contain 0 but also large differences: the stimulus sets are too small to tell) or with one encoding.
-# 4. **A probe at the target task's level predicts that task better (generalisation).** A 2×2 no-lose design
-#    on the planted model (planted vs shuffled corpus × neutral vs biased labels): in each seed, the share of
-#    the four cells in which a probe's detection matches the detection in the deployment-style audit (real
-#    use), for the decision-level probe minus the association probe. Rule on the mean over seeds:
-#    reproduced if > 0.25, partially if > 0, interval must clear it.
-# 5. **WEAT sanity (Caliskan et al. 2017):** flowers vs insects with pleasant vs unpleasant, d on MiniLM
-#    (`main_encoding`) above 0.8 reproduced, above 0.2 partially (Caliskan et al. report 1.50 on GloVe).
-# 6. **Reconciliation and selection** (disagreement across levels expected, within a level an anomaly;
-#    probes chosen by level and ecological validity): *illustrated* — these are the framework's definitions,
-#    shown on this run's results.
-# 7. **The survey, the five lessons, the LLM case-study probes and the explicit level:** *not testable
-#    offline*.
+# **Which decision probes count.** The headline is the case study's finding: an association probe shows a
+# gender–occupation bias that naturalistic decision probes of the same model do not. It is graded over
+# *every* decision probe the page rates as ecologically valid for the target task — the probes that
+# `select_probes` keeps for resume screening at the decision level with validity ≥ 3.5 (the level at which
+# `predict_generalization` predicts that a probe generalises to the task) and that run offline on the model
+# under test: the Bias-in-Bios occupation classifier and both resume screeners. Each probe's gap is stated
+# in the congruent − incongruent direction; the headline asks that every one of them lies inside ±0.05 (it
+# reads each gap's interval folded at 0, `abs_interval` below: inside ±t is |gap| < t). One valid decision
+# probe with a clear bias in either direction is enough to refute "the decision probes show no bias".
+#
+# Two lessons can only be demonstrated on an example we built (the planted-bias model, where we put the
+# association in and know that the neutral labels ignore it); they are *illustrated*, with their numbers
+# shown, not graded.
 
 # %%
 #| export
-H_ASSOC, H_GAP, H_POWER = 0.5, 0.05, 0.1          # headline thresholds (reproduced)
-H_ASSOC_P, H_GAP_P = 0.0, 0.1                       # headline thresholds (partially)
-P_ASSOC, P_ASSOC_P, P_SHUFFLED = 0.8, 0.5, 0.8      # planted-model thresholds
-DELTA_BIG = 0.5                                     # a large difference between measurement choices
-ACC_RULE = Rule(">", 0.25, 0.0, what="accuracy(decision probe) − accuracy(association probe)")
-SANITY_RULE = Rule(">", 0.8, 0.2, what="d (flowers/insects × pleasant/unpleasant)")
+VALID_ECO = 3.5                    # ecological validity at which a same-level probe is predicted to generalise ('high')
+TARGET_TASK = "resume_screening"   # the deployment task the decision probes are rated for
 
-def _inside(e:Estimate, t:float) -> bool: return e.has_interval and -t < e.lo and e.hi < t
-def _beyond(e:Estimate, t:float) -> bool: return e.has_interval and (e.lo > t or e.hi < -t)
+def valid_decision_probes(cat:Catalogue, task:str=TARGET_TASK) -> list[str]:
+    "Ids of the decision probes the catalogue rates as valid for `task`: the task's level, validity ≥ `VALID_ECO`, run offline on the model under test."
+    return [p.id for p in select_probes(cat, "gender–occupation", task, min_eco=VALID_ECO, offline_only=True)
+            if p.level == cat.tasks[task] and not str(p.runner).startswith("planted")]
 
-def dissociation(assoc:Estimate, gap:Estimate, power:Estimate, t_assoc:float, t_gap:float, t_assoc_p:float, t_gap_p:float) -> dict:
-    "The compound verdict conditions of a dissociation claim: association present, decision gap absent, audit has power."
-    power_ok = power.has_interval and power.lo > H_POWER
-    rep = power_ok and assoc.has_interval and assoc.lo > t_assoc and _inside(gap, t_gap)
-    part = power_ok and assoc.has_interval and assoc.lo > t_assoc_p and _inside(gap, t_gap_p)
-    refuted = (assoc.has_interval and assoc.hi <= 0) or _beyond(gap, t_gap_p)
-    return dict(reproduced=bool(rep), partially=bool(part and not rep), inconclusive=bool(not rep and not part and not (refuted and power_ok)))
 
-def measurement_verdict(deltas) -> dict:
-    "Compound conditions of claim 3 from a table of paired differences (columns delta, lo, hi)."
-    if len(deltas) == 0: return dict(reproduced=False, partially=False, inconclusive=True)
-    excl = (deltas.lo > 0) | (deltas.hi < 0)
-    big = excl & (deltas.delta.abs() > DELTA_BIG)
-    agree = ((deltas.lo > -DELTA_BIG) & (deltas.hi < DELTA_BIG)).all()   # every difference shown to be small: the choices agree
-    return dict(reproduced=bool(big.any()), partially=bool(excl.any() and not big.any()), inconclusive=bool(not excl.any() and not agree))
+# %%
+test_eq(valid_decision_probes(load_catalogue()), ["bias_in_bios", "resume_retrieval", "resume_screener"])
 
-def _fmt(e:Estimate) -> str: return str(e)
 
-def claims(cfg:Config, ev:dict) -> list:
-    "The verdicts from the run's evidence `ev` (Estimates and tables; see `run`), by the rules stated above."
-    vs = []
-    d = dissociation(ev["assoc"], ev["gap"], ev["power"], H_ASSOC, H_GAP, H_ASSOC_P, H_GAP_P)
-    vs.append(judge("Bias probes at different levels disagree: an association probe shows gender–occupation bias that a decision probe of the same model does not",
-                    "association probes (LLM word-association test, WinoBias) strong; naturalistic decision probes (letters, resume classification) weak or none (case study)",
-                    f"{ev['model']}: occupation WEAT d ({cfg.main_encoding}) {_fmt(ev['assoc'])}; trained screener gap {_fmt(ev['gap'])}; positive control gap {_fmt(ev['power'])}",
-                    **d, rule_text=f"reproduced if d's interval > {H_ASSOC}, screener gap's interval inside ±{H_GAP} and control gap's interval > {H_POWER}; "
-                                   f"partially with {H_ASSOC_P} and ±{H_GAP_P}; inconclusive if the control fails or an interval straddles; not reproduced if d ≤ 0 or the gap's interval lies wholly beyond ±{H_GAP_P}",
-                    reason="an encoder (MiniLM) with synthetic resumes stands in for the paper's LLM probes", headline=True))
-    d2 = dissociation(ev["planted_d"], ev["planted_gap"], ev["planted_power"], P_ASSOC, H_GAP, P_ASSOC_P, H_GAP_P)
-    sh_ok = _inside(ev["shuffled_d"], P_SHUFFLED)
-    d2 = dict(reproduced=d2["reproduced"] and sh_ok, partially=(d2["partially"] or d2["reproduced"]) and not (d2["reproduced"] and sh_ok) and sh_ok,
-              inconclusive=d2["inconclusive"] or ((d2["reproduced"] or d2["partially"]) and not sh_ok))
-    vs.append(judge("Levels can dissociate (known ground truth): a planted association is detected by the association probe but does not reach gender-neutral decisions",
-                    "lesson: bias at one level need not predict bias at another",
-                    f"planted d {_fmt(ev['planted_d'])}; shuffled d {_fmt(ev['shuffled_d'])}; neutral-label gap {_fmt(ev['planted_gap'])}; biased-label gap {_fmt(ev['planted_power'])}",
-                    **d2, rule_text=f"reproduced if planted d > {P_ASSOC}, shuffled d inside ±{P_SHUFFLED}, neutral gap inside ±{H_GAP}, biased gap > {H_POWER} (intervals over seeds); partially with d > {P_ASSOC_P} and ±{H_GAP_P}",
-                    reason="a constructed demonstration: it shows that the dissociation can happen, not how often it does in LLMs"))
-    m = measurement_verdict(ev["deltas"])
-    n_ex = int(((ev["deltas"].lo > 0) | (ev["deltas"].hi < 0)).sum()) if len(ev["deltas"]) else 0
-    big = ev["deltas"].loc[ev["deltas"].delta.abs().idxmax()] if len(ev["deltas"]) else None
-    vs.append(judge("Probe results depend on measurement choices within the association level (bare word, SEAT templates, static embeddings)",
-                    "probes that look alike can disagree; report stimuli and measurement (standardised reporting)",
-                    (f"{n_ex} of {len(ev['deltas'])} paired differences exclude 0; largest |Δd| = {abs(big.delta):.2f} ({big.test}: {big.pair}, interval {big.lo:.2f} to {big.hi:.2f})"
-                     if big is not None else "one encoding only"),
-                    **m, rule_text=f"reproduced if some Bonferroni-adjusted interval of Δd excludes 0 with |Δd| > {DELTA_BIG}; partially if some excludes 0; not reproduced if all lie inside ±{DELTA_BIG}; else inconclusive",
-                    reason="bootstrap over the words of each set; the comparisons share the stimuli"))
-    vs.append(judge("A probe at the target task's level and with high ecological validity predicts bias in that task; an association probe does not",
-                    "EcoLevels generates predictions about bias generalisation",
-                    f"decision − association detection accuracy against the deployment audit: {_fmt(ev['acc_gap'])}",
-                    rule=ACC_RULE, value=ev["acc_gap"],
-                    reason="2×2 no-lose design on the planted model (planted/shuffled corpus × neutral/biased labels); deployment = the same screener on differently worded candidates"))
-    if ev.get("sanity") is not None:
-        vs.append(judge("WEAT detects the classic flowers/insects valence association (sanity check of the association probe)",
-                        "d = 1.50 on GloVe (Caliskan et al. 2017)", f"{ev['model']}: d {_fmt(ev['sanity'])}", rule=SANITY_RULE, value=ev["sanity"],
-                        reason="checks our WEAT on a real model; not a claim of the position paper"))
-    vs.append(judge("EcoLevels reconciles conflicting results (disagreement across levels expected, within a level an anomaly) and selects probes by level and ecological validity",
-                    "framework components (a) and (b)", ev.get("reconcile_summary", "see the reconciliation table"),
-                    verdict="illustrated", reason="the framework's definitions applied to this run's results; our rubric and rules"))
-    vs.append(judge("Review of psychological methods and probe taxonomies; five lessons; the case study's LLM probes and the explicit level",
-                    "qualitative (position paper)", "not run", verdict="not_testable_offline",
-                    reason="no generative LLM offline (explicit endorsement, word-association and letter-writing probes need one); the survey and lessons are arguments, not measurements"))
-    return vs
+# %%
+#| export
+def _rule_text(rule) -> str: return Claim("x", "x", "x", rule).rule_text()
+_D = "2026-12-01"
+_HEADLINE = AllOf(Above("assoc/d", 0.5, 0.0, what="occupation WEAT d on the model (pre-registered encoding)"),
+                  Each("decision/abs_gap/*", "<", 0.05, 0.1, what="|gap| of a valid decision probe (interval folded at 0)"))
+_MEASURE = Each("measurement/abs_delta/*", ">", 0.5, 0.2, mode="any", null=0.0, what="|Δd| between two encodings")
+CLAIMS = [
+    Claim("levels_dissociate", "Bias probes at different levels disagree: an association probe shows gender–occupation bias that the ecologically valid decision probes of the same model do not",
+          "association probes (LLM word-association test, WinoBias) strong; naturalistic decision probes (letters, resume classification) weak or none (case study)",
+          _HEADLINE, headline=True,
+          requires=(Above("resume/control/gap", 0.1, what="positive control's gap (the resume audit sees a bias put into the labels)"),
+                    Above("bios/balanced_accuracy", 0.6, what="balanced accuracy of the occupation classifiers")),
+          reason="MiniLM stands in for the paper's LLMs; valid decision probes: the Bias-in-Bios classifier and the two resume screeners",
+          ours="occupation WEAT d {assoc/d:.2f}; gaps: Bias in Bios {decision/gap/bias_in_bios:+.3f}, trained screener {decision/gap/resume_screener:+.3f}, "
+               "retrieval screener {decision/gap/resume_retrieval:+.3f}",
+          log=[Change(_D, "reproduced if d's interval > 0.5, screener gap's interval inside ±0.05 and control gap's interval > 0.1; partially with 0.0 and ±0.1; inconclusive if the control fails or an interval straddles; not reproduced if d ≤ 0 or the gap's interval lies wholly beyond ±0.1",
+                      _rule_text(_HEADLINE),
+                      "the old rule read only the screener trained on gender-neutral labels, which cannot show bias by construction; the claim is now graded over every decision probe the page rates as ecologically valid (that screener, the zero-shot retrieval screener and a Bias-in-Bios classifier on real texts); the conditions are declared as data")]),
+    Claim("planted_dissociation", "Levels can dissociate (known ground truth): a planted association is detected by the association probe but does not reach gender-neutral decisions",
+          "lesson: bias at one level need not predict bias at another", status="illustrated",
+          reason="a constructed demonstration (we planted the association and chose labels that ignore gender): it shows that the dissociation can happen, not that it does in LLMs",
+          ours="planted d {planted/d:.2f}; shuffled d {planted/shuffled_d:.2f}; neutral-label gap {planted/neutral_gap:+.3f}; biased-label gap {planted/biased_gap:+.3f}",
+          log=[Change(_D, "reproduced if planted d > 0.8, shuffled d inside ±0.8, neutral gap inside ±0.05, biased gap > 0.1 (intervals over seeds); partially with d > 0.5 and ±0.1",
+                      "illustrated", "a lesson of a position paper demonstrated on an example we constructed is illustrated, never reproduced")]),
+    Claim("measurement_choices", "Probe results depend on measurement choices within the association level (bare word, SEAT templates, static embeddings)",
+          "probes that look alike can disagree; report stimuli and measurement (standardised reporting)", _MEASURE,
+          reason="bootstrap over the words of each set, Bonferroni-adjusted over all gender tests and pairs of encodings; |Δd| is the interval of Δd folded at 0",
+          log=[Change(_D, "reproduced if some Bonferroni-adjusted interval of Δd excludes 0 with |Δd| > 0.5; partially if some excludes 0; not reproduced if all lie inside ±0.5; else inconclusive",
+                      _rule_text(_MEASURE), "partial credit now needs a difference above a small effect (0.2), not just one that excludes 0; every difference shown to lie below 0.2 is not reproduced")]),
+    Claim("decision_predicts_deployment", "A probe at the target task's level and with high ecological validity predicts bias in that task; an association probe does not",
+          "EcoLevels generates predictions about bias generalisation", status="illustrated",
+          reason="shown on the planted model (2×2 design: planted/shuffled corpus × neutral/biased labels), where the deployment audit is the same screener on reworded candidates, so the decision probe agrees with it by design",
+          ours="decision − association detection accuracy against the deployment audit: {planted/accuracy_gap:.2f}",
+          log=[Change(_D, "reproduced if accuracy(decision probe) − accuracy(association probe) > 0.25; partially if accuracy(decision probe) − accuracy(association probe) > 0; interval must clear the threshold",
+                      "illustrated", "the decision probe and the deployment audit are the same screener on reworded candidates, so their agreement (0.5 at every seed) is a property of the construction, not a finding")]),
+    Claim("weat_sanity", "WEAT detects the classic flowers/insects valence association (sanity check of the association probe)", "d = 1.50 on GloVe (Caliskan et al. 2017)",
+          Above("sanity/d", 0.8, 0.2, what="d (flowers/insects × pleasant/unpleasant)"), reason="checks our WEAT on a real model; not a claim of the position paper"),
+    Claim("reconcile", "EcoLevels reconciles conflicting results (disagreement across levels expected, within a level an anomaly) and selects probes by level and ecological validity",
+          "framework components (a) and (b)", status="illustrated", reason="the framework's definitions applied to this run's results; our rubric and rules",
+          ours="pairs of results: {reconcile/expected} expected, {reconcile/anomaly} anomalies, {reconcile/consistent} consistent, {reconcile/undetermined} undetermined"),
+    Claim("survey_lessons", "Review of psychological methods and probe taxonomies; five lessons; the case study's LLM probes and the explicit level",
+          "qualitative (position paper)", status="not_testable_offline",
+          reason="no generative LLM offline (explicit endorsement, word-association and letter-writing probes need one); the survey and lessons are arguments, not measurements"),
+]
+
+# %% [markdown]
+# ### How each claim is judged
+
+# %%
+from trustlib.results import claims_table
+
+# %%
+claims_table(CLAIMS)
 
 
 # %% [markdown]
-# The rules on crafted evidence with known answers:
+# What is paper-specific in these rules: the headline reads each decision gap's interval folded at 0, and the
+# measurement claim reads |Δd|, an interval of a paired difference folded at 0 (`abs_interval`), so that a
+# band ("inside ±0.05") or a difference in either direction is one comparison.
 
 # %%
-import pandas as pd
+#| export
+def abs_interval(e:Estimate) -> Estimate:
+    "The interval of |x| implied by an interval of x: [min(|lo|, |hi|), max(|lo|, |hi|)], or [0, max] when it contains 0."
+    a, b = abs(e.lo), abs(e.hi)
+    straddles = np.sign(e.lo) * np.sign(e.hi) < 1          # the interval contains 0 (or ends at it)
+    return Estimate(abs(e.value), 0.0 if straddles else min(a, b), max(a, b), e.n, e.level)
 
 
 # %%
-def _ev(assoc=1.0, gap=0.0, power=0.3, pd_=2.0, sd=0.0, pgap=0.0, ppow=0.3, acc=0.5, deltas=((0.8, 0.3, 1.3),), h=0.02, sanity=1.2):
-    E = lambda v: Estimate(v, v - h, v + h, 5)
-    D = pd.DataFrame([dict(test="t", pair="word−seat", delta=a, lo=b, hi=c) for a, b, c in deltas])
-    return dict(model="m", assoc=E(assoc), gap=E(gap), power=E(power), planted_d=E(pd_), shuffled_d=E(sd), planted_gap=E(pgap),
-                planted_power=E(ppow), acc_gap=E(acc), deltas=D, sanity=E(sanity))
-_c = Config.from_params("smoke")
-def _v(i, **kw): return claims(_c, _ev(**kw))[i].verdict
-test_eq(_v(0), "reproduced")
-test_eq(_v(0, assoc=0.3), "partially")                      # association present but not medium
-test_eq(_v(0, gap=0.07), "partially")                       # decision gap small but not within ±0.05
-test_eq(_v(0, gap=0.3), "not_reproduced")                   # the decision probe shows bias too: levels agree
-test_eq(_v(0, gap=0.1, h=0.03), "inconclusive")             # straddles the partial threshold
-test_eq(_v(0, gap=-0.3), "not_reproduced")                  # reversed decision bias: no dissociation of this kind either
-test_eq(_v(0, assoc=-0.5), "not_reproduced")                # no association
-test_eq(_v(0, power=0.05), "inconclusive")                  # the audit cannot see bias even when planted
-test_eq(_v(0, gap=0.05, h=0.03), "partially")               # straddles 0.05 but inside 0.1
-test_eq(_v(0, assoc=1.0, h=1.5), "inconclusive")            # association interval straddles 0
-test_eq(_v(1), "reproduced")
-test_eq(_v(1, sd=1.5), "inconclusive")                      # association probe fires on the shuffled corpus too
-test_eq(_v(1, pgap=0.3), "not_reproduced")
-test_eq(_v(1, pd_=0.6), "partially")
-test_eq(_v(2), "reproduced")
-test_eq(_v(2, deltas=((0.3, 0.1, 0.5),)), "partially")
-test_eq(_v(2, deltas=((0.8, -0.1, 1.7), (0.1, -0.2, 0.4))), "inconclusive")      # contains 0, but also large differences
-test_eq(_v(2, deltas=((0.1, -0.3, 0.4), (-0.1, -0.2, 0.1))), "not_reproduced")   # every difference shown to be small
-test_eq(_v(2, deltas=()), "inconclusive")
-test_eq(_v(3), "reproduced"); test_eq(_v(3, acc=0.1), "partially"); test_eq(_v(3, acc=-0.5), "not_reproduced")
-test_eq(_v(4), "reproduced"); test_eq(_v(4, sanity=0.0), "not_reproduced")
-test_eq(sum(v.headline for v in claims(_c, _ev())), 1)
+test_eq(abs_interval(Estimate(-0.8, -1.2, -0.6, 100)), Estimate(0.8, 0.6, 1.2, 100))
+test_eq(abs_interval(Estimate(0.1, -0.3, 0.5, 100)), Estimate(0.1, 0.0, 0.5, 100))
+_m = lambda *iv: {f"measurement/abs_delta/t{i}": abs_interval(Estimate((a + b) / 2, a, b, 100)) for i, (a, b) in enumerate(iv)}
+test_eq(_MEASURE.evaluate(_m((-1.2, -0.6), (-0.1, 0.1))).verdict, "reproduced")        # a large difference in either direction
+test_eq(_MEASURE.evaluate(_m((0.25, 0.45))).verdict, "partially")
+test_eq(_MEASURE.evaluate(_m((-0.1, 0.1), (0.02, 0.15))).verdict, "not_reproduced")   # every difference shown to be below a small effect
+test_eq(_MEASURE.evaluate(_m((-0.3, 0.9))).verdict, "inconclusive")
+_band = _HEADLINE.parts[1]
+_g = lambda *iv: {f"decision/abs_gap/p{i}": abs_interval(Estimate((a + b) / 2, a, b, 5)) for i, (a, b) in enumerate(iv)}
+test_eq(_band.evaluate(_g((-0.03, 0.04), (-0.01, 0.02))).verdict, "reproduced")       # every gap inside ±0.05
+test_eq(_band.evaluate(_g((-0.03, 0.04), (0.012, 0.078))).verdict, "partially")      # one inside ±0.1 only
+test_eq(_band.evaluate(_g((-0.03, 0.04), (0.39, 0.43))).verdict, "not_reproduced")   # one clear bias refutes "no bias"
+test_eq(_band.evaluate(_g((-0.03, 0.04), (-0.43, -0.39))).verdict, "not_reproduced") # in either direction
+test_eq(_band.evaluate(_g((-0.03, 0.04), (-0.02, 0.2))).verdict, "inconclusive")
 
 
 # %% [markdown]
 # ## `run`: the whole experiment
+#
+# Four parts, each a function: the association level on the encoder (every WEAT test under every encoding,
+# with stimulus-bootstrap intervals and the paired differences between encodings), the decision level on
+# the encoder (the resume screeners over seeds, the Bias-in-Bios classifiers), the planted-bias model's
+# 2×2 design, and the framework applied to all of these results. `run` returns measurements only; the
+# claims above are graded by `trustlib.results`.
 
 # %%
 #| export
@@ -1220,47 +1390,42 @@ def _paired_deltas(test:str, encs:list[str], draws:np.ndarray, point:dict, n_com
             rows.append(dict(test=test, pair=f"{encs[i]}−{encs[j]}", delta=float(v), lo=float(min(lo, v)), hi=float(max(hi, v)), level=level))
     return rows
 
-def run(cfg:Config, progress:bool=True) -> Result:
-    "Run the EcoLevels probes described by `cfg`; returns metrics, tables, figures and verdicts."
+def association_level(cfg:Config, encode, progress:bool=True) -> tuple:
+    "WEAT table, {(test, encoding): Estimate of d} and the paired differences between encodings (a table)."
     import pandas as pd
     from tqdm.auto import tqdm
-    cat = load_catalogue()
-    metrics, ev = {}, {}
-    with torch_threads(cfg.n_threads):
-        encode = load_encoder(cfg)
-        model = encode.model_name; ev["model"] = model
-        # --- association level on the encoder: WEAT under every encoding -----------------------------------------
-        wrows, deltas, weat_est = [], [], {}
-        n_cmp = sum(1 for t in cfg.weat_tests if t in GENDER_TESTS) * len(cfg.encodings) * (len(cfg.encodings) - 1) // 2
-        for name in tqdm(cfg.weat_tests, desc="WEAT tests", disable=not progress):
-            t = WEAT_TESTS[name]
-            enc_sets = {e: tuple(encode_words(encode, WORD_SETS[k], e) for k in (t.X, t.Y, t.A, t.B)) for e in cfg.encodings}
-            draws = weat_bootstrap([enc_sets[e] for e in cfg.encodings], cfg.n_boot, derive_seed(cfg.seed, "boot", name))
-            point = {}
-            for i, e in enumerate(cfg.encodings):
-                d = weat_effect_size(*enc_sets[e]); point[e] = d
-                p, n_used, exact = weat_pvalue(*enc_sets[e], n_permutations=cfg.n_permutations, seed=derive_seed(cfg.seed, "perm", name))
-                est = percentile_estimate(d, draws[:, i]); weat_est[(name, e)] = est
-                wrows.append(dict(test=name, construct=t.construct, encoding=e, d=d, lo=est.lo, hi=est.hi, p=p, partitions=n_used, exact=exact,
-                                  caliskan_glove_d=t.caliskan_d if t.caliskan_d is not None else float("nan")))
-                metrics[f"weat/{name}/{e}/d"] = round(d, 6); metrics[f"weat/{name}/{e}/p"] = p
-            if name in GENDER_TESTS: deltas += _paired_deltas(name, list(cfg.encodings), draws, point, n_cmp)
-        weat = pd.DataFrame(wrows)
-        ev["assoc"] = weat_est[("occupations", cfg.main_encoding)]
-        ev["sanity"] = weat_est.get(("flowers_insects", cfg.main_encoding))
-        ev["deltas"] = pd.DataFrame(deltas, columns=["test", "pair", "delta", "lo", "hi", "level"])
-        # --- decision level on the encoder: resume screeners -------------------------------------------------------
-        drows = []
-        for s in tqdm(range(cfg.n_seeds), desc="resume screeners", disable=not progress):
-            out = resume_probe(encode, cfg.n_train_resumes, cfg.n_test_resumes, cfg.positive_bias, derive_seed(cfg.seed, "resume", s))
-            for k, a in out.items(): drows.append(dict(seed=s, screener=k, **a))
-    dec = pd.DataFrame(drows)
-    col = lambda k, c: dec[dec.screener == k][c].to_numpy()
-    ev["gap"], ev["power"] = mean_ci(col("trained", "gap")), mean_ci(col("control", "gap"))
-    for k in ("trained", "control", "retrieval"):
-        for c in ("gap", "h", "dp", "ratio", "flips"): metrics[f"resume/{k}/{c}"] = round(float(np.mean(col(k, c))), 6)
-    metrics["resume/trained/accuracy"] = round(float(np.mean(col("trained", "accuracy"))), 6)
-    # --- the planted-bias model: 2×2 design ------------------------------------------------------------------------
+    wrows, deltas, est = [], [], {}
+    n_cmp = sum(1 for t in cfg.weat_tests if t in GENDER_TESTS) * len(cfg.encodings) * (len(cfg.encodings) - 1) // 2
+    for name in tqdm(cfg.weat_tests, desc="WEAT tests", disable=not progress):
+        t = WEAT_TESTS[name]
+        enc_sets = {e: tuple(encode_words(encode, WORD_SETS[k], e) for k in (t.X, t.Y, t.A, t.B)) for e in cfg.encodings}
+        draws = weat_bootstrap([enc_sets[e] for e in cfg.encodings], cfg.n_boot, derive_seed(cfg.seed, "boot", name))
+        point = {}
+        for i, e in enumerate(cfg.encodings):
+            d = weat_effect_size(*enc_sets[e]); point[e] = d
+            p, n_used, exact = weat_pvalue(*enc_sets[e], n_permutations=cfg.n_permutations, seed=derive_seed(cfg.seed, "perm", name))
+            est[(name, e)] = percentile_estimate(d, draws[:, i])
+            wrows.append(dict(test=name, construct=t.construct, encoding=e, d=d, lo=est[(name, e)].lo, hi=est[(name, e)].hi, p=p, partitions=n_used,
+                              exact=exact, caliskan_glove_d=t.caliskan_d if t.caliskan_d is not None else float("nan")))
+        if name in GENDER_TESTS: deltas += _paired_deltas(name, list(cfg.encodings), draws, point, n_cmp)
+    return pd.DataFrame(wrows), est, pd.DataFrame(deltas, columns=["test", "pair", "delta", "lo", "hi", "level"])
+
+def decision_level(cfg:Config, encode, progress:bool=True) -> tuple:
+    "Resume screeners (one row per seed and screener) and the Bias-in-Bios probe (with the occupations it left out)."
+    import pandas as pd
+    from tqdm.auto import tqdm
+    drows = []
+    for s in tqdm(range(cfg.n_seeds), desc="resume screeners", disable=not progress):
+        out = resume_probe(encode, cfg.n_train_resumes, cfg.n_test_resumes, cfg.positive_bias, derive_seed(cfg.seed, "resume", s))
+        for k, a in out.items(): drows.append(dict(seed=s, screener=k, **a))
+    data, skipped = bios_data(cfg.bios_occupations, cfg.bios_train, cfg.bios_max_test, cfg.bios_min_per_gender, cfg.seed)
+    bios = bios_probe(encode, data, cfg.n_boot, cfg.seed, cfg.bios_max_length) if data else None
+    return pd.DataFrame(drows), bios, skipped
+
+def planted_level(cfg:Config, progress:bool=True):
+    "The planted model's 2×2 design: one row per seed, corpus (planted/shuffled) and labels (neutral/biased)."
+    import pandas as pd
+    from tqdm.auto import tqdm
     prows = []
     for s in tqdm(range(cfg.n_seeds), desc="planted model", disable=not progress):
         for corpus, p in (("planted", cfg.cooccurrence), ("shuffled", 0.5)):
@@ -1275,45 +1440,88 @@ def run(cfg:Config, progress:bool=True) -> Result:
                                   assoc_detects=bool(pval < cfg.alpha and d >= cfg.small_effect),
                                   audit_gap=a["audit"]["gap"], audit_h=a["audit"]["h"], audit_detects=detected(a["audit"], cfg.alpha, cfg.small_effect),
                                   deploy_gap=a["deployment"]["gap"], deploy_h=a["deployment"]["h"], deploy_detects=detected(a["deployment"], cfg.alpha, cfg.small_effect)))
-    planted = pd.DataFrame(prows)
-    sel = lambda c, l: planted[(planted.corpus == c) & (planted.labels == l)]
-    ev["planted_d"] = mean_ci(sel("planted", "neutral").weat_d); ev["shuffled_d"] = mean_ci(sel("shuffled", "neutral").weat_d)
-    ev["planted_gap"] = mean_ci(sel("planted", "neutral").audit_gap); ev["planted_power"] = mean_ci(sel("planted", "biased").audit_gap)
+    return pd.DataFrame(prows)
+
+
+# %% [markdown]
+# `measure` turns the parts into the metrics the claims read: `assoc/d` (the pre-registered association
+# probe), `decision/gap/<probe>` and `decision/h/<probe>` for each valid decision probe (per-seed lists for
+# the screeners, a bootstrap Estimate for Bias in Bios), the conditions, the paired differences between
+# encodings folded at 0, and the planted model's per-seed values.
+
+# %%
+#| export
+def _r(x): return round(float(x), 6)
+
+def measure(cfg:Config, cat:Catalogue, weat_est:dict, deltas, dec, bios, planted) -> dict:
+    "The metrics of a run, from the parts' outputs."
+    col = lambda k, c: [_r(v) for v in dec[dec.screener == k].sort_values("seed")[c]]
+    m = {"assoc/d": weat_est[("occupations", cfg.main_encoding)],
+         "sanity/d": weat_est.get(("flowers_insects", cfg.main_encoding)), "resume/control/gap": col("control", "gap"),
+         "bios/balanced_accuracy": _r(bios["balanced_accuracy"]) if bios else None}
+    found = {"resume_screener": (col("trained", "gap"), col("trained", "h")), "resume_retrieval": (col("retrieval", "gap"), col("retrieval", "h")),
+             "bias_in_bios": (bios["gap"], bios["h"]) if bios else (None, None)}
+    for p in valid_decision_probes(cat):
+        m[f"decision/gap/{p}"], m[f"decision/h/{p}"] = found.get(p, (None, None))
+        g = m[f"decision/gap/{p}"]
+        m[f"decision/abs_gap/{p}"] = None if g is None else abs_interval(g if isinstance(g, Estimate) else mean_ci(g))
+    for _, r in deltas.iterrows():
+        key = f"measurement/abs_delta/{r.test}_{r.pair.replace('−', '_')}"
+        m[key] = abs_interval(Estimate(r.delta, r.lo, r.hi, cfg.n_boot, r.level))
+    for (name, e), est in weat_est.items(): m[f"weat/{name}/{e}/d"] = _r(est.value)
+    for k in ("trained", "control", "retrieval"):
+        for c in ("gap", "h", "dp", "ratio", "flips"): m[f"resume/{k}/{c}_mean"] = _r(np.mean(col(k, c)))
+    m["resume/trained/accuracy_mean"] = _r(np.mean(col("trained", "accuracy")))
+    sel = lambda c, l, v: [_r(x) for x in planted[(planted.corpus == c) & (planted.labels == l)].sort_values("seed")[v]]
+    m.update({"planted/cooccurrence": _r(np.mean(sel("planted", "neutral", "cooccurrence"))), "planted/d": sel("planted", "neutral", "weat_d"),
+              "planted/shuffled_d": sel("shuffled", "neutral", "weat_d"), "planted/neutral_gap": sel("planted", "neutral", "audit_gap"),
+              "planted/biased_gap": sel("planted", "biased", "audit_gap")})
     acc = planted.assign(dec_ok=planted.audit_detects == planted.deploy_detects, assoc_ok=planted.assoc_detects == planted.deploy_detects).groupby("seed")[["dec_ok", "assoc_ok"]].mean()
-    ev["acc_gap"] = mean_ci((acc.dec_ok - acc.assoc_ok).to_numpy())
-    metrics.update({"planted/cooccurrence": round(float(sel("planted", "neutral").cooccurrence.mean()), 6),
-                    "planted/d": round(ev["planted_d"].value, 6), "planted/shuffled_d": round(ev["shuffled_d"].value, 6),
-                    "planted/neutral_gap": round(ev["planted_gap"].value, 6), "planted/biased_gap": round(ev["planted_power"].value, 6),
-                    "planted/decision_accuracy": round(float(acc.dec_ok.mean()), 6), "planted/association_accuracy": round(float(acc.assoc_ok.mean()), 6)})
-    # conditions the comparison depends on: the planted rate is realised, the neutral labels ignore gender
+    m["planted/accuracy_gap"] = [_r(v) for v in (acc.dec_ok - acc.assoc_ok)]
     _c = planted_candidates(5000, np.random.default_rng(derive_seed(cfg.seed, "condition")))
-    metrics["condition/label_gender_corr"] = round(float(np.corrcoef([c["female"] for c in _c], planted_labels(_c, 0.0))[0, 1]), 6)
-    _r = make_resumes(5000, np.random.default_rng(derive_seed(cfg.seed, "condition", 1)))
-    metrics["condition/resume_gender_score_corr"] = round(float(np.corrcoef([r["gender"] == "female" for r in _r], [r["score"] for r in _r])[0, 1]), 6)
-    metrics["condition/control_detectable"] = bool(ev["power"].has_interval and ev["power"].lo > H_POWER)
-    # --- the framework on these results --------------------------------------------------------------------------
-    h_est = lambda k: mean_ci(col(k, "h"))
+    m["condition/label_gender_corr"] = _r(np.corrcoef([c["female"] for c in _c], planted_labels(_c, 0.0))[0, 1])
+    _rs = make_resumes(5000, np.random.default_rng(derive_seed(cfg.seed, "condition", 1)))
+    m["condition/resume_gender_score_corr"] = _r(np.corrcoef([r["gender"] == "female" for r in _rs], [r["score"] for r in _rs])[0, 1])
+    return m
+
+def framework(cfg:Config, cat:Catalogue, model:str, weat_est:dict, dec, bios, planted) -> dict:
+    "The framework on this run's results: the effects with their states, the pairwise reconciliation and the probe selection for resume screening."
+    import pandas as pd
+    h = lambda k: mean_ci(dec[dec.screener == k].sort_values("seed")["h"].to_numpy())
     results = [dict(probe={"word": "weat_word", "seat": "seat_templates", "static": "weat_static"}[e], model=model, effect=weat_est[("occupations", e)]) for e in cfg.encodings]
-    results += [dict(probe="resume_screener", model=model, effect=h_est("trained")), dict(probe="resume_retrieval", model=model, effect=h_est("retrieval")),
-                dict(probe="planted_weat", model="planted PPMI-SVD", effect=ev["planted_d"]),
-                dict(probe="planted_screener", model="planted PPMI-SVD", effect=mean_ci(sel("planted", "neutral").audit_h))]
+    results += [dict(probe="resume_screener", model=model, effect=h("trained")), dict(probe="resume_retrieval", model=model, effect=h("retrieval"))]
+    if bios: results.append(dict(probe="bias_in_bios", model=model, effect=bios["h"]))
+    sel = planted[(planted.corpus == "planted") & (planted.labels == "neutral")]
+    results += [dict(probe="planted_weat", model="planted PPMI-SVD", effect=mean_ci(sel.weat_d.to_numpy())),
+                dict(probe="planted_screener", model="planted PPMI-SVD", effect=mean_ci(sel.audit_h.to_numpy()))]
     rec = reconcile(results, cat, cfg.small_effect)
     effects = pd.DataFrame([dict(probe=r["probe"], model=r["model"], level=cat.probes[r["probe"]].level, effect=r["effect"].value, lo=r["effect"].lo,
                                  hi=r["effect"].hi, state=classify_effect(r["effect"], cfg.small_effect)) for r in results])
-    counts = rec.label.value_counts().to_dict()
-    ev["reconcile_summary"] = "; ".join(f"{k}: {counts[k]}" for k in ("expected", "anomaly", "consistent", "undetermined") if k in counts) + " (pairs of results)"
-    for k in ("expected", "anomaly", "consistent", "undetermined"): metrics[f"reconcile/{k}"] = int(counts.get(k, 0))
-    task = "resume_screening"
-    selection = pd.DataFrame([dict(rank=i + 1, probe=p.id, level=p.level, eco=round(p.eco_score(task), 2), offline=p.offline,
-                                   prediction=predict_generalization(p, task, cat).prediction, hypothesis=predict_generalization(p, task, cat).hypothesis)
-                              for i, p in enumerate(select_probes(cat, "gender–occupation", task))])
-    verdicts = claims(cfg, ev)
-    tables = dict(catalogue=cat.frame(task), weat=weat.round(4), measurement=ev["deltas"].round(4),
-                  decision=dec.groupby("screener")[["gap", "h", "dp", "ratio", "flips", "p_sign"]].agg(["mean", "std"]).round(4),
-                  decision_runs=dec, planted=planted.groupby(["corpus", "labels"])[["weat_d", "audit_gap", "deploy_gap", "assoc_detects", "audit_detects", "deploy_detects"]].mean().round(4),
-                  planted_runs=planted, effects=effects.round(4), reconcile=rec, selection=selection)
-    return Result(paper="ecolevels", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables,
-                  figures=make_figures(cfg, cat, effects, weat, planted))
+    selection = pd.DataFrame([dict(rank=i + 1, probe=p.id, level=p.level, eco=round(p.eco_score(TARGET_TASK), 2), offline=p.offline,
+                                   valid=p.id in valid_decision_probes(cat), prediction=predict_generalization(p, TARGET_TASK, cat).prediction,
+                                   hypothesis=predict_generalization(p, TARGET_TASK, cat).hypothesis)
+                              for i, p in enumerate(select_probes(cat, "gender–occupation", TARGET_TASK))])
+    return dict(effects=effects, reconcile=rec, selection=selection)
+
+def run(cfg:Config, progress:bool=True) -> Result:
+    "Run the EcoLevels probes described by `cfg`; returns measurements, tables and figures (no verdicts)."
+    cat = load_catalogue()
+    with torch_threads(cfg.n_threads):
+        encode = load_encoder(cfg)
+        weat, weat_est, deltas = association_level(cfg, encode, progress)
+        dec, bios, skipped = decision_level(cfg, encode, progress)
+    planted = planted_level(cfg, progress)
+    metrics = measure(cfg, cat, weat_est, deltas, dec, bios, planted)
+    fw = framework(cfg, cat, encode.model_name, weat_est, dec, bios, planted)
+    for k in ("expected", "anomaly", "consistent", "undetermined"): metrics[f"reconcile/{k}"] = int((fw["reconcile"].label == k).sum())
+    metrics["bios/occupations"] = len(bios["table"]) if bios else 0
+    import pandas as pd
+    tables = dict(catalogue=cat.frame(TARGET_TASK), weat=weat.round(4), measurement=deltas.round(4),
+                  decision=dec.groupby("screener")[["gap", "h", "dp", "ratio", "flips", "p_sign"]].agg(["mean", "std"]).round(4), decision_runs=dec,
+                  bios=bios["table"].round(4) if bios else pd.DataFrame(), bios_skipped=pd.DataFrame(dict(left_out=skipped)),
+                  planted=planted.groupby(["corpus", "labels"])[["weat_d", "audit_gap", "deploy_gap", "assoc_detects", "audit_detects", "deploy_detects"]].mean().round(4),
+                  planted_runs=planted, effects=fw["effects"].round(4), reconcile=fw["reconcile"], selection=fw["selection"])
+    return Result(paper="ecolevels", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=make_figures(cfg, cat, fw["effects"], weat, planted))
 
 def make_figures(cfg:Config, cat:Catalogue, effects, weat, planted, task:str="resume_screening") -> dict:
     "The EcoLevels map, the WEAT effect sizes per measurement choice, and the planted-model 2×2 design."
@@ -1364,19 +1572,21 @@ def make_figures(cfg:Config, cat:Catalogue, effects, weat, planted, task:str="re
 # ## The experiment
 #
 # One call runs everything for the chosen profile (`smoke` by default here; the committed page shows a `cpu`
-# run: all five WEAT tests under three encodings with 10,000 permutations and 2,000 stimulus resamples, five
-# seeds of the resume screeners and of the planted model).
+# run: all five WEAT tests under three encodings with 10,000 permutations and 2,000 stimulus resamples, the
+# Bias-in-Bios probe on the six Wikidata occupations, five seeds of the resume screeners and of the planted
+# model).
 
 # %%
 from trustlib.results import run_experiment
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
-# The conditions the comparisons depend on hold in this run: the planted co-occurrence is realised, the
-# gender-neutral labels are uncorrelated with gender, and the positive control shows that the resume audit
-# detects a decision bias when one is put into the labels.
+# What the constructions promise holds in this run: the planted co-occurrence is realised, and the
+# gender-neutral labels of the screener and of the planted model are uncorrelated with gender. (The
+# conditions of the headline — the positive control and the occupation classifiers' accuracy — are part of
+# its claim and graded with it.)
 
 # %%
 assert abs(result.metrics["planted/cooccurrence"] - cfg.cooccurrence) < 0.02
@@ -1411,9 +1621,22 @@ result.figures["weat"]
 result.tables["measurement"]
 
 # %% [markdown]
-# Decision level — the resume screeners' counterfactual audits (mean and standard deviation over seeds):
-# `trained` has gender-neutral labels, `control` has labels biased towards stereotype-congruent applicants,
-# `retrieval` ranks by similarity to a job advertisement.
+# Decision level — the Bias-in-Bios-style occupation classifiers on real texts: per occupation, the test
+# texts with a known gender, the members of each gender, the women's share among members and non-members
+# (which sets the direction the gap is oriented in), the classifier's balanced accuracy, and the
+# true-positive rates of women and men with the oriented gap and h. Occupations left out by the
+# members-per-gender rule are listed below it.
+
+# %%
+result.tables["bios"]
+
+# %%
+result.tables["bios_skipped"]
+
+# %% [markdown]
+# The resume screeners' counterfactual audits (mean and standard deviation over seeds): `trained` has
+# gender-neutral labels, `control` has labels biased towards stereotype-congruent applicants, `retrieval`
+# ranks by similarity to a job advertisement.
 
 # %%
 result.tables["decision"]
@@ -1453,18 +1676,26 @@ result.verdict_table()
 #
 # - **What is graded.** The paper makes no quantitative claims; we grade its claims about probing. The
 #   headline asks whether, on one real pretrained model, an association probe and a decision probe give
-#   different answers about gender–occupation bias, with a positive control showing that the decision
-#   audit could see a bias. The planted model asks the same with known ground truth, and the 2×2 design asks
-#   whether the probe at the target task's level predicts the task's outcome better than the association
-#   probe — the generalisation claim in its simplest testable form.
+#   different answers about gender–occupation bias, over every decision probe rated valid for the target
+#   task, with a positive control showing that the resume audit could see a bias. The planted model shows
+#   the same with known ground truth, and the 2×2 design shows the generalisation lesson in its simplest
+#   form; both are examples we built, so they illustrate and are not graded.
 # - **Measurement choices.** Bare words, SEAT template sentences and static input embeddings are three
 #   measurements of the same association; the measurement table shows how far apart they are for each test.
 #   Reporting only one of them would hide that spread, which is the paper's argument for standardised
 #   reporting.
-# - **Within the decision level.** The retrieval screener takes its decisions straight from the
-#   representation, the trained screener learns from gender-neutral labels. If they disagree, the
-#   reconciliation table marks it as an anomaly: two probes at one level whose pipelines differ, which is
-#   what the framework asks one to explain rather than average away.
-# - **Limits.** MiniLM is a sentence encoder, not a generative LLM, and the resumes are templated; the
-#   levels, rubric scores and rules are our operationalisation of the framework. The LLM probes of the
+# - **Within the decision level.** The three decision probes are rated equally valid for resume screening,
+#   and they need not agree: their pipelines use the representation differently. A screener trained on
+#   labels that ignore gender learns to ignore the gender direction; a zero-shot retrieval screener takes its
+#   decisions straight from the representation's geometry, association included; an occupation classifier
+#   trained on real labels inherits whatever gender–occupation correlation its training texts carry. When
+#   they disagree, EcoLevels calls it an *anomaly* (see the reconciliation table): the decision level of one
+#   model gives different answers depending on the pipeline, so "the decision probe shows no bias" is a
+#   statement about one pipeline, not about the model — and a headline that needs every valid decision probe
+#   to show no bias is refuted by one that shows a clear bias. The headline's verdict above is this reading
+#   applied to the measured gaps.
+# - **Limits.** MiniLM is a sentence encoder, not a generative LLM; the resumes are templated, and the
+#   Bias-in-Bios texts are web excerpts about people rather than biographies (the gender of a person is
+#   known only for the texts that also occur in the Wikidata gender set); the levels, rubric scores and rules
+#   are our operationalisation of the framework. The LLM probes of the
 #   paper's case study and its explicit level are catalogued but not run.

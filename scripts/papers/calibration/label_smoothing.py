@@ -26,7 +26,7 @@
 #   `F.cross_entropy(E @ C.T, y, label_smoothing=β)` in value and both gradients, computing in the inputs'
 #   precision (float64 stays float64; bfloat16 runs bfloat16 matmuls with float32 reductions). Its peak
 #   memory and CPU time against the naive PyTorch loss are measured on CPU (bfloat16 at N = 8192 tokens,
-#   D = 1024, V = 32k in the cpu run; a stored table adds V = 128k and float32 at D = 256). The official
+#   D = 1024, V = 32k in the cpu run, interleaved rounds; a stored table adds V = 128k and the fused variant). The official
 #   fork's opt-in fused kernel has a sign error in its label term (off by 2β/V), shown below; ours has not.
 # - **The calibration claims, as a toy:** tiny GPT-2-style models (`trustlib.models.tiny_gpt`, random init)
 #   pretrained from scratch on a synthetic world of entities and attributes (30 % of the entities are never
@@ -53,13 +53,13 @@ import contextlib, copy, json, math, os, subprocess, sys, time
 from dataclasses import dataclass
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything, torch_threads
-from trustlib.results import Result, Verdict, Estimate, Rule, judge, mean_ci
+from trustlib.results import Result, Estimate, mean_ci, median_ci, Claim, Change, Above, Below, AtLeast, AllOf, Each, claims_table
 from trustlib import metrics as M
 
 # %%
 #| hide
 from fastcore.test import test_eq, test_close, test_fail
-from trustlib.results import run_experiment, check_headline
+from trustlib.results import run_experiment
 import torch, torch.nn.functional as F
 from trustlib.models import tiny_gpt, with_vocab
 import pandas as pd
@@ -105,8 +105,8 @@ bench_dim: Optional[int] = None  # benchmark hidden size D
 bench_vocab: Optional[list[int]] = None  # benchmark vocabulary sizes V
 bench_dtype: Optional[str] = None  # dtype of the benchmark's hidden states and classifier
 bench_impls: Optional[list[str]] = None  # implementations: naive, chunked (recompute in backward), fused (gradients in forward)
-bench_repeats: Optional[int] = None  # timed repetitions per case (after the measured first call)
-bench_subprocess: Optional[bool] = None  # measure every case in a fresh python process (exact peak memory)
+bench_repeats: Optional[int] = None  # interleaved timing rounds per vocabulary size (each times every implementation once; 6 or more give an interval)
+bench_subprocess: Optional[bool] = None  # measure each case's memory in a fresh python process, and the timing rounds in another
 n_threads: Optional[int] = None  # torch CPU threads (1 is fastest for tiny models on a shared CPU)
 
 
@@ -145,13 +145,13 @@ class Config(BaseConfig):
     bench_vocab: tuple[int, ...] = param((4096,), "benchmark vocabulary sizes V", ge=2, max=2**24)
     bench_dtype: str = param("float32", "dtype of the benchmark's hidden states and classifier", choices=("float32", "bfloat16", "float64", "float16"))
     bench_impls: tuple[str, ...] = param(("naive", "chunked", "fused"), "implementations: naive, chunked (recompute in backward), fused (gradients in forward)")
-    bench_repeats: int = param(1, "timed repetitions per case (after the measured first call)", ge=1, max=100)
-    bench_subprocess: bool = param(False, "measure every case in a fresh python process (exact peak memory)")
+    bench_repeats: int = param(6, "interleaved timing rounds per vocabulary size (each times every implementation once; 6 or more give an interval)", ge=1, max=100)
+    bench_subprocess: bool = param(False, "measure each case's memory in a fresh python process, and the timing rounds in another")
     n_threads: int = param(1, "torch CPU threads (1 is fastest for tiny models on a shared CPU)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                     sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768,), bench_dtype="bfloat16",
-                    bench_subprocess=True),
+                    bench_impls=("naive", "chunked"), bench_subprocess=True),
         "full": dict(model="llm", n_entities=150, d_models=(32, 128), n_layers=2, vocab_sizes=(512, 4096, 32768), pretrain_steps=800,
                      sft_epochs=15, n_seeds=3, bench=True, bench_tokens=8192, bench_dim=1024, bench_vocab=(32768, 131072), bench_dtype="bfloat16", bench_subprocess=True),
     }
@@ -162,6 +162,10 @@ class Config(BaseConfig):
             if d % self.n_heads: raise ConfigError(f"parameter 'd_models': {d} is not divisible by n_heads={self.n_heads}")
         if not self.d_models or not self.vocab_sizes: raise ConfigError("parameters 'd_models' and 'vocab_sizes' must not be empty")
         if 0.0 not in self.betas: raise ConfigError("parameter 'betas' must contain 0.0 (plain SFT, the reference)")
+        naive = 3 * self.bench_tokens * max(self.bench_vocab) * {"float64": 8, "float32": 4}.get(self.bench_dtype, 2)   # logits, log-softmax, gradient
+        if self.bench and "naive" in self.bench_impls and naive > 8 * 2**30 and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"parameters 'bench_tokens' x 'bench_vocab': the naive loss would need about {naive / 2**30:.0f} GiB; "
+                              "pass allow_large=True (CLI: --allow-large) to run it")
         need = world_vocab_size(self.n_entities)
         if min(self.vocab_sizes) < need: raise ConfigError(f"parameter 'vocab_sizes': {min(self.vocab_sizes)} is smaller than the world's {need} real tokens")
 
@@ -302,7 +306,7 @@ test_close(ls_optimal_gap(128_000, 0.1), 13.96, eps=0.01)
 # - **forward**, per chunk of tokens: logits $z = E_c C^\top$ (the only V-sized buffer), the label logit,
 #   the LSE (max-shifted, in place), and $\ell = \mathrm{LSE} - (1-\beta) z_y - \tfrac{\beta}{V} E_c\!\cdot\!\textstyle\sum_v C_v$.
 #   It saves only $E$, $C$, $y$ and the LSE ($N$ floats);
-# - **backward**, per block of the vocabulary (as many logits as a token chunk): recompute $z = EC_b^\top$ for
+# - **backward**, per block of the vocabulary (half as many logits as a token chunk): recompute $z = EC_b^\top$ for
 #   all tokens, form $g = w\odot(\mathrm{softmax}(z) - q)$ on those columns from the saved LSE, where $w$ is the
 #   upstream gradient (times 1/n for the mean, 0 on ignored rows), then $\partial C_b = g^\top E$ in one matmul
 #   over all tokens and $\partial E \mathrel{+}= g\,C_b$. Looping over the vocabulary in the
@@ -310,9 +314,14 @@ test_close(ls_optimal_gap(128_000, 0.1), 13.96, eps=0.01)
 #   $V\times D$ one for $\partial C$.
 #
 # `fused=True` instead computes both gradients during the forward (as the official fork's fused kernel
-# does) and keeps only $\partial E$ and $\partial C$ — inputs-sized, no recomputation — valid for the scalar
-# reductions. `chunk_size=None` picks chunks of about 32 MiB of logits. As in the official fork, no
-# gradient filtering is done: with smoothing, every gradient entry is at least about β/V in magnitude.
+# does) and keeps only $\partial E$ and $\partial C$ — inputs-sized, no recomputation (three matmuls, as the
+# naive loss, where the chunked loss needs four) — valid for the scalar reductions. In half precision its
+# $\partial C$ is summed over token chunks in float32 (a $V\times D$ buffer, twice the size of $C$), then converted to
+# the inputs' dtype *in place*, inside that buffer's own storage, so that no second $V\times D$ buffer exists at the
+# peak; `loss.backward()` then receives the saved gradients without a copy. `chunk_size=None` picks chunks of
+# about 32 MiB of logits (the fused loss: a quarter of $C$'s bytes, at least 16 MiB, so that its float32 sum
+# dominates its memory while a large vocabulary needs few passes over that sum). As in the official fork, no gradient filtering is done: with smoothing, every gradient
+# entry is at least about β/V in magnitude.
 #
 # **Precision.** The loss computes in the inputs' precision. float64 inputs stay float64 throughout (loss,
 # LSE, gradients); float32 stays float32. For bfloat16 / float16 the three matmuls run in that type
@@ -332,7 +341,11 @@ def acc_dtype(dtype):
     import torch
     return torch.float64 if dtype == torch.float64 else torch.float32
 
-_ROWS, _ACC_ROWS = 64, 2048   # rows per cache-sized block: float32 exp of half-precision logits; float32 accumulation
+_ROWS, _ACC_ROWS = 64, 1024   # rows per cache-sized block: float32 exp of half-precision logits; float32 accumulation
+
+def _rows(width:int) -> int:
+    "Rows per float32 block of `width` columns: at most `_ROWS`, and at most about 2 MiB."
+    return max(1, min(_ROWS, (2 << 20) // (4 * max(1, int(width)))))
 
 def _row_lse_(z, adt, shift:float|None=None):
     "Row max m and Σ_v exp(z − m) in the accumulation dtype `adt` (blockwise for half types); if `shift` is given, z ← softmax(z) − shift in place."
@@ -345,11 +358,12 @@ def _row_lse_(z, adt, shift:float|None=None):
         return m[:, 0], tot
     n = len(z)
     m = torch.empty(n, dtype=adt, device=z.device); tot = torch.empty(n, dtype=adt, device=z.device)
-    f = torch.empty(min(_ROWS, n), z.shape[1], dtype=adt, device=z.device)
-    for r in range(0, n, _ROWS):
-        zr = z[r:r + _ROWS]; fr = f[:len(zr)].copy_(zr)
+    R = _rows(z.shape[1])
+    f = torch.empty(min(R, n), z.shape[1], dtype=adt, device=z.device)
+    for r in range(0, n, R):
+        zr = z[r:r + R]; fr = f[:len(zr)].copy_(zr)
         mr = fr.amax(1, keepdim=True); fr.sub_(mr).exp_(); tr = fr.sum(1)
-        m[r:r + _ROWS], tot[r:r + _ROWS] = mr[:, 0], tr
+        m[r:r + R], tot[r:r + R] = mr[:, 0], tr
         if shift is not None: zr.copy_(fr.div_(tr[:, None]).sub_(shift))
     return m, tot
 
@@ -357,14 +371,24 @@ def _probs_minus_(z, lse, w, adt, shift:float):
     "In place z ← w·(exp(z − lse) − shift) per row (a block of columns of the softmax minus the uniform target share, times the row weight), in `adt`."
     import torch
     if z.dtype == adt: return z.sub_(lse[:, None]).exp_().sub_(shift).mul_(w[:, None])
-    f = torch.empty(min(_ROWS, len(z)), z.shape[1], dtype=adt, device=z.device)
-    for r in range(0, len(z), _ROWS):
-        zr = z[r:r + _ROWS]; zr.copy_(f[:len(zr)].copy_(zr).sub_(lse[r:r + _ROWS, None]).exp_().sub_(shift).mul_(w[r:r + _ROWS, None]))
+    R = _rows(z.shape[1])
+    f = torch.empty(min(R, len(z)), z.shape[1], dtype=adt, device=z.device)
+    for r in range(0, len(z), R):
+        zr = z[r:r + R]; zr.copy_(f[:len(zr)].copy_(zr).sub_(lse[r:r + R, None]).exp_().sub_(shift).mul_(w[r:r + R, None]))
     return z
 
 def _take_label_share_(P, rows, cols, share):
     "In place P[rows, cols] −= share (the label's part of the target; a number or one value per row), computed in float32 or better."
     P.index_put_((rows, cols), (P[rows, cols].to(acc_dtype(P.dtype)) - share).to(P.dtype))
+
+def _downcast_(x, dtype, block:int=1 << 20):
+    "A contiguous float32 tensor converted to a 2-byte `dtype` in its own storage, block by block (no second buffer of its size); returns the view."
+    import torch
+    flat = x.reshape(-1); n = flat.numel()
+    out = flat.view(dtype)[:n]                            # the first half of the bytes: element i sits at or before its float32 source
+    for a in range(0, n, block):
+        out[a:a + block].copy_(flat[a:a + block].to(dtype))   # the block is read whole before it is written
+    return out.view(x.shape)
 
 def _col_sum(Cw, adt):
     "Σ_v C_v (a D-vector): one matrix-vector product in the compute dtype, returned in the accumulation dtype."
@@ -411,7 +435,10 @@ def _make_function():
                                 dC[r:r + _ACC_ROWS].add_(torch.mm(z[:, r:r + _ACC_ROWS].T, we, out=part[:min(_ACC_ROWS, V - r)]))
             out = loss if reduction == "none" else loss.sum() * scale
             ctx.meta = (beta, ignore_index, reduction, cs, scale, fused, E.dtype, C.dtype)
-            if fused: ctx.save_for_backward(dE, dC)
+            if fused:
+                z = zbuf = None                                     # free the logits chunk before the float32 sum is converted
+                if dC is not None and wdt != adt: dC = _downcast_(dC, wdt)   # in place: no second V×D buffer at the peak
+                ctx.save_for_backward(dE, dC)
             else: ctx.save_for_backward(E, C, y, lse)
             return out
 
@@ -421,8 +448,9 @@ def _make_function():
             none = (None,) * 6
             if fused:
                 dE, dC = ctx.saved_tensors
-                return ((dE * grad_out.to(dE.dtype)).to(edt) if ctx.needs_input_grad[0] else None,
-                        (dC * grad_out.to(dC.dtype)).to(cdt) if ctx.needs_input_grad[1] else None, *none)
+                one = bool(grad_out == 1)                           # loss.backward(): the saved gradients as they are, no copies
+                scaled = lambda t, dt: (t if one else t * grad_out.to(t.dtype)).to(dt)
+                return (scaled(dE, edt) if ctx.needs_input_grad[0] else None, scaled(dC, cdt) if ctx.needs_input_grad[1] else None, *none)
             E, C, y, lse = ctx.saved_tensors
             N, D = E.shape; V = C.shape[0]
             wdt = torch.promote_types(E.dtype, C.dtype); adt = lse.dtype
@@ -432,7 +460,7 @@ def _make_function():
             need_E, need_C = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
             # blocks of the vocabulary (as many logits per block as a token chunk has): every dC block comes out of one matmul over
             # all N tokens (accumulated inside it), and only the N×D sum for dE is carried across blocks
-            cv = max(1, min(V, cs * V // N))
+            cv = max(1, min(V, cs * V // (2 * N)))
             dC = torch.empty(V, D, dtype=wdt, device=E.device) if need_C else None
             dE_acc = torch.zeros(N, D, dtype=adt, device=E.device) if need_E else None
             part = torch.empty(min(N, _ACC_ROWS), D, dtype=wdt, device=E.device) if need_E and wdt != adt else None
@@ -459,7 +487,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      y, # [...] integer targets, or ignore_index
                      beta:float=0.0, # label smoothing β ∈ [0, 1]
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
-                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk
+                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: a quarter of C's bytes, at least 16 MiB)
                      fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
     "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
@@ -470,7 +498,10 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
     if tuple(y.shape) != tuple(E.shape[:-1]): raise ValueError(f"y must have shape {tuple(E.shape[:-1])}, got {tuple(y.shape)}")
     V = C.shape[0]; yf = y.reshape(-1).long()
     if bool(((yf != ignore_index) & ((yf < 0) | (yf >= V))).any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
-    chunk_size = auto_chunk_size(V, itemsize=torch.promote_types(E.dtype, C.dtype).itemsize) if chunk_size is None else int(chunk_size)
+    if chunk_size is None:   # fused: larger chunks at large V (fewer passes over its V×D float32 sum), still far below the naive logits
+        item = torch.promote_types(E.dtype, C.dtype).itemsize
+        chunk_size = auto_chunk_size(V, max(16 * 2**20, V * C.shape[1] * item // 4) if fused else 32 * 2**20, itemsize=item)
+    chunk_size = int(chunk_size)
     if chunk_size < 1: raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if _FN is None: _FN = _make_function()
     out = _FN.apply(E.reshape(-1, E.shape[-1]), C, yf, beta, int(ignore_index), reduction, chunk_size, bool(fused))
@@ -579,20 +610,25 @@ test_close(official_fused_logit_grad(Z, Yz, beta_).sum(1), torch.full((17,), 2 *
 # %% [markdown]
 # ### Measuring peak memory and time
 #
-# `bench_case` times one forward + backward of one implementation and measures its **peak resident
-# memory above the baseline** (inputs already allocated). On Linux it resets the kernel's peak-RSS
-# counter (`/proc/self/clear_refs`, value 5) right before the call and reads `VmHWM` after it, which
-# sees every allocation, torch's included; elsewhere it falls back to `resource.getrusage` (peak over
-# the process's life). Memory freed by one case can be kept by the allocator and reused by the next,
-# which would hide part of the next peak, so `benchmark(..., subprocess=True)` runs every case in a fresh
-# python process. The first call is the one whose memory is measured; its time and the best of
-# `repeats` further calls are reported, both as CPU time of the process (`time.process_time`, `cpu_s`) and
-# as wall time (`time_s`). The ratios to the naive loss that the verdict uses are CPU-time ratios: on a
-# machine shared with other jobs, wall time measures the load as much as the code.
+# **Memory.** `bench_memory` measures the **peak resident memory above the baseline** (inputs already allocated) of
+# one forward + backward. On Linux it resets the kernel's peak-RSS counter (`/proc/self/clear_refs`, value 5) right
+# before the call and reads `VmHWM` after it, which sees every allocation, torch's included; elsewhere it falls back
+# to `resource.getrusage` (peak over the process's life). Memory freed by one case can be kept by the allocator and
+# reused by the next, which would hide part of the next peak, so `benchmark` measures each case's memory in a fresh
+# python process.
+#
+# **Time.** `bench_times` measures the **CPU time** (`time.process_time`) of one forward + backward of every
+# implementation in one process, after one untimed warm-up call each, in `repeats` *interleaved* rounds (every round
+# runs each implementation once, the order rotating from round to round), so that a change of load on a shared machine
+# hits all of them alike. Per round, each implementation's time over the naive loss's is a paired ratio; the
+# benchmark reports the median of those ratios with its distribution-free 95 % interval (`median_ci`, order
+# statistics; six rounds or more give one) and the median CPU and wall seconds of every implementation, with the
+# load average before and after. CPU time, because wall time on a shared machine measures the load as much as the code.
 
 # %%
 #| export
 BENCH_IMPLS = ("naive", "chunked", "fused")
+BENCH_DTYPES = ("float32", "bfloat16", "float64", "float16")
 
 def _proc_status(key:str) -> int|None:
     try:
@@ -608,85 +644,117 @@ def _reset_peak() -> bool:
         return True
     except OSError: return False
 
-BENCH_DTYPES = ("float32", "bfloat16", "float64", "float16")
-
-def bench_case(impl:str, # 'naive' (F.cross_entropy on E @ C.T), 'chunked' or 'fused'
-               n_tokens:int=8192, d_model:int=256, vocab_size:int=32768, beta:float=0.1,
-               chunk_size:int|None=None, repeats:int=1, threads:int|None=None, seed:int=0,
-               dtype:str="float32") -> dict: # dtype of E and C: 'float32', 'bfloat16', 'float64' or 'float16'
-    "Peak extra memory (bytes), CPU time and wall time (s) of one forward + backward, measured in this process."
-    import torch
-    if impl not in BENCH_IMPLS: raise ValueError(f"impl must be one of {list(BENCH_IMPLS)}, got {impl!r}")
+def _check_bench(impls, dtype):
+    bad = [i for i in impls if i not in BENCH_IMPLS]
+    if bad or not impls: raise ValueError(f"impl must be one of {list(BENCH_IMPLS)}, got {list(impls)!r}")
     if dtype not in BENCH_DTYPES: raise ValueError(f"dtype must be one of {list(BENCH_DTYPES)}, got {dtype!r}")
-    with torch_threads(threads): return _bench_case(impl, n_tokens, d_model, vocab_size, beta, chunk_size, repeats, seed, dtype)
 
-def _bench_case(impl, n_tokens, d_model, vocab_size, beta, chunk_size, repeats, seed, dtype):
-    import torch, torch.nn.functional as F, resource
-    dt = getattr(torch, dtype)
-    g = torch.Generator().manual_seed(seed)
+def _bench_inputs(n_tokens, d_model, vocab_size, dtype, seed):
+    import torch
+    dt = getattr(torch, dtype); g = torch.Generator().manual_seed(seed)
     E = (torch.randn(n_tokens, d_model, generator=g) / d_model ** 0.5).to(dt).requires_grad_()
     C = (torch.randn(vocab_size, d_model, generator=g) * 0.5).to(dt).requires_grad_()
-    y = torch.randint(0, vocab_size, (n_tokens,), generator=g)
-    def step():
-        E.grad = C.grad = None
-        if impl == "naive": loss = F.cross_entropy(E @ C.T, y, label_smoothing=beta)
-        else: loss = linear_smooth_ce(E, C, y, beta, chunk_size=chunk_size, fused=impl == "fused")
-        loss.backward()
-        return float(loss.detach())
-    base = _proc_status('VmRSS')
-    exact = base is not None and _reset_peak()
-    if not exact: base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    c0, t0 = time.process_time(), time.perf_counter(); loss = step(); cpu_first, t_first = time.process_time() - c0, time.perf_counter() - t0
-    peak = (_proc_status('VmHWM') if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) - base
-    cpus, times = [], []
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter(); step(); cpus.append(time.process_time() - c0); times.append(time.perf_counter() - t0)
-    itemsize = torch.empty((), dtype=dt).element_size()
+    return E, C, torch.randint(0, vocab_size, (n_tokens,), generator=g)
+
+def _bench_step(impl, E, C, y, beta, chunk_size) -> float:
+    "One forward + backward of `impl`; returns the loss."
+    import torch.nn.functional as F
+    E.grad = C.grad = None
+    if impl == "naive": loss = F.cross_entropy(E @ C.T, y, label_smoothing=beta)
+    else: loss = linear_smooth_ce(E, C, y, beta, chunk_size=chunk_size, fused=impl == "fused")
+    loss.backward()
+    return float(loss.detach())
+
+def bench_memory(impl:str, # 'naive' (F.cross_entropy on E @ C.T), 'chunked' or 'fused'
+                 n_tokens:int=8192, d_model:int=256, vocab_size:int=32768, beta:float=0.1, chunk_size:int|None=None,
+                 threads:int|None=None, seed:int=0, dtype:str="float32") -> dict:
+    "Peak extra resident memory (MiB) of one forward + backward, measured in this process (a fresh one for exact peaks), and the loss."
+    import torch, resource
+    _check_bench([impl], dtype)
+    with torch_threads(threads):
+        E, C, y = _bench_inputs(n_tokens, d_model, vocab_size, dtype, seed)
+        base = _proc_status('VmRSS'); exact = base is not None and _reset_peak()
+        if not exact: base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        loss = _bench_step(impl, E, C, y, beta, chunk_size)
+        peak = (_proc_status('VmHWM') if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) - base
+    itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
     return dict(impl=impl, dtype=dtype, n_tokens=n_tokens, d_model=d_model, vocab_size=vocab_size, beta=beta,
-                chunk_size=(auto_chunk_size(vocab_size, itemsize=itemsize) if chunk_size is None else chunk_size) if impl != "naive" else None,
-                peak_mib=max(peak, 0) / 2**20, cpu_s=min(cpus), cpu_first_s=cpu_first, time_s=min(times), time_first_s=t_first, loss=loss,
-                memory_method="VmHWM reset" if exact else "ru_maxrss", threads=torch.get_num_threads())
+                chunk_size=None if impl == "naive" else (chunk_size or auto_chunk_size(vocab_size, itemsize=itemsize)),
+                peak_mib=max(peak, 0) / 2**20, loss=loss, memory_method="VmHWM reset" if exact else "ru_maxrss")
+
+def bench_times(impls=BENCH_IMPLS, n_tokens:int=8192, d_model:int=256, vocab_size:int=32768, beta:float=0.1, chunk_size:int|None=None,
+                repeats:int=6, # interleaved rounds (each runs every implementation once)
+                threads:int|None=None, seed:int=0, dtype:str="float32") -> dict:
+    "CPU and wall seconds of one forward + backward per implementation, `repeats` interleaved rounds after a warm-up call each, with the load average."
+    import torch
+    _check_bench(impls, dtype)
+    out = dict(cpu={i: [] for i in impls}, wall={i: [] for i in impls}, load_before=os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan'))
+    with torch_threads(threads):
+        E, C, y = _bench_inputs(n_tokens, d_model, vocab_size, dtype, seed)
+        out['loss'] = {i: _bench_step(i, E, C, y, beta, chunk_size) for i in impls}          # warm-up
+        for r in range(repeats):
+            for i in impls[r % len(impls):] + impls[:r % len(impls)]:                       # the order rotates every round
+                c0, t0 = time.process_time(), time.perf_counter(); _bench_step(i, E, C, y, beta, chunk_size)
+                out['cpu'][i].append(time.process_time() - c0); out['wall'][i].append(time.perf_counter() - t0)
+        out['threads'] = torch.get_num_threads()
+    out['load_after'] = os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan')
+    return out
+
+def _in_process(fn:str, kw:dict, subprocess:bool, timeout:float|None):
+    "`fn(**kw)` of this module, in a fresh python process if `subprocess` (its JSON result read back)."
+    if not subprocess: return globals()[fn](**kw)
+    import subprocess as sp
+    code = (f"import json,sys; from trustlib.calibration.label_smoothing import {fn}; "
+            f"print('BENCH' + json.dumps({fn}(**json.loads(sys.argv[1]))))")
+    r = sp.run([sys.executable, "-c", code, json.dumps(kw)], capture_output=True, text=True, timeout=timeout)
+    line = [l for l in r.stdout.splitlines() if l.startswith('BENCH')]
+    if r.returncode != 0 or not line: raise RuntimeError(f"benchmark {fn}({kw}) failed (exit {r.returncode}): {r.stderr[-2000:]}")
+    return json.loads(line[-1][5:])
+
+def _bench_rows(V, impls, mem, tm) -> list[dict]:
+    rows = []
+    for i in impls:
+        row = dict(mem[i], process='fresh', cpu_s=float(np.median(tm['cpu'][i])), time_s=float(np.median(tm['wall'][i])),
+                   cpu_runs=[round(x, 4) for x in tm['cpu'][i]], repeats=len(tm['cpu'][i]), threads=tm['threads'],
+                   load_before=tm['load_before'], load_after=tm['load_after'])
+        if "naive" in impls:
+            e = median_ci(np.asarray(tm['cpu'][i]) / np.asarray(tm['cpu']["naive"]))
+            row.update(memory_vs_naive=mem[i]['peak_mib'] / mem["naive"]['peak_mib'], cpu_vs_naive=e.value, cpu_vs_naive_lo=e.lo,
+                       cpu_vs_naive_hi=e.hi, wall_vs_naive=float(np.median(np.asarray(tm['wall'][i]) / np.asarray(tm['wall']["naive"]))))
+        rows.append(row)
+    return rows
 
 def benchmark(vocab_sizes=(32768,), n_tokens:int=8192, d_model:int=256, impls=BENCH_IMPLS, beta:float=0.1,
-              repeats:int=1, threads:int=1, subprocess:bool=True, progress:bool=True, timeout:float|None=None,
+              repeats:int=6, threads:int=1, subprocess:bool=True, progress:bool=True, timeout:float|None=None,
               dtype:str="float32"):
-    "Table (pandas) of `bench_case` over vocabulary sizes × implementations, each case in a fresh process if `subprocess`; ratios to naive use CPU time."
-    import pandas as pd, subprocess as sp
+    "Per vocabulary size: each implementation's peak memory (a fresh process each, if `subprocess`) and interleaved CPU times (one process); ratios to naive."
+    import pandas as pd
     from tqdm.auto import tqdm
+    impls = tuple(impls); _check_bench(impls, dtype)
     rows = []
-    cases = [(V, impl) for V in vocab_sizes for impl in impls]
-    for V, impl in tqdm(cases, desc="benchmark", disable=not progress):
-        kw = dict(impl=impl, n_tokens=n_tokens, d_model=d_model, vocab_size=V, beta=beta, repeats=repeats, threads=threads, dtype=dtype)
-        if subprocess:
-            code = ("import json,sys; from trustlib.calibration.label_smoothing import bench_case; "
-                    "print('BENCH' + json.dumps(bench_case(**json.loads(sys.argv[1]))))")
-            r = sp.run([sys.executable, "-c", code, json.dumps(kw)], capture_output=True, text=True, timeout=timeout)
-            line = [l for l in r.stdout.splitlines() if l.startswith('BENCH')]
-            if r.returncode != 0 or not line: raise RuntimeError(f"benchmark case {kw} failed (exit {r.returncode}): {r.stderr[-2000:]}")
-            row = json.loads(line[-1][5:]); row['process'] = 'fresh'
-        else:
-            row = bench_case(**kw); row['process'] = 'shared'
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    for V in vocab_sizes:   # ratios to the naive loss at the same V (time: CPU seconds, which load on a shared machine inflates less than wall time)
-        m = df.vocab_size == V
-        if ((df.impl == "naive") & m).any():
-            nv = df[(df.impl == "naive") & m].iloc[0]
-            df.loc[m, 'memory_vs_naive'] = df.loc[m, 'peak_mib'] / nv.peak_mib
-            df.loc[m, 'cpu_vs_naive'] = df.loc[m, 'cpu_s'] / nv.cpu_s
-            df.loc[m, 'wall_vs_naive'] = df.loc[m, 'time_s'] / nv.time_s
-    return df
+    for V in tqdm(vocab_sizes, desc="benchmark", disable=not progress):
+        kw = dict(n_tokens=n_tokens, d_model=d_model, vocab_size=V, beta=beta, threads=threads, dtype=dtype)
+        mem = {i: _in_process('bench_memory', dict(kw, impl=i), subprocess, timeout) for i in impls}
+        tm = _in_process('bench_times', dict(kw, impls=impls, repeats=repeats), subprocess, timeout)
+        rows += _bench_rows(V, impls, mem, tm)
+    return pd.DataFrame(rows)
 
 
 # %%
 _b = benchmark((2048,), n_tokens=256, d_model=32, subprocess=False, progress=False)
-test_eq(list(_b.impl), list(BENCH_IMPLS))
+test_eq(list(_b.impl), list(BENCH_IMPLS)); test_eq(list(_b.repeats), [6] * 3)
 test_close(_b.loss.values, np.full(3, _b.loss.iloc[0]), eps=1e-4)     # the three implementations compute the same loss
 assert (_b.peak_mib >= 0).all() and (_b.time_s > 0).all() and (_b.cpu_s > 0).all()
-_b16 = benchmark((2048,), n_tokens=256, d_model=32, impls=("naive", "fused"), subprocess=False, progress=False, dtype="bfloat16")
+assert (_b.cpu_vs_naive_lo <= _b.cpu_vs_naive).all() and (_b.cpu_vs_naive <= _b.cpu_vs_naive_hi).all()   # six rounds: an interval
+test_eq(_b.set_index('impl').cpu_vs_naive['naive'], 1.0)
+_t = bench_times(("naive", "fused"), n_tokens=64, d_model=8, vocab_size=512, repeats=3)
+test_eq([len(_t['cpu'][i]) for i in ("naive", "fused")], [3, 3]); test_close(_t['loss']['naive'], _t['loss']['fused'], eps=1e-4)
+_b16 = benchmark((2048,), n_tokens=256, d_model=32, impls=("naive", "fused"), subprocess=False, progress=False, dtype="bfloat16", repeats=2)
 test_eq(list(_b16.dtype), ["bfloat16"] * 2); test_close(_b16.loss.values, np.full(2, _b16.loss.iloc[1]), eps=0.05)
-test_fail(lambda: bench_case("naive", dtype="int8"), contains="dtype must be")
-_b[['impl', 'dtype', 'vocab_size', 'peak_mib', 'cpu_s', 'time_s', 'memory_method']].round(3)
+assert not np.isfinite(_b16.cpu_vs_naive_lo).any()                    # two rounds: no interval
+test_fail(lambda: bench_memory("naive", dtype="int8"), contains="dtype must be")
+test_fail(lambda: bench_times(("naive", "triton")), contains="impl must be")
+_b[['impl', 'dtype', 'vocab_size', 'peak_mib', 'cpu_s', 'cpu_vs_naive', 'cpu_vs_naive_lo', 'cpu_vs_naive_hi', 'time_s', 'memory_method']].round(3)
 
 
 # %% [markdown]
@@ -1014,37 +1082,20 @@ def run_toy(cfg:Config, progress:bool=True):
 
 
 # %% [markdown]
-# ### How each claim is judged
+# ### What `run` measures for the claims
 #
-# The rules are fixed in code. Every graded number comes with a 95% interval over SFT seeds (Student t;
-# one seed gives no interval, so the smoke profile is inconclusive almost everywhere). A rule never rewards
-# an effect in the claim's opposite direction: an interval that straddles the threshold 0 is
-# *inconclusive* (the data cannot tell), one wholly on the wrong side is *not reproduced*. Claim 2 is the
-# paper's headline finding.
-#
-# 1. *SFT degrades calibration.* Over all models of Parts A and B and all SFT seeds, the rise of ECE after
-#    plain SFT (β = 0) over the same model's base ECE. Reproduced if the interval of the mean rise lies
-#    above 0.02; partially if it lies above 0; inconclusive if it straddles 0; not reproduced if it lies
-#    at or below 0.
-# 2. *LS preserves calibration (β ≈ 0.1).* Part A, paired by SFT seed: the fraction of plain SFT's ECE rise
-#    that β = 0.1 removes, −ΔECE / rise. Reproduced if its interval lies above 0.5 (at least half removed);
-#    partially if it lies above 0 (a significant but smaller part); inconclusive if it straddles 0; not
-#    reproduced if it lies below 0 (smoothing raised ECE). Without a rise to remove in some seed the
-#    fraction is undefined and the verdict inconclusive.
-# 3. *LS's benefit shrinks for large V relative to D.* Part B, benefit = −ΔECE(β=`sweep_beta` − β=0) per
-#    (V, D) and seed; the Spearman correlation ρ between V/D and the benefit, per seed, over ≥ 4 cells.
-#    Reproduced if the interval of the mean ρ lies below −0.8; partially if it lies below 0; inconclusive if
-#    it straddles 0; not reproduced if it lies above 0. Exploratory: the toy models and the noise (a few
-#    seeds) may not carry the mechanism.
-# 4. *Temperature / soft-capping recover LS's benefit* (a secondary claim): paired ΔECE of each variant
-#    against plain SFT in Part A. Reproduced if both intervals lie below 0; partially if exactly one does;
-#    not reproduced if both lie above 0; inconclusive otherwise.
-# 5. *The smoothed kernel cuts memory without losing speed.* From the benchmark at the profile's sizes (the
-#    cpu profile: bfloat16, N = 8192, D = 1024, V = 32k): reproduced if the chunked loss's peak memory is ≤ 1/8
-#    of the naive loss's and its **CPU time** ≤ 1.3× naive; partially if only the memory target holds;
-#    inconclusive if the memory holds and the CPU-time ratio is within 10% of 1.3 (one measurement on a
-#    shared machine cannot tell). The smoke profile does not run the benchmark. The paper's GPU comparison
-#    (Triton, Liger, CCE) is reported separately as not testable here.
+# - *SFT degrades calibration*: over all models of Parts A and B and all SFT seeds, the rise of ECE after plain SFT
+#   (β = 0) over the same model's base ECE (`sft_ece_rise_runs`).
+# - *LS preserves calibration*: Part A, paired by SFT seed, the fraction of plain SFT's ECE rise that β = 0.1 removes,
+#   −ΔECE / rise (`ls_fraction_removed_seeds`; undefined, NaN, for a seed without a rise).
+# - *The benefit shrinks for large V relative to D*: Part B, benefit = −ΔECE(β = `sweep_beta` − β = 0) per (V, D) cell
+#   and seed; the Spearman correlation between V/D and the benefit, per seed (`sweep_rho_seeds`), over `sweep_n_cells`
+#   cells.
+# - *Temperature / soft-capping*: Part A, the paired ΔECE of each variant against plain SFT (`t_delta_ece_seeds`,
+#   `softcap_delta_ece_seeds`).
+# - *The kernel*: per vocabulary size V of the benchmark, the peak memory of the chunked loss over the naive loss's
+#   (`bench_memory_ratio/chunked_v<V>`) and the median of its paired CPU-time ratios over interleaved rounds, with
+#   that median's interval (`bench_cpu_ratio/chunked_v<V>`); the same for the fused variant.
 
 # %%
 #| export
@@ -1095,169 +1146,108 @@ def _metrics_sweep(cfg:Config, rows) -> dict:
     cell['benefit'] = -cell.delta_ece
     rho, p_rho = _spearman(cell.V_over_D.values, cell.benefit.values)
     rho_s = [_spearman(g.V_over_D.values, g.benefit.values)[0] for _, g in d.groupby('sft_seed')]
-    return dict(sweep_spearman_vd_benefit=rho, sweep_spearman_p=p_rho, sweep_rho_seeds=rho_s,
+    return dict(sweep_spearman_vd_benefit=rho, sweep_spearman_p=p_rho, sweep_rho_seeds=rho_s, sweep_n_cells=int(len(cell)),
                 sweep_cells=cell.to_dict(orient='records'))
 
+
+# %% [markdown]
+# ### How each claim is judged
+#
+# The claims table below is the rule book, written before the run: each rule reads the metrics that `run` returns,
+# and the one grader in `trustlib.results` turns them into verdicts. Every graded number from the toy comes with a
+# 95 % interval over SFT seeds (Student t; one seed gives no interval, so the smoke profile is inconclusive almost
+# everywhere); the kernel's CPU-time ratios come with the order-statistic interval of their median over interleaved
+# rounds. An interval must clear its threshold; one that straddles it is inconclusive; an effect in the claim's
+# opposite direction is not reproduced.
+#
+# **Recorded tolerances.** Some numbers differ between machines even for the same seed: the toy's training is
+# chaotic, so a different summation order in the CPU's matrix kernels (another instruction set) changes every
+# trained model a little, and CPU-time ratios and peak memory depend on the hardware and the allocator. Each such
+# comparison carries a tolerance `tol` (its interval is widened by it), recorded from two measurements of the same
+# code — the toy metrics once with this machine's default kernels and once restricted to AVX2 (as on a CPU without
+# AVX-512 or AMX), the kernel's ratios from two machines (`KERNEL_TOL`) — so that a result within the tolerance of a
+# threshold reads *inconclusive* on every machine instead of flipping between them.
+
+# %%
+#| export
 def _metrics_bench(bench_df) -> dict:
-    "Part C: peak memory and CPU time of the chunked (and fused) loss relative to the naive loss at V = 32k (or the smallest V)."
-    if bench_df is None or not len(bench_df) or not {"naive", "chunked"} <= set(bench_df.impl): return {}
-    V0 = 32768 if (bench_df.vocab_size == 32768).any() else int(bench_df.vocab_size.min())
-    b = bench_df[bench_df.vocab_size == V0].set_index('impl')
-    m = dict(bench_v=V0, bench_n=int(b.loc['naive', 'n_tokens']), bench_d=int(b.loc['naive', 'd_model']), bench_dtype=str(b.loc['naive', 'dtype']),
-             bench_naive_peak_mib=float(b.loc['naive', 'peak_mib']), bench_chunked_peak_mib=float(b.loc['chunked', 'peak_mib']),
-             bench_naive_cpu_s=float(b.loc['naive', 'cpu_s']), bench_chunked_cpu_s=float(b.loc['chunked', 'cpu_s']),
-             bench_memory_ratio=float(b.loc['chunked', 'memory_vs_naive']), bench_cpu_ratio=float(b.loc['chunked', 'cpu_vs_naive']),
-             bench_wall_ratio=float(b.loc['chunked', 'wall_vs_naive']))
-    if 'fused' in b.index:
-        m.update(bench_fused_memory_ratio=float(b.loc['fused', 'memory_vs_naive']), bench_fused_cpu_ratio=float(b.loc['fused', 'cpu_vs_naive']))
+    "Part C, per vocabulary size V: each implementation's peak memory over the naive loss's, and its median paired CPU-time ratio with the interval."
+    if bench_df is None or not len(bench_df) or "naive" not in set(bench_df.impl): return {}
+    m = dict(bench_n=int(bench_df.n_tokens.iloc[0]), bench_d=int(bench_df.d_model.iloc[0]), bench_dtype=str(bench_df.dtype.iloc[0]),
+             bench_repeats=int(bench_df.repeats.iloc[0]))
+    for r in bench_df.itertuples():
+        m[f"bench_peak_mib/{r.impl}_v{r.vocab_size}"] = float(r.peak_mib); m[f"bench_cpu_seconds/{r.impl}_v{r.vocab_size}"] = float(r.cpu_s)
+        if r.impl == "naive": continue
+        m[f"bench_memory_ratio/{r.impl}_v{r.vocab_size}"] = float(r.memory_vs_naive)
+        m[f"bench_cpu_ratio/{r.impl}_v{r.vocab_size}"] = Estimate(r.cpu_vs_naive, r.cpu_vs_naive_lo, r.cpu_vs_naive_hi, r.repeats)
     return m
 
 def summarize(cfg:Config, rows, bench_df=None) -> dict:
     "The run's metrics, from the per-model evaluation rows (Parts A and B) and the benchmark table (Part C)."
     return {**_metrics_part_a(cfg, rows), **_metrics_sweep(cfg, rows), **_metrics_bench(bench_df)}
 
+# recorded tolerances (see above): the toy metrics' change between default and AVX2-only kernels, with a margin; the kernel's ratios between machines
+TOY_TOL = dict(sft_rise=0.011, ls_fraction=0.13, rho=0.26, delta_ece=0.072)
+KERNEL_TOL = dict(memory=0.01, cpu=0.2)
+_TOL_WHY = ("the same code on another CPU's instruction set (AVX2-only kernels) trains different toy models and moved the graded "
+            "interval by up to this tolerance (the headline's lower end from +0.028 to -0.099): a result within it of a threshold "
+            "is now inconclusive on every machine instead of flipping")
 
-# %% [markdown]
-# The claims, each graded once from the metrics by the rule above (the rule's text is stored with the verdict):
+_LEGACY = dict(
+    ls="reproduced if fraction of plain SFT's ECE rise removed by β=0.1 (mean over seeds) > 0.5; partially if fraction of plain SFT's ECE rise removed by β=0.1 (mean over seeds) > 0; interval must clear the threshold",
+    sft="reproduced if mean ECE rise after plain SFT > 0.02; partially if mean ECE rise after plain SFT > 0; interval must clear the threshold",
+    vocab="reproduced if Spearman ρ(V/D, ECE benefit of LS), mean over seeds < -0.8; partially if Spearman ρ(V/D, ECE benefit of LS), mean over seeds < 0; interval must clear the threshold",
+    ts="paired ΔECE = ECE(variant) − ECE(plain SFT), 95% interval over seeds: reproduced if both intervals lie below 0; partially if exactly one does; not reproduced if both lie above 0; inconclusive otherwise",
+    kernel="reproduced if the chunked loss's peak memory ≤ 1/8 of the naive loss's and its CPU time ≤ 1.3× naive; partially if only the memory target holds; inconclusive if the memory target holds and the CPU-time ratio is within 10% of 1.3")
 
-# %%
-#| export
-def _estimate(x) -> Estimate:
-    "mean_ci of the finite-or-not values `x`; any NaN (or no values) gives an estimate without an interval (graded inconclusive)."
-    x = np.asarray(x, dtype=float)
-    if not len(x) or not np.isfinite(x).all(): return Estimate(float('nan'), float('nan'), float('nan'), len(x))
-    return mean_ci(x)
-
-RULE_SFT = Rule('>', reproduced=0.02, partially=0.0, what="mean ECE rise after plain SFT")
-RULE_LS = Rule('>', reproduced=0.5, partially=0.0, what="fraction of plain SFT's ECE rise removed by label smoothing (mean over seeds)")
-RULE_VOCAB = Rule('<', reproduced=-0.8, partially=0.0, what="Spearman ρ(V/D, ECE benefit of LS), mean over seeds")
-
-def claim_sft_degrades(cfg:Config, m:dict) -> Verdict:
-    "Claim 1: plain SFT raises ECE (mean rise over all runs, with its interval)."
-    est = _estimate(m['sft_ece_rise_runs'])
-    return judge("Instruction tuning (SFT) degrades calibration",
-                 "every open LLM examined is less calibrated after SFT (Llama-3, Mistral, Gemma, … on MMLU/HellaSwag/ARC)",
-                 f"ECE rise after plain SFT {est} over {m['n_sft_runs']} runs (rises in {m['sft_ece_rise_frac']:.0%}); Part A: base ECE "
-                 f"{m['base_ece']:.3f} → {m['sft_beta0_ece']:.3f}, over-confidence {m['base_overconf']:+.3f} → {m['sft_beta0_overconf']:+.3f}",
-                 rule=RULE_SFT, value=est, reason=f"toy GPTs (D ∈ {list(cfg.d_models)}, V ∈ {list(cfg.vocab_sizes)}) on a synthetic world; runs of one D share a pretrained model")
-
-def claim_ls_calibrates(cfg:Config, m:dict) -> Verdict:
-    "Claim 2 (headline): label smoothing with β ≈ 0.1 during SFT removes a significant part of plain SFT's ECE rise, paired by seed."
-    b = cfg.sweep_beta; lab01 = f"SFT β={b:g}"
-    est = _estimate(m['ls_fraction_removed_seeds']); dest = _estimate(m['ls_delta_ece_seeds'])
-    labs = [f"SFT β={x:g}" for x in cfg.betas if x != 0] + ([lab01] if b not in cfg.betas else [])
-    return judge("Label smoothing during SFT (β ≈ 0.1) keeps the model calibrated",
-                 "β ≈ 0.1 lowers ECE and RMS-CE after SFT (Llama-3-8B, Mistral-7B); β ≈ 0.1 recommended",
-                 f"Part A (D={m['part_a_d']}, V={m['part_a_v']}): ECE β=0 {m['sft_beta0_ece']:.3f}, "
-                 + ", ".join(f"{lab.replace('SFT ', '')} {m[_key(lab) + '_ece']:.3f}" for lab in labs)
-                 + f"; RMS-CE β=0 {m['sft_beta0_rms_ce']:.3f} → β={b:g} {m[_key(lab01) + '_rms_ce']:.3f}"
-                 f"; paired ΔECE(β={b:g}) {dest}; fraction of the SFT rise removed {est}",
-                 rule=Rule('>', reproduced=0.5, partially=0.0, what=f"fraction of plain SFT's ECE rise removed by β={b:g} (mean over seeds)"),
-                 value=est, reason=f"{cfg.n_seeds} SFT seed(s), paired by seed", headline=True)
-
-def claim_large_vocab(cfg:Config, m:dict) -> Verdict:
-    "Claim 3: the benefit of LS shrinks as V/D grows (Spearman ρ over the cells of Part B, per seed, with its interval)."
-    cells, rho_s = m['sweep_cells'], m['sweep_rho_seeds']
-    est = _estimate(rho_s if len(cells) >= 4 else [float('nan')])
-    lo, hi = min(cells, key=lambda c: c['V_over_D']), max(cells, key=lambda c: c['V_over_D'])
-    sd = np.nanmedian([c.get('delta_sd', float('nan')) for c in cells]) if cells else float('nan')
-    return judge("LS's benefit is severely diminished when the vocabulary is large relative to the hidden size",
-                 "weak effect for Gemma/Gemma-2 (V = 256k, D = 2048–3584) vs Llama-3 / Mistral",
-                 f"ρ(V/D, ECE benefit of β={cfg.sweep_beta:g}) per seed {np.round(rho_s, 2).tolist()}, mean {est}; pooled ρ = "
-                 f"{m['sweep_spearman_vd_benefit']:.2f} over {len(cells)} cells; benefit {lo['benefit']:+.3f} at V/D={lo['V_over_D']:g} vs "
-                 f"{hi['benefit']:+.3f} at V/D={hi['V_over_D']:g} (median seed-SD of a cell's ΔECE {sd:.3f})",
-                 rule=RULE_VOCAB, value=est, reason="exploratory toy sweep (padded vocabularies, one world); needs ≥ 4 cells")
-
-def claim_temperature_softcap(cfg:Config, m:dict) -> Verdict:
-    "Claim 4: the temperature-trained and the soft-capped variants lower ECE against plain SFT (paired by seed, with intervals)."
-    eT, eC = _estimate(m['t_delta_ece_seeds']), _estimate(m['softcap_delta_ece_seeds'])
-    lower = [e.has_interval and e.hi < 0 for e in (eT, eC)]; higher = [e.has_interval and e.lo > 0 for e in (eT, eC)]
-    return judge("Temperature-trained and soft-capped losses recover LS's benefit",
-                 "temperature / soft-capping during training help large-vocabulary models (secondary source)",
-                 f"Part A paired ΔECE vs plain SFT: T={cfg.temperature:g} {eT}; soft-cap c={cfg.softcap:g} {eC} (plain SFT ECE {m['sft_beta0_ece']:.3f})",
-                 reproduced=all(lower), partially=sum(lower) == 1, inconclusive=not any(lower) and not all(higher),
-                 rule_text="paired ΔECE = ECE(variant) − ECE(plain SFT), 95% interval over seeds: reproduced if both intervals lie below 0; "
-                           "partially if exactly one does; not reproduced if both lie above 0; inconclusive otherwise",
-                 reason="at evaluation the raw logits are used, as in the official code")
-
-BENCH_TIME_NOISE = 0.10   # relative noise of one CPU-time ratio on a shared machine: ratios within it of 1.3 cannot be told apart
-
-def claim_kernel(cfg:Config, m:dict) -> Verdict:
-    "Claim 5: the chunked smoothed loss needs ≤ 1/8 of the naive loss's peak memory, in ≤ 1.3× its CPU time."
-    claim = "A label-smoothed linear-cross-entropy kernel cuts memory without losing speed"
-    if 'bench_memory_ratio' not in m:
-        return judge(claim, "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB", "benchmark not run in this profile (bench=False)",
-                     verdict="not_testable_offline", reason="the benchmark runs in the cpu profile (or with bench=True); see also the stored table of tools/bench_label_smoothing.py")
-    mem, tim = m['bench_memory_ratio'], m['bench_cpu_ratio']
-    fz = (f"; fused variant: memory {m['bench_fused_memory_ratio']:.3f}×, CPU time {m['bench_fused_cpu_ratio']:.2f}×" if 'bench_fused_memory_ratio' in m else "")
-    mem_ok = bool(mem <= 1 / 8); near = bool(abs(tim / 1.3 - 1) <= BENCH_TIME_NOISE)
-    return judge(claim, "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB; speed on par with non-smoothed memory-efficient losses",
-                 f"CPU, {m.get('bench_dtype', 'float32')}, N={m['bench_n']}, D={m['bench_d']}, V={m['bench_v']}: peak {m['bench_naive_peak_mib']:.0f} MiB → "
-                 f"{m['bench_chunked_peak_mib']:.0f} MiB ({mem:.3f}× naive), CPU time {m['bench_naive_cpu_s']:.2f} s → {m['bench_chunked_cpu_s']:.2f} s "
-                 f"({tim:.2f}×; wall {m['bench_wall_ratio']:.2f}×){fz}",
-                 reproduced=mem_ok and tim <= 1.3 and not near, partially=mem_ok and tim > 1.3 and not near, inconclusive=mem_ok and near,
-                 rule_text="reproduced if the chunked loss's peak memory ≤ 1/8 of the naive loss's and its CPU time ≤ 1.3× naive; partially if only the "
-                           f"memory target holds; inconclusive if the memory target holds and the CPU-time ratio is within {BENCH_TIME_NOISE:.0%} of 1.3",
-                 reason="PyTorch chunked autograd function on CPU, forward + backward, one thread, each case in a fresh process; CPU time, "
-                        "since wall time on a shared machine is inflated by load")
-
-def claims(cfg:Config, m:dict) -> list[Verdict]:
-    "Every claim of the paper, graded from the metrics `m` (ungraded ones say why)."
-    return [claim_sft_degrades(cfg, m), claim_ls_calibrates(cfg, m), claim_large_vocab(cfg, m), claim_temperature_softcap(cfg, m), claim_kernel(cfg, m),
-            judge("Speed parity with existing memory-efficient GPU losses (CCE, Liger) on real LLM training",
-                  "smoothed CCE kernels as fast as non-smoothed CCE / faster than Liger (GPU benchmark)",
-                  "not measured: no CUDA GPU on this machine; Liger and the paper's Triton kernels need one",
-                  verdict="not_testable_offline", reason="Triton kernels need an Ampere-or-newer GPU; CPU timings above are not comparable"),
-            judge("The calibration results on real LLMs and benchmarks",
-                  "Llama-3 / Mistral / Gemma / Qwen SFT on Tulu-3, Alpaca, OpenHermes; MMLU, HellaSwag, ARC-Easy",
-                  "toy analogue only (see the rows above)", verdict="not_testable_offline",
-                  reason="needs model and dataset downloads and multi-GPU training (≥ 4×A100-80GB)")]
-
-
-# %% [markdown]
-# The rules on crafted metrics with known answers: at, above and below each threshold, and effects in the
-# opposite direction.
+CLAIMS = [
+    Claim("sft_degrades", "Instruction tuning (SFT) degrades calibration",
+          "every open LLM examined is less calibrated after SFT (Llama-3, Mistral, Gemma, … on MMLU/HellaSwag/ARC)",
+          Above("sft_ece_rise_runs", 0.02, partially=0.0, tol=TOY_TOL['sft_rise'], what="ECE rise after plain SFT over the base (every model and seed)"),
+          reason="toy GPTs on a synthetic world; runs of one D share a pretrained model",
+          ours="ECE rise {sft_ece_rise_runs:+.3f}; Part A ECE: base {base_ece:.3f} → plain SFT {sft_beta0_ece:.3f}",
+          log=[Change("2026-12-01", _LEGACY['sft'], 'reproduced if ECE rise after plain SFT over the base (every model and seed) > 0.02 (partially: > 0) (± 0.011 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', _TOL_WHY)]),
+    Claim("ls_calibrates", "Label smoothing during SFT (β ≈ 0.1) keeps the model calibrated",
+          "β ≈ 0.1 lowers ECE and RMS-CE after SFT (Llama-3-8B, Mistral-7B); β ≈ 0.1 recommended",
+          Above("ls_fraction_removed_seeds", 0.5, partially=0.0, tol=TOY_TOL['ls_fraction'],
+                what="fraction of plain SFT's ECE rise that β = 0.1 removes (paired by seed)"),
+          headline=True, reason="Part A: the widest model at the smallest vocabulary; a seed without an ECE rise to remove leaves the fraction undefined",
+          log=[Change("2026-12-01", _LEGACY['ls'], "reproduced if fraction of plain SFT's ECE rise that β = 0.1 removes (paired by seed) > 0.5 (partially: > 0) (± 0.13 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced", _TOL_WHY)],
+          ours="fraction removed {ls_fraction_removed_seeds:.3f}; paired ΔECE {ls_delta_ece_seeds:+.4f}; ECE β=0 {sft_beta0_ece:.3f}, "
+               "β=0.1 {sft_beta0_1_ece:.3f}, β=0.2 {sft_beta0_2_ece:.3f}"),
+    Claim("large_vocab", "LS's benefit is severely diminished when the vocabulary is large relative to the hidden size",
+          "weak effect for Gemma/Gemma-2 (V = 256k, D = 2048–3584) vs Llama-3 / Mistral",
+          Below("sweep_rho_seeds", -0.8, partially=0.0, tol=TOY_TOL['rho'], what="Spearman ρ(V/D, ECE benefit of LS) per seed"),
+          requires=AtLeast("sweep_n_cells", 4, what="(V, D) cells in the sweep"),
+          reason="exploratory toy sweep: padded vocabularies, one world",
+          log=[Change("2026-12-01", _LEGACY['vocab'], 'reproduced if Spearman ρ(V/D, ECE benefit of LS) per seed < -0.8 (partially: < 0) (± 0.26 is within noise); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', _TOL_WHY + "; the need for >= 4 cells is now a condition")]),
+    Claim("temperature_softcap", "Temperature-trained and soft-capped losses recover LS's benefit",
+          "temperature / soft-capping during training help large-vocabulary models (secondary source)",
+          AllOf(Below("t_delta_ece_seeds", 0.0, tol=TOY_TOL['delta_ece'], what="ΔECE, temperature-trained − plain SFT (paired by seed)"),
+                Below("softcap_delta_ece_seeds", 0.0, tol=TOY_TOL['delta_ece'], what="ΔECE, soft-capped − plain SFT (paired by seed)"), partial='any'),
+          reason="at evaluation the raw logits are used, as in the official code",
+          log=[Change("2026-12-01", _LEGACY['ts'], 'reproduced if (ΔECE, temperature-trained − plain SFT (paired by seed) < 0 (± 0.072 is within noise)) and (ΔECE, soft-capped − plain SFT (paired by seed) < 0 (± 0.072 is within noise)); partially if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced', "a variant that significantly raises ECE (the claim's opposite) now makes the row not "
+                      "reproduced instead of letting the other variant earn partially; both comparisons carry the toy's recorded tolerance")]),
+    Claim("kernel", "A label-smoothed linear-cross-entropy kernel cuts memory without losing speed",
+          "Triton kernels (GPU); CCE reports Gemma-2-2B loss memory 24 GB → 1 MB; speed on par with non-smoothed memory-efficient losses",
+          AllOf(Each("bench_memory_ratio/chunked_v*", '<=', 0.125, tol=KERNEL_TOL['memory'], what="peak memory, chunked / naive"),
+                Each("bench_cpu_ratio/chunked_v*", '<=', 1.3, partially=2.0, tol=KERNEL_TOL['cpu'],
+                     what="CPU time, chunked / naive (median of interleaved rounds)")),
+          reason="the chunked loss recomputes the logits in its backward, as the paper's default kernel does: four matmuls where the naive "
+                 "loss has three; PyTorch on CPU, forward + backward, one thread",
+          log=[Change("2026-12-01", _LEGACY['kernel'], "reproduced if (every peak memory, chunked / naive matching 'bench_memory_ratio/chunked_v*' <= 0.125 (± 0.01 is within noise)) and (every CPU time, chunked / naive (median of interleaved rounds) matching 'bench_cpu_ratio/chunked_v*' <= 1.3 (partially: <= 2) (± 0.2 is within noise)); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced", "one CPU-time sample per case flipped the verdict between machines (0.74×, "
+                      "1.14×, 1.18× for the same code); the median of interleaved rounds with its interval and a recorded cross-machine "
+                      "tolerance now decide, per vocabulary size; partially now also requires the loss to be less than twice as slow")]),
+    Claim("gpu_speed", "Speed parity with existing memory-efficient GPU losses (CCE, Liger) on real LLM training",
+          "smoothed CCE kernels as fast as non-smoothed CCE / faster than Liger (GPU benchmark)", status="not_testable_offline",
+          reason="Triton kernels need an Ampere-or-newer GPU; Liger and the paper's kernels were not run; CPU timings are not comparable"),
+    Claim("real_llms", "The calibration results on real LLMs and benchmarks",
+          "Llama-3 / Mistral / Gemma / Qwen SFT on Tulu-3, Alpaca, OpenHermes; MMLU, HellaSwag, ARC-Easy", status="not_testable_offline",
+          reason="needs model and dataset downloads and multi-GPU training (≥ 4×A100-80GB)"),
+]
 
 # %%
-_cfgA = Config.from_params("smoke")                                     # betas 0, 0.1, 0.2; T = 0.5; soft cap 5
-def _m(**kw):
-    base = dict(part_a_d=32, part_a_v=256, n_sft_runs=6, sft_ece_rise_frac=1.0, sft_ece_rise_mean=0.05, base_ece=0.05, base_overconf=0.0,
-                sft_ece_rise_runs=[0.05, 0.06, 0.04, 0.05, 0.055, 0.045],
-                sft_beta0_ece=0.10, sft_beta0_overconf=0.08, sft_beta0_rms_ce=0.12, sft_beta0_1_ece=0.06, sft_beta0_1_rms_ce=0.08,
-                sft_beta0_2_ece=0.05, sft_t0_5_ece=0.07, sft_softcap5_ece=0.09,
-                ls_delta_ece_seeds=[-0.04, -0.035, -0.045], ls_fraction_removed_seeds=[0.8, 0.7, 0.9],
-                t_delta_ece_seeds=[-0.03, -0.04, -0.035], softcap_delta_ece_seeds=[-0.01, -0.012, -0.011],
-                sweep_spearman_vd_benefit=-0.9, sweep_spearman_p=0.01, sweep_rho_seeds=[-0.9, -0.95, -0.85],
-                sweep_cells=[dict(V_over_D=v, benefit=0.01, delta_sd=0.01) for v in (4, 16, 128, 1024)])
-    return {**base, **kw}
-def _v(claim, **kw): return claim(_cfgA, _m(**kw)).verdict
-# claim 1: significant rises above 0.02 / above 0 / straddling 0 / a significant *fall* (the opposite) / one run only
-test_eq([_v(claim_sft_degrades, sft_ece_rise_runs=r) for r in
-         ([0.05, 0.06, 0.04], [0.015, 0.02, 0.025], [0.05, -0.04, 0.01], [-0.05, -0.06, -0.04], [0.3])],
-        ['reproduced', 'partially', 'inconclusive', 'not_reproduced', 'inconclusive'])
-# claim 2 (headline): fraction of the rise removed; a significant increase of ECE is never rewarded; undefined fraction
-test_eq([_v(claim_ls_calibrates, ls_fraction_removed_seeds=f) for f in
-         ([0.8, 0.7, 0.9], [0.2, 0.15, 0.25], [0.4, 0.6, 0.5], [0.3, -0.2, 0.1], [-0.5, -0.6, -0.4], [0.8, float('nan'), 0.7], [0.9])],
-        ['reproduced', 'partially', 'partially', 'inconclusive', 'not_reproduced', 'inconclusive', 'inconclusive'])
-# claim 3: mean per-seed ρ; noise around 0 is inconclusive, not partially; positive ρ (benefit grows with V/D) is not reproduced
-_cells3 = [dict(V_over_D=v, benefit=0.0, delta_sd=0.02) for v in (4, 16, 128)]
-test_eq([_v(claim_large_vocab, sweep_rho_seeds=r, **({'sweep_cells': _cells3} if c3 else {})) for r, c3 in
-         (([-0.9, -0.92, -0.91], False), ([-0.9, -0.92, -0.91], True), ([-0.5, -0.6, -0.4], False), ([-0.31, 0.2, -0.6], False),
-          ([0.5, 0.6, 0.4], False), ([float('nan'), -0.9, -0.8], False))],
-        ['reproduced', 'inconclusive', 'partially', 'inconclusive', 'not_reproduced', 'inconclusive'])
-# claim 4: both / one / neither-but-noisy / both significantly worse
-test_eq([_v(claim_temperature_softcap, t_delta_ece_seeds=t, softcap_delta_ece_seeds=c) for t, c in
-         (([-0.03, -0.04, -0.035], [-0.01, -0.012, -0.011]), ([-0.03, -0.04, -0.035], [0.02, -0.01, 0.0]),
-          ([-0.03, 0.04, 0.0], [0.02, -0.01, 0.0]), ([0.03, 0.04, 0.035], [0.01, 0.012, 0.011]), ([0.03, 0.04, 0.035], [0.03, -0.03, 0.0]))],
-        ['reproduced', 'partially', 'inconclusive', 'not_reproduced', 'inconclusive'])
-# claim 5: memory and CPU time; a CPU-time ratio within 10% of 1.3 cannot decide between reproduced and partially
-_bench = lambda mem, tim: dict(bench_v=32768, bench_n=8192, bench_d=1024, bench_dtype="bfloat16", bench_naive_peak_mib=3000.0,
-                               bench_chunked_peak_mib=3000.0 * mem, bench_naive_cpu_s=1.0, bench_chunked_cpu_s=tim,
-                               bench_memory_ratio=mem, bench_cpu_ratio=tim, bench_wall_ratio=tim)
-test_eq([_v(claim_kernel)] + [_v(claim_kernel, **_bench(mem, tim)) for mem, tim in
-                              ((1 / 8, 1.1), (0.05, 1.5), (0.05, 1.3), (0.05, 1.2), (0.13, 0.5), (2.0, 3.0))],
-        ['not_testable_offline', 'reproduced', 'partially', 'inconclusive', 'inconclusive', 'not_reproduced', 'not_reproduced'])
-test_eq(check_headline(claims(_cfgA, _m())).claim, "Label smoothing during SFT (β ≈ 0.1) keeps the model calibrated")
+claims_table(CLAIMS)
 
 
 # %% [markdown]
@@ -1311,7 +1301,7 @@ def make_figures(cfg:Config, rows, probs, ev, bench_df=None, losses=None) -> dic
 # %%
 #| export
 def run(cfg:Config, progress:bool=True) -> Result:
-    "Run the label-smoothing reproduction described by `cfg`; returns metrics, tables, figures and verdicts."
+    "Run the label-smoothing reproduction described by `cfg`; returns measurements (metrics, tables, figures), never verdicts."
     import pandas as pd
     if cfg.model == "llm":
         raise ResourceUnavailable(
@@ -1328,7 +1318,6 @@ def run(cfg:Config, progress:bool=True) -> Result:
         bench_df = benchmark(cfg.bench_vocab, cfg.bench_tokens, cfg.bench_dim, cfg.bench_impls, beta=0.1, repeats=cfg.bench_repeats,
                              threads=cfg.n_threads, subprocess=cfg.bench_subprocess, progress=progress, dtype=cfg.bench_dtype)
     metrics = summarize(cfg, rows, bench_df)
-    verdicts = claims(cfg, metrics)
     dA, vA = max(cfg.d_models), min(cfg.vocab_sizes)
     A = rows[(rows.D == dA) & (rows.V == vA)]
     cols = ['acc', 'ece', 'rms_ce', 'conf', 'overconf', 'acc_described', 'conf_described', 'acc_undescribed', 'conf_undescribed']
@@ -1337,7 +1326,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     tables = dict(runs=rows, partA=partA, partB=B)
     if bench_df is not None: tables['benchmark'] = bench_df
     figures = make_figures(cfg, rows, probs, ev, bench_df, losses)
-    return Result(paper="label_smoothing", config=cfg.to_dict(), metrics=metrics, verdicts=verdicts, tables=tables, figures=figures,
+    return Result(paper="label_smoothing", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=figures,
                   timings=dict(toy_seconds=round(toy_seconds, 3)))
 
 
@@ -1357,7 +1346,7 @@ test_fail(lambda: Config.from_params("smoke", d_models=[30]), contains="not divi
 test_eq(Config.from_params("cpu").vocab_sizes, (512, 4096, 32768))
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
 # ### Part A: calibration after SFT
@@ -1392,29 +1381,31 @@ result.figures['pretraining']
 #
 # The run's own benchmark (at the profile's sizes: in the cpu profile bfloat16 inputs, N = 8192 tokens,
 # D = 1024, V = 32k; `peak_mib` is the peak resident memory above the inputs, including the gradients).
-# Times are for one forward + backward on one thread; `cpu_s` is CPU time, the number the verdict uses,
-# because wall time on a shared machine grows with the load of other processes; `time_s` (wall) is shown
-# for reference. All three implementations run side by side in the same benchmark run.
+# Times are for one forward + backward on one thread, the median over interleaved rounds (`repeats`); `cpu_s` is CPU
+# time, the number the claim uses, because wall time on a shared machine grows with the load of other processes;
+# `time_s` (wall) is shown for reference, with the load average before and after. `cpu_vs_naive` is the median of the
+# per-round ratios to the naive loss, with its 95 % interval (`_lo`, `_hi`).
 
 # %%
 bt = result.tables.get('benchmark')
-(bt[['impl', 'dtype', 'n_tokens', 'd_model', 'vocab_size', 'chunk_size', 'peak_mib', 'memory_vs_naive', 'cpu_s', 'cpu_vs_naive', 'time_s', 'wall_vs_naive']].round(3)
+(bt[['impl', 'dtype', 'n_tokens', 'd_model', 'vocab_size', 'chunk_size', 'peak_mib', 'memory_vs_naive', 'repeats', 'cpu_s', 'cpu_vs_naive',
+     'cpu_vs_naive_lo', 'cpu_vs_naive_hi', 'time_s', 'wall_vs_naive', 'load_before', 'load_after']].round(3)
  if bt is not None else "benchmark not run")
 
 # %%
 if 'benchmark' in result.figures: display(result.figures['benchmark'])
 
 # %% [markdown]
-# A larger benchmark (N = 8192; bfloat16 at D = 1024 with V ∈ {32k, 128k}, and float32 at D = 256 with
-# V = 32k; naive vs chunked vs fused side by side) was run once with `python tools/bench_label_smoothing.py`;
-# its stored table, with the machine it ran on (CPU time in `cpu_s`, ratios in `cpu_vs_naive`):
+# A larger benchmark (N = 8192, bfloat16, D = 1024, V ∈ {32k, 128k}; naive vs chunked vs fused side by side, the same
+# interleaved rounds) was run with `python tools/bench_label_smoothing.py`; its stored table, with the machine and the
+# load it ran at (CPU time in `cpu_s`, the median paired ratios and their intervals in `cpu_vs_naive`):
 
 # %%
 _bench_file = Path("label_smoothing_bench.csv")
-if _bench_file.exists():
-    _stored = pd.read_csv(_bench_file)
-    display(_stored.round(3))
-else: print("no stored benchmark table (run tools/bench_label_smoothing.py)")
+_stored = pd.read_csv(_bench_file) if _bench_file.exists() else None
+if _stored is not None and 'cpu_vs_naive_lo' in _stored:      # a table of interleaved rounds (median and interval), not of single samples
+    display(_stored.drop(columns=[c for c in ('cpu_runs', 'loss', 'beta', 'memory_method', 'process') if c in _stored]).round(3))
+else: print("no stored benchmark table of interleaved rounds (run tools/bench_label_smoothing.py)")
 
 # %% [markdown]
 # ## The `full` profile

@@ -46,10 +46,9 @@ import contextlib, os, sys, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
-from trustlib.results import Result, Verdict, Estimate, Rule, judge, mean_ci, run_experiment
+from trustlib.results import (Result, Estimate, mean_ci, median_ci, run_experiment, Claim, Change, Above, Below, AtLeast, AtMost,
+                              Diff, AllOf, Each, claims_table)
 from trustlib.clustering.metrics import (leaf_metrics, dendrogram_purity, leaf_purity, cut_linkage,
                                          check_linkage, random_linkage, ari)
 
@@ -84,12 +83,12 @@ watermark_pair: Optional[list[int]] = None  # the two digit classes that carry t
 watermark_frac: Optional[float] = None  # fraction of the pair's images that carry the watermark
 speed_k: Optional[int] = None  # speed test: number of clusters K
 speed_n: Optional[int] = None  # speed test: number of logit rows N
-speed_repeats: Optional[int] = None  # speed test: repetitions of the timed fit (the verdict uses their interval)
+speed_repeats: Optional[int] = None  # speed test: repetitions of the timed fit (the claim reads their median; fewer than 6 give no interval)
 n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)
 logits_path: Optional[str] = None  # full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; empty: $TRUSTLIB_DATA/l2h/logits.npz
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `991b80d`, 51 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run l2h --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e30c3f7`, 604 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run l2h --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
@@ -118,13 +117,13 @@ class Config(BaseConfig):
     watermark_frac: float = param(0.9, "fraction of the pair's images that carry the watermark", gt=0, le=1)
     speed_k: int = param(100, "speed test: number of clusters K", ge=2, max=100_000)
     speed_n: int = param(10_000, "speed test: number of logit rows N", ge=2, max=10**7)
-    speed_repeats: int = param(3, "speed test: repetitions of the timed fit (the verdict uses their interval)", ge=1, max=50)
+    speed_repeats: int = param(6, "speed test: repetitions of the timed fit (the claim reads their median; fewer than 6 give no interval)", ge=1, max=50)
     n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     logits_path: str = param("", "full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; "
                                  "empty: $TRUSTLIB_DATA/l2h/logits.npz")
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=10, n_super=5, n_per_class=200, k_factors=(0.8, 0.9, 1.0, 1.1, 1.2),
-                    temperatures=(0.5, 1.0, 5.0, 10.0, 50.0), digits_max_iter=300, speed_k=1000, speed_n=100_000),
+                    temperatures=(0.5, 1.0, 5.0, 10.0, 50.0), digits_max_iter=300, speed_k=1000, speed_n=100_000, speed_repeats=9),
         "full": dict(n_seeds=10, n_super=5, n_per_class=200, k_factors=(0.8, 0.9, 1.0, 1.1, 1.2),
                      temperatures=(0.5, 1.0, 5.0, 10.0, 50.0), digits_max_iter=300, speed_k=1000, speed_n=100_000),
     }
@@ -138,6 +137,10 @@ class Config(BaseConfig):
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
+        gib = self.speed_k * self.speed_n * 4 / 2**30            # the speed test's float32 logits (the fit adds chunks, not copies)
+        if gib > 4 and not getattr(self, '_allow_large', False):
+            raise ConfigError(f"parameters 'speed_k' x 'speed_n': the speed test's logits would take {gib:.0f} GiB; "
+                              "pass allow_large=True (CLI: --allow-large) to run it")
 
 
 # %%
@@ -146,6 +149,7 @@ test_fail(lambda: Config.from_params("smoke", flat_models=("gmm", "dbscan")), co
 test_fail(lambda: Config.from_params("smoke", watermark_pair=(3, 3)), contains="must differ")
 test_fail(lambda: Config.from_params("smoke", n_sub=1), contains="'n_sub': 1 is out of range")
 test_fail(lambda: Config.from_params("smoke", k_neighbours=3), contains="unknown parameter")
+test_fail(lambda: Config.from_params("smoke", speed_k=100_000, speed_n=100_000, allow_large=False), contains="'speed_k' x 'speed_n'")
 cfg
 
 
@@ -302,7 +306,7 @@ test_fail(lambda: merges_to_linkage([(0, 1)], 3), contains="needs 2 merges")
 
 # %%
 #| export
-class L2H(ClusterMixin, BaseEstimator):
+class _L2HMethods:
     "Logits to Hierarchies: a binary tree over the K clusters of a flat model, from its (N, K) logits (a scikit-learn clusterer)."
     def __init__(self, aggregator:str="cluster_mean", # group score for phase 1: one of AGGREGATORS
                  temperature:float=1.0, # the logits are divided by this before the softmax
@@ -318,6 +322,7 @@ class L2H(ClusterMixin, BaseEstimator):
 
     def _validate(self, logits, reset:bool):
         "`check_logits` after scikit-learn's `validate_data` (n_features_in_, feature names); both messages when it fails."
+        from sklearn.utils.validation import validate_data
         try: X = validate_data(self, logits, reset=reset, dtype="numeric", ensure_all_finite=False)
         except ValueError as e:
             try: check_logits(logits)
@@ -394,6 +399,7 @@ class L2H(ClusterMixin, BaseEstimator):
         return self
 
     def _fitted(self):
+        from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "linkage_")
 
     def cut(self, n_groups:int) -> np.ndarray:
@@ -420,11 +426,27 @@ class L2H(ClusterMixin, BaseEstimator):
         "The tree in Newick format (leaf names default to the cluster indices)."
         self._fitted(); return to_newick(self.linkage_, names)
 
+_L2H_CLASS = None
+
+def l2h_estimator() -> type:
+    "The `L2H` class (built on first use: scikit-learn is imported then, not when this module is imported)."
+    global _L2H_CLASS
+    if _L2H_CLASS is None:
+        from sklearn.base import BaseEstimator, ClusterMixin
+        _L2H_CLASS = type("L2H", (_L2HMethods, ClusterMixin, BaseEstimator),
+                          dict(__module__=__name__, __qualname__="L2H", __doc__=_L2HMethods.__doc__))
+    return _L2H_CLASS
+
+def __getattr__(name:str):
+    "`L2H` is created lazily (PEP 562), so that `import trustlib.clustering.l2h` does not import scikit-learn."
+    if name == "L2H": return l2h_estimator()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 def l2h(logits, # (N, K) logits of a flat model
         **kwargs, # `L2H` hyperparameters: aggregator, temperature, chunk_size
         ) -> np.ndarray:
     "The L2H tree over the K clusters of `logits` as a scipy linkage matrix."
-    return L2H(**kwargs).fit(logits).linkage_
+    return l2h_estimator()(**kwargs).fit(logits).linkage_
 
 
 # %% [markdown]
@@ -436,6 +458,9 @@ def l2h(logits, # (N, K) logits of a flat model
 from scipy.cluster.hierarchy import is_valid_linkage
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+
+# %%
+L2H = l2h_estimator()   # in the library, `from trustlib.clustering.l2h import L2H` builds it on first use
 
 # %%
 _rng = np.random.default_rng(0)
@@ -796,66 +821,14 @@ test_eq(load_logits_file(_tmp)['logits'].shape, (600, 6))
 # ## `run`: the whole experiment
 #
 # `run(cfg)` runs the four experiments of the `smoke`/`cpu` profiles (or the `full` evaluation of a logits
-# file), computes the verdicts from the measured numbers with the rules written below, and returns a `Result`.
-#
-# Verdict rules (stated before the run; thresholds in `VERDICT_RULES`; rule 1 is the paper's headline claim).
-# Every graded rule works on per-seed numbers (a seed's value is the mean over the flat models where there are
-# several) and their 95 % Student-t interval over seeds (`mean_ci`); a number whose interval straddles a
-# threshold gives `inconclusive` (the data cannot tell), never a verdict that a rerun could flip.
-#
-# 1. *Hierarchy from logits alone, as good as methods that use features*: per seed, L2H's DP(coarse) minus
-#    that of the best feature-based baseline (Ward / average / single linkage on the centroids, the best by
-#    mean), minus the random tree's, and L2H minus the logits-only baseline (average-cosine linkage on the
-#    clusters' mean softmax) on DP(coarse) and on the ARI of the cut. Reproduced if the interval of the gap
-#    to the features lies above -0.02, L2H beats the random tree (interval above 0) and L2H is not worse
-#    than the logits-only baseline by more than 0.02 on either measure (both intervals above -0.02);
-#    partially if L2H beats the random tree and the gap to the features lies above -0.10 (whatever the
-#    logits-only baseline does: beating it is needed for `reproduced` only); not reproduced if the gap lies
-#    wholly below -0.10 or L2H does not beat the random tree (interval at or below 0); else inconclusive.
-# 2. *Leaf performance preserved*: reproduced if, in every run, the tree's leaf purity equals the flat
-#    model's purity (to 1e-12) and the leaves are the argmax clusters (an identity: no interval needed).
-# 3. *Beats DeepECT / TreeVAE on CIFAR / Food-101*: not testable offline.
-# 4. *Under a minute at ImageNet scale*: the CPU time of one L2H fit, repeated `speed_repeats` times.
-#    Reproduced if its interval lies below 60 s at K >= 1000 and N >= 100,000; partially if below 60 s at a
-#    smaller size (smoke); not reproduced if it lies wholly above 60 s; else inconclusive.
-# 5. *Cutting the tree beats a flat model fit at the coarse level* (unsupervised flat models only): per
-#    seed, the ARI of the L2H cut at `n_super` groups minus the ARI of a GMM / k-means fit directly with
-#    `n_super` clusters. Reproduced if the interval lies above 0; not reproduced if it lies at or below 0;
-#    else inconclusive. There is no `partially`: a cut that does worse than the direct model is the
-#    opposite of the claim, however small the loss.
-# 6. *Supervised tree reflects the classes' similarity* (digits analogue of the WordNet-like ImageNet tree):
-#    Spearman rho between the merge step joining two digits and the distance between their mean images.
-#    At most partially (an analogue without a semantic ground truth): partially if the interval of the
-#    mean rho lies above 0.3; not reproduced if it lies below 0.3; else inconclusive.
-# 7. *Exposes a spurious correlation*: per seed, the merge step that joins the watermarked pair in the clean
-#    model's tree minus the step in the watermarked model's tree (positive: earlier). Reproduced if its
-#    interval lies above 0 and the pair joins directly (under a node with <= 3 leaves) in most seeds with
-#    support (Wilson 95 % lower bound of that fraction above 0.5); partially if the interval lies above 0
-#    only; not reproduced if it lies at or below 0; else inconclusive.
-# 8. *Aggregator choice barely matters*: per seed at T = 1, DP(coarse) with the paper's default aggregator
-#    (`cluster_mean`, the one in the appendix code) minus DP(coarse) with the plain sum over points
-#    (`point_sum`). Reproduced if the whole interval lies within +-0.03; partially if within +-0.10; not
-#    reproduced if it lies wholly outside +-0.10; else inconclusive. `point_mean` is reported but left out
-#    of the rule: the paper's "mean" variant is not in its appendix code, so we cannot verify that ours is it.
-# 9. *Misspecified K degrades gracefully*: per seed and misspecified factor, DP(coarse) at the true K minus
-#    DP(coarse) at that K (the drop). Reproduced if every factor's interval lies below 0.05; partially if
-#    below 0.15; not reproduced if some factor's interval lies wholly above 0.15; else inconclusive.
+# file) and returns a `Result` with the measurements: per-seed values (a seed's value is the mean over the flat
+# models where there are several), the timings of the speed test, tables and figures. The claims below grade
+# them; `run` never grades.
 
 # %%
 #| export
-VERDICT_RULES = dict(match_gap=-0.02, partial_gap=-0.10, speed_seconds=60.0, speed_k=1000, speed_n=100_000,
-                     rho=0.3, spurious_direct_size=3, spurious_direct_frac=0.5,
-                     agg_spread=0.03, agg_partial=0.10, k_drop=0.05, k_partial=0.15)
+DIRECT_JOIN_LEAVES = 3   # the watermarked pair "joins directly" when the node that joins it holds at most this many classes
 L2H_NAME, SOFTMAX_NAME, RANDOM_NAME = "L2H (logits only)", "average-cosine (softmax)", "random tree"
-
-PAPER = dict(dp_cifar100="L2H-TURTLE DP 0.803 vs TreeVAE 0.103, DeepECT 0.052 (CIFAR-100); CIFAR-10 DP 0.988",
-             lp="CIFAR-10 L2H-TURTLE: LP 0.995 = ACC 0.995 (leaves are the flat model's clusters)",
-             speed="under a minute on CPU at ImageNet scale (K = 1000)",
-             inat="cutting the L2H tree (1103 families, iNaturalist21) beats TURTLE trained separately at each level",
-             wordnet="ImageNet classifier (InternImage): the tree resembles WordNet",
-             spurious="snow objects (bobsled, snowmobile) merge with Arctic dog breeds",
-             agg="DP 0.988 on CIFAR-10 and 0.79-0.80 on CIFAR-100 for every aggregator",
-             k="CIFAR-100 with K = 85..115: results degrade gracefully")
 
 
 # %%
@@ -870,7 +843,7 @@ def _exp_planted(cfg, seeds, bar):
         for kind in cfg.flat_models:
             fm = flat_model_logits(kind, X, y, yc, K, kc, derive_seed(cfg.seed, 'flat', kind, s))
             leaves = fm['logits'].argmax(1)
-            t0 = time.perf_counter(); est = L2H().fit(fm['logits']); dt = time.perf_counter() - t0
+            t0 = time.perf_counter(); est = l2h_estimator()().fit(fm['logits']); dt = time.perf_counter() - t0
             lm = leaf_metrics(fm['y'], leaves)
             leaf_rows.append(dict(seed=s, flat_model=kind, **lm, lp_tree=leaf_purity(est.linkage_, est.labels_, fm['y']),
                                   leaves_are_argmax=bool(np.array_equal(est.labels_, leaves)),
@@ -924,7 +897,7 @@ def _exp_digits(cfg, seeds, bar):
         for name, clf, Xte in (("clean model, clean test", clean, X[te]), ("watermarked model, watermarked test", wm, Xw_te),
                                ("watermarked model, clean test", wm, X[te])):
             lg = mlp_logits(clf, Xte)
-            est = L2H().fit(lg)
+            est = l2h_estimator()().fit(lg)
             step, size = lca_matrix(est.linkage_)
             rho = spearmanr(step[iu], dist[iu]).statistic
             rows.append(dict(seed=s, setting=name, test_acc=float((lg.argmax(1) == y[te]).mean()), pair_step=int(step[A, B]),
@@ -937,13 +910,13 @@ def _exp_digits(cfg, seeds, bar):
 def _exp_speed(cfg):
     L, z, zc = synthetic_logits(cfg.speed_k, cfg.speed_n, np.random.default_rng(derive_seed(cfg.seed, 'speed')))
     wall, cpu = [], []
-    for _ in range(cfg.speed_repeats):                    # repeated, so that the verdict can use an interval
-        t0, c0 = time.perf_counter(), time.process_time(); est = L2H().fit(L)
+    for _ in range(cfg.speed_repeats):                    # repeated: the claim reads the median and its order-statistic interval
+        t0, c0 = time.perf_counter(), time.process_time(); est = l2h_estimator()().fit(L)
         wall.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
     t0 = time.perf_counter(); dpc = dendrogram_purity(est.linkage_, est.labels_, zc); t_dp = time.perf_counter() - t0
     t0 = time.perf_counter(); dn = plot_dendrogram(est.linkage_, no_plot=True); t_dn = time.perf_counter() - t0
     depth = _tree_depth(est.linkage_)
-    return est, dict(K=cfg.speed_k, N=cfg.speed_n, dtype=str(L.dtype), l2h_seconds=float(np.mean(wall)), l2h_cpu_seconds=float(np.mean(cpu)),
+    return est, dict(K=cfg.speed_k, N=cfg.speed_n, dtype=str(L.dtype), l2h_seconds=float(np.median(wall)), l2h_cpu_seconds=float(np.median(cpu)),
                      wall_runs=wall, cpu_runs=cpu, dp_seconds=t_dp, dendrogram_seconds=t_dn,
                      leaf_acc=float((est.labels_ == z).mean()), dp_coarse=dpc, tree_depth=depth, cores=os.cpu_count())
 
@@ -960,11 +933,14 @@ test_eq(_tree_depth(np.array([[0, 1, 1, 2], [2, 3, 2, 2], [4, 5, 3, 4]])), 2)
 
 # %%
 #| export
-def _yes(x:bool) -> str: return "yes" if x else "no"
-
 def _seed_table(df, values:str, columns:str) -> pd.DataFrame:
     "seeds x `columns` table of `values`, averaged over anything else (e.g. over flat models)."
     return df.pivot_table(index='seed', columns=columns, values=values, aggfunc='mean')
+
+def _per_seed(df, values:str, columns:str) -> dict[str, list]:
+    "Per column of `_seed_table`: its per-seed values as a list (the grader takes their interval), keyed by the column's slug."
+    tab = _seed_table(df, values, columns)
+    return {_slug(c): [float(v) for v in tab[c]] for c in tab.columns}
 
 def planted_gaps(planted) -> pd.DataFrame:
     "L2H minus every other tree on the planted hierarchy: per-seed paired differences (mean over flat models), mean and 95% CI."
@@ -977,255 +953,184 @@ def planted_gaps(planted) -> pd.DataFrame:
             rows.append(dict(measure=measure, versus=m, l2h_minus_other=e.value, ci_lo=e.lo, ci_hi=e.hi, n_seeds=e.n))
     return pd.DataFrame(rows)
 
-def _claim_logits_tree(cfg, planted) -> Verdict:
-    "1 (headline). L2H vs the best feature-based tree, the logits-only softmax baseline and a random tree, on per-seed intervals."
-    R = VERDICT_RULES
-    dp, ar = _seed_table(planted, 'dp_coarse', 'method'), _seed_table(planted, 'ari_cut', 'method')
-    feats = [m for m in dp.columns if m.endswith('(features)')]
-    best = dp[feats].mean().idxmax()
-    e_feat, e_rand = mean_ci(dp[L2H_NAME] - dp[best]), mean_ci(dp[L2H_NAME] - dp[RANDOM_NAME])
-    e_sdp, e_sari = mean_ci(dp[L2H_NAME] - dp[SOFTMAX_NAME]), mean_ci(ar[L2H_NAME] - ar[SOFTMAX_NAME])
-    ok = all(e.has_interval for e in (e_feat, e_rand, e_sdp, e_sari))
-    beats_random, near_feat, within_feat = e_rand.lo > 0, e_feat.lo > R['match_gap'], e_feat.lo > R['partial_gap']
-    soft_ok = e_sdp.lo > R['match_gap'] and e_sari.lo > R['match_gap']
-    fails = e_rand.hi <= 0 or e_feat.hi < R['partial_gap']
-    return judge("A tree built from a flat model's logits alone recovers the hierarchy as well as methods that use features",
-                 PAPER['dp_cifar100'],
-                 f"planted {cfg.n_super}x{cfg.n_sub}, {e_feat.n} seeds; L2H minus other trees, mean [95% CI]: DP(coarse) vs best "
-                 f"feature-based ({best}) {e_feat:+.3f}, vs random tree {e_rand:+.3f}; vs the logits-only average-cosine baseline: "
-                 f"DP(coarse) {e_sdp:+.3f}, cut ARI {e_sari:+.3f} (means: L2H DP {dp[L2H_NAME].mean():.3f}, ARI {ar[L2H_NAME].mean():.3f}; "
-                 f"average-cosine DP {dp[SOFTMAX_NAME].mean():.3f}, ARI {ar[SOFTMAX_NAME].mean():.3f}; {best} DP {dp[best].mean():.3f})",
-                 reproduced=bool(ok and beats_random and near_feat and soft_ok), partially=bool(ok and beats_random and within_feat),
-                 inconclusive=bool(not ok or not fails),
-                 rule_text=f"reproduced if the 95% CI of L2H - best feature-based DP(coarse) lies above {R['match_gap']:g}, L2H beats the random "
-                           f"tree (CI above 0) and L2H - the logits-only average-cosine baseline lies above {R['match_gap']:g} on DP(coarse) "
-                           f"and on cut ARI; partially if it beats the random tree and the gap to the features lies above {R['partial_gap']:g}; "
-                           f"not reproduced if that gap lies wholly below {R['partial_gap']:g} or L2H does not beat the random tree; else inconclusive",
-                 reason=f"synthetic Gaussian hierarchy instead of CIFAR; feature-based agglomeration instead of DeepECT/TreeVAE. "
-                        f"Conditions: beats random {_yes(beats_random)}; within {-R['match_gap']:g} of the features {_yes(near_feat)}; "
-                        f"within {-R['partial_gap']:g} {_yes(within_feat)}; not worse than the logits-only baseline by {-R['match_gap']:g} "
-                        f"on DP {_yes(e_sdp.lo > R['match_gap'])}, on cut ARI {_yes(e_sari.lo > R['match_gap'])}", headline=True)
-
-def _claim_leaves(leafdf) -> Verdict:
-    "2. The tree's leaf purity equals the flat purity (to 1e-12) and the leaves are the argmax clusters, in every run."
-    diff = float((leafdf.lp_tree - leafdf.purity).abs().max()); same = bool(leafdf.leaves_are_argmax.all())
-    return judge("Leaf-level performance is preserved (the tree does not change the flat clustering)", PAPER['lp'],
-                 f"max |LP(tree) - purity(flat)| = {diff:.1e} over {len(leafdf)} runs; leaves = argmax clusters: {same}; "
-                 f"mean flat ACC {leafdf.acc.mean():.3f}",
-                 reproduced=bool(diff < 1e-12 and same),
-                 rule_text="reproduced if, in every run, LP(tree) equals the flat purity to 1e-12 and the leaves are the argmax clusters",
-                 reason="holds by construction (an identity, checked in every run; no interval needed)")
-
-def _claim_speed(speed:dict) -> Verdict:
-    "4. CPU time of one L2H fit (repeated): CI below 60 s at K >= 1000 and N >= 100,000 (partially: below 60 s at a smaller size)."
-    R = VERDICT_RULES
-    big = speed['K'] >= R['speed_k'] and speed['N'] >= R['speed_n']
-    e = mean_ci(speed['cpu_runs'])
-    g, note = Rule('<', R['speed_seconds'], what="CPU seconds of one fit").grade(e)
-    return judge("L2H runs in under a minute on CPU at ImageNet scale", PAPER['speed'],
-                 f"CPU time of one fit {e.value:.2f} s [{e.lo:.2f}, {e.hi:.2f}] over {e.n} repeats (wall {min(speed['wall_runs']):.2f}-"
-                 f"{max(speed['wall_runs']):.2f} s) for K = {speed['K']}, N = {speed['N']:,} ({speed['dtype']} logits, 1 thread)",
-                 reproduced=bool(g == 'reproduced' and big), partially=bool(g == 'reproduced'), inconclusive=bool(g == 'inconclusive'),
-                 rule_text=f"reproduced if the 95% CI of the CPU time of one fit lies below {R['speed_seconds']:g} s at K >= {R['speed_k']} and "
-                           f"N >= {R['speed_n']:,}; partially if below {R['speed_seconds']:g} s at a smaller size; not reproduced if it lies "
-                           f"wholly above; else inconclusive",
-                 reason=f"synthetic logits; CPU time, since wall time on a shared machine measures the load; {note}")
-
-def _claim_coarse_cut(cfg, planted, leafdf) -> Verdict:
-    "5. Per-seed ARI gain of the L2H cut over the direct coarse model (GMM/k-means): reproduced if its CI lies above 0."
-    uns = leafdf[leafdf.flat_model.isin(['gmm', 'kmeans'])]
-    claim, paper = "Cutting the L2H tree gives coarse clusterings that beat a flat model trained at the coarse level", PAPER['inat']
-    if not len(uns):
-        return judge(claim, paper, "no unsupervised flat model in this run", verdict="not_testable_offline",
-                     reason="the rule needs GMM or k-means flat models (parameter flat_models)")
-    cut = planted[(planted.method == L2H_NAME) & planted.flat_model.isin(['gmm', 'kmeans'])].set_index(['seed', 'flat_model']).ari_cut
-    direct = uns.set_index(['seed', 'flat_model']).direct_coarse_ari.loc[cut.index]
-    gain = (cut - direct).groupby(level='seed').mean()
-    e = mean_ci(gain)
-    return judge(claim, paper,
-                 f"ARI vs superclasses: L2H cut {cut.mean():.3f} vs direct {cfg.n_super}-cluster model {direct.mean():.3f}; per-seed gain "
-                 f"{e:+.3f} over {e.n} seeds; L2H better in {(cut > direct).mean():.0%} of runs",
-                 rule=Rule('>', 0.0, what="mean per-seed ARI gain of the L2H cut over the direct coarse model"), value=e,
-                 reason="GMM/k-means on planted data instead of TURTLE on iNaturalist")
-
-def _claim_supervised(digits) -> Verdict:
-    "6. At most partially: CI of the mean Spearman rho(merge step, class-mean distance) above 0.3."
-    r = VERDICT_RULES['rho']
-    e = mean_ci(digits[digits.setting == "clean model, clean test"].rho_pixel)
-    ok = e.has_interval
-    return judge("On a supervised classifier, the tree recovers a meaningful hierarchy", PAPER['wordnet'],
-                 f"digits MLP: Spearman rho(merge step, distance of class-mean images) = {e:+.3f} over {e.n} seeds",
-                 reproduced=False, partially=bool(ok and e.lo > r), inconclusive=bool(not ok or e.hi >= r),
-                 rule_text=f"partially if the 95% CI of the mean rho lies above {r:g}; not reproduced if it lies below {r:g}; "
-                           "else inconclusive; never reproduced (an analogue)",
-                 reason="digits have no semantic hierarchy: the class-mean distance stands in for WordNet")
-
-def _claim_spurious(cfg, digits) -> Verdict:
-    "7. CI of (clean step - watermarked step) above 0, and a direct join in most seeds (Wilson lower bound > 0.5)."
-    from scipy.stats import binomtest
-    R = VERDICT_RULES; A, B = cfg.watermark_pair
-    cl = digits[digits.setting == "clean model, clean test"].set_index('seed')
-    wm = digits[digits.setting == "watermarked model, watermarked test"].set_index('seed')
-    e = mean_ci(cl.pair_step.loc[wm.index] - wm.pair_step)
-    g, note = Rule('>', 0.0, what="steps earlier").grade(e)
-    k, n = int((wm.pair_lca_leaves <= R['spurious_direct_size']).sum()), len(wm)
-    lo = float(binomtest(k, n).proportion_ci(0.95, method='wilson').low)
-    return judge("The tree of a supervised model exposes a spurious correlation", PAPER['spurious'],
-                 f"digits {A} and {B} watermarked in {cfg.watermark_frac:.0%} of images: they join at merge step {wm.pair_step.mean():.1f} "
-                 f"(watermarked model) vs {cl.pair_step.mean():.1f} (clean model) of 9; earlier by {e:+.3f} steps over {n} seeds; "
-                 f"joined directly in {k}/{n} seeds (Wilson 95% lower bound {lo:.2f})",
-                 reproduced=bool(g == 'reproduced' and lo > R['spurious_direct_frac']), partially=bool(g == 'reproduced'),
-                 inconclusive=bool(g == 'inconclusive'),
-                 rule_text=f"reproduced if the 95% CI of (clean step - watermarked step) lies above 0 and the pair joins directly (node with "
-                           f"<= {R['spurious_direct_size']} leaves) with a Wilson 95% lower bound above {R['spurious_direct_frac']:g}; "
-                           "partially if the CI lies above 0 only; not reproduced if it lies at or below 0; else inconclusive",
-                 reason=f"a planted watermark on digits instead of snow in ImageNet; {note}")
-
-def _claim_aggregators(aggdf) -> Verdict:
-    "8. CI of the per-seed DP(coarse) difference cluster_mean - point_sum at T = 1 within +-0.03 (partially: +-0.10)."
-    R = VERDICT_RULES
-    t1 = aggdf[np.isclose(aggdf.temperature, 1.0)] if (np.isclose(aggdf.temperature, 1.0)).any() else aggdf[aggdf.temperature == aggdf.temperature.min()]
-    T = float(t1.temperature.iloc[0])
-    tab = _seed_table(t1, 'dp_coarse', 'aggregator')
-    e = mean_ci(tab['cluster_mean'] - tab['point_sum'])
-    ok = e.has_interval
-    bound = max(abs(e.lo), abs(e.hi)) if ok else np.inf                      # the largest |difference| the data allow
-    floor = 0.0 if (not ok or e.lo <= 0 <= e.hi) else min(abs(e.lo), abs(e.hi))   # the smallest
-    pm = f"; point_mean {tab['point_mean'].mean():.3f} (our reading of the paper's 'mean' variant, not in the rule)" if 'point_mean' in tab else ""
-    return judge("The choice of aggregator barely changes dendrogram purity", PAPER['agg'],
-                 f"DP(coarse), GMM logits, T = {T:g}: cluster_mean {tab['cluster_mean'].mean():.3f}, point_sum {tab['point_sum'].mean():.3f}; "
-                 f"per-seed difference {e:+.3f} over {e.n} seeds{pm}",
-                 reproduced=bool(ok and bound <= R['agg_spread']), partially=bool(ok and bound <= R['agg_partial']),
-                 inconclusive=bool(not ok or floor <= R['agg_partial']),
-                 rule_text=f"reproduced if the 95% CI of DP(cluster_mean) - DP(point_sum) lies within +-{R['agg_spread']:g}; partially if within "
-                           f"+-{R['agg_partial']:g}; not reproduced if it lies wholly outside +-{R['agg_partial']:g}; else inconclusive",
-                 reason="planted data; the two aggregators the paper defines unambiguously (cluster_mean is the appendix code's); "
-                        "point_mean is left out because the paper's 'mean' variant cannot be checked against its code")
-
-def _claim_misspecified_k(kdf) -> Verdict:
-    "9. Per-seed drop DP(true K) - DP(misspecified K): every factor's CI below 0.05 (partially: below 0.15)."
-    R = VERDICT_RULES
-    claim, paper = "A misspecified number of flat clusters degrades the hierarchy gracefully", PAPER['k']
-    tab = _seed_table(kdf, 'dp_coarse', 'k_factor')
-    true = [f for f in tab.columns if np.isclose(f, 1.0)]
-    others = [f for f in tab.columns if not np.isclose(f, 1.0)]
-    if not (true and others):
-        return judge(claim, paper, "no misspecified K in k_factors", verdict="not_testable_offline",
-                     reason="the rule needs the true K (factor 1) and at least one other factor in k_factors")
-    drops = {f: mean_ci(tab[true[0]] - tab[f]) for f in others}
-    ok = all(e.has_interval for e in drops.values())
-    worst_hi = max(e.hi for e in drops.values()) if ok else np.inf
-    worst_lo = max(e.lo for e in drops.values()) if ok else -np.inf
-    return judge(claim, paper, f"drop of DP(coarse) from the true K (true K: {tab[true[0]].mean():.3f}), by K/K_true: "
-                 + ", ".join(f"{f:g}: {e:+.3f}" for f, e in drops.items()) + f" over {tab.shape[0]} seeds",
-                 reproduced=bool(ok and worst_hi < R['k_drop']), partially=bool(ok and worst_hi < R['k_partial']),
-                 inconclusive=bool(not ok or worst_lo <= R['k_partial']),
-                 rule_text=f"reproduced if the 95% CI of the drop lies below {R['k_drop']:g} for every misspecified K; partially if below "
-                           f"{R['k_partial']:g}; not reproduced if some factor's CI lies wholly above {R['k_partial']:g}; else inconclusive",
-                 reason="GMM on planted data")
-
-def _verdicts(cfg, planted, leafdf, kdf, aggdf, digits, speed) -> list[Verdict]:
-    "The nine claims of the smoke/cpu profiles, graded by the rules stated above."
-    deep = judge("L2H beats the specialised deep hierarchical models DeepECT and TreeVAE on CIFAR-10/100 and Food-101",
-                 PAPER['dp_cifar100'], "not run: TURTLE/TEMI logits and DeepECT/TreeVAE need CLIP/DINOv2 backbones, GPUs and downloads",
-                 verdict="not_testable_offline", reason="the full profile evaluates a user-supplied logits file; the deep baselines are not implemented")
-    return [_claim_logits_tree(cfg, planted), _claim_leaves(leafdf), deep, _claim_speed(speed), _claim_coarse_cut(cfg, planted, leafdf),
-            _claim_supervised(digits), _claim_spurious(cfg, digits), _claim_aggregators(aggdf), _claim_misspecified_k(kdf)]
+def _slug(s) -> str:
+    "A metric-key fragment: lowercase snake_case ('L2H (logits only)' -> 'l2h_logits_only', 0.8 -> '0_8')."
+    import re
+    return re.sub(r"[^a-z0-9]+", "_", (f"{s:g}" if isinstance(s, (float, np.floating)) else str(s)).lower()).strip("_")
 
 
 # %% [markdown]
-# The rules on crafted tables with known answers: clearly above, within noise of and clearly below each
-# threshold, a single seed (no interval), and effects in the opposite direction of the claim (which are never
-# `partially` or `reproduced`). Per-seed values carry a small alternating offset (±0.01) so that intervals
-# have a known, narrow width.
+# ### What `run` measures for the claims
+#
+# - **Trees on the planted hierarchy** (`dp_coarse/<tree>`, `ari_cut/<tree>`): per seed, dendrogram purity against the
+#   superclasses and the ARI of the cut at `n_super` groups, for L2H, the three feature-based trees, the logits-only
+#   average-cosine baseline and a random tree, and L2H's paired per-seed gaps to each of them (`dp_gap/<tree>`,
+#   `ari_gap/<tree>`); `leaf_lp_gap_max` (largest |leaf purity of the tree − purity of the
+#   flat model| over all runs) and `leaves_are_argmax_frac`; `coarse_cut/l2h_ari` and `coarse_cut/direct_ari`: per
+#   seed, the ARI of the L2H cut and of a GMM / k-means fit directly at the coarse level (unsupervised flat models).
+# - **Digits**: per seed, the merge step at which the watermarked pair joins (`digits_pair_step/<setting>`), the
+#   Spearman ρ between merge step and distance of class-mean images (`digits_rho_pixel`), and the share of seeds in
+#   which the watermarked model's tree joins the pair directly (`digits_direct_join`, with its Wilson interval).
+# - **Robustness**: per seed at T = 1, DP(coarse) per aggregator (`agg_dp/<aggregator>`), and the drop of DP(coarse)
+#   from the true K to each misspecified K (`k_drop/factor_<f>`).
+# - **Speed**: the CPU seconds of one fit (`speed/l2h_cpu_seconds`), the median of `speed_repeats` repeats with its
+#   distribution-free (order-statistic) interval, at K = `speed/k` clusters and N = `speed/n` rows.
+
+# %%
+#| export
+def _tree_metrics(cfg, planted, leafdf) -> dict:
+    m = {f"dp_coarse/{k}": v for k, v in _per_seed(planted, 'dp_coarse', 'method').items()}
+    m.update({f"ari_cut/{k}": v for k, v in _per_seed(planted, 'ari_cut', 'method').items()})
+    for measure, gap in (('dp_coarse', 'dp_gap'), ('ari_cut', 'ari_gap')):      # paired per seed: L2H minus every other tree
+        tab = _seed_table(planted, measure, 'method')
+        m.update({f"{gap}/{_slug(c)}": [float(v) for v in tab[L2H_NAME] - tab[c]] for c in tab.columns if c != L2H_NAME})
+    m.update(leaf_lp_gap_max=float((leafdf.lp_tree - leafdf.purity).abs().max()), leaves_are_argmax_frac=float(leafdf.leaves_are_argmax.mean()),
+             leaf_acc=float(leafdf.acc.mean()), leaf_nmi=float(leafdf.nmi.mean()), leaf_ari=float(leafdf.ari.mean()))
+    uns = leafdf[leafdf.flat_model.isin(['gmm', 'kmeans'])]
+    m['n_unsupervised_flat_models'] = int(uns.flat_model.nunique())
+    m['coarse_cut/l2h_ari'] = m['coarse_cut/direct_ari'] = None
+    if len(uns):
+        cut = planted[(planted.method == L2H_NAME) & planted.flat_model.isin(['gmm', 'kmeans'])]
+        m['coarse_cut/l2h_ari'] = [float(v) for v in cut.groupby('seed').ari_cut.mean()]
+        m['coarse_cut/direct_ari'] = [float(v) for v in uns.groupby('seed').direct_coarse_ari.mean()]
+    return m
+
+def _digits_metrics(digits) -> dict:
+    from scipy.stats import binomtest
+    m = {f"digits_pair_step/{k}": v for k, v in _per_seed(digits, 'pair_step', 'setting').items()}
+    m['digits_rho_pixel'] = [float(v) for v in digits[digits.setting == "clean model, clean test"].sort_values('seed').rho_pixel]
+    wm = digits[digits.setting == "watermarked model, watermarked test"]
+    k, n = int((wm.pair_lca_leaves <= DIRECT_JOIN_LEAVES).sum()), len(wm)
+    ci = binomtest(k, n).proportion_ci(0.95, method='wilson')
+    m['digits_direct_join'] = Estimate(k / n, float(ci.low), float(ci.high), n)
+    return m
+
+def _robustness_metrics(kdf, aggdf) -> dict:
+    t1 = aggdf[np.isclose(aggdf.temperature, 1.0)] if np.isclose(aggdf.temperature, 1.0).any() else aggdf[aggdf.temperature == aggdf.temperature.min()]
+    m = {f"agg_dp/{k}": v for k, v in _per_seed(t1, 'dp_coarse', 'aggregator').items()}
+    m['agg_temperature'] = float(t1.temperature.iloc[0])
+    tab = _seed_table(kdf, 'dp_coarse', 'k_factor')
+    true = [f for f in tab.columns if np.isclose(f, 1.0)]
+    for f in tab.columns:
+        if true and not np.isclose(f, 1.0): m[f"k_drop/factor_{_slug(float(f))}"] = [float(v) for v in tab[true[0]] - tab[f]]
+    return m
+
+def _speed_metrics(speed:dict) -> dict:
+    m = {f"speed/{_slug(k)}": v for k, v in speed.items() if k not in ('l2h_seconds', 'l2h_cpu_seconds')}
+    m.update({"speed/l2h_cpu_seconds": median_ci(speed['cpu_runs']), "speed/l2h_wall_seconds": median_ci(speed['wall_runs'])})
+    return m
+
 
 # %%
 _cf = Config.from_params("smoke")
 _jit = lambda n, a=0.01: a * (np.arange(n) % 2 * 2 - 1)          # +-a alternating: mean 0 over an even n
-def _planted(dp:dict, ari:dict|None=None, n:int=6, flat_model="gmm"):
-    "Crafted planted-hierarchy rows: per method, a DP(coarse) level (plus the jitter) for n seeds; ARI levels likewise."
-    ari = ari or {}
-    return pd.DataFrame([dict(seed=s, flat_model=flat_model, method=m, dp_coarse=v + (_jit(n)[s] if m == L2H_NAME else 0),
-                              ari_cut=ari.get(m, 0.5) + (_jit(n)[s] if m == L2H_NAME else 0))
-                         for m, v in dp.items() for s in range(n)])
-def _V1(l2h=0.8, feat=0.8, soft=0.8, rnd=0.3, ari_l2h=0.7, ari_soft=0.7, n=6, noise=None):
-    t = _planted({L2H_NAME: l2h, "ward (features)": feat, SOFTMAX_NAME: soft, RANDOM_NAME: rnd},
-                 {L2H_NAME: ari_l2h, SOFTMAX_NAME: ari_soft}, n)
-    if noise is not None: t.loc[t.method == L2H_NAME, 'dp_coarse'] += np.resize(noise, n)
-    return _claim_logits_tree(_cf, t).verdict
-test_eq(_V1(), "reproduced")                                                 # level with features and the softmax baseline
-test_eq(_V1(l2h=0.75), "partially")                                          # 0.05 below the features (and the softmax baseline)
-test_eq(_V1(soft=0.85, ari_soft=0.75), "partially")                          # the logits-only baseline beats L2H on both: not reproduced
-test_eq(_V1(soft=0.85), "partially")                                         # ... on DP alone (better cut ARI) is enough to block it
-test_eq(_V1(l2h=0.856, feat=0.90, soft=0.882, ari_l2h=0.797, ari_soft=0.728), "partially")   # the pattern of the earlier cpu page
-test_eq(_V1(l2h=0.6), "not_reproduced")                                      # 0.2 below the features
-test_eq(_V1(l2h=0.3, feat=0.8, rnd=0.3), "not_reproduced")                   # no better than a random tree: the opposite
-test_eq(_V1(l2h=0.7, noise=[0.1, -0.1, 0.08, -0.08, 0.0, 0.0]), "inconclusive")   # gap -0.1, interval straddles -0.10
-test_eq(_V1(n=1), "inconclusive")                                            # one seed: no interval
-assert _claim_logits_tree(_cf, _planted({L2H_NAME: 0.8, "ward (features)": 0.8, SOFTMAX_NAME: 0.8, RANDOM_NAME: 0.3})).headline
-_pg = planted_gaps(_planted({L2H_NAME: 0.8, "ward (features)": 0.7, SOFTMAX_NAME: 0.9, RANDOM_NAME: 0.3}))
-test_close(_pg.set_index(['measure', 'versus']).l2h_minus_other.loc[('dp_coarse', 'ward (features)')], 0.1)
-test_close(_pg.set_index(['measure', 'versus']).l2h_minus_other.loc[('dp_coarse', SOFTMAX_NAME)], -0.1)
+_pl = pd.DataFrame([dict(seed=s, flat_model=fm, method=m, dp_coarse=v + _jit(4)[s], ari_cut=0.5 + (0.1 if m == L2H_NAME else 0))
+                    for m, v in ((L2H_NAME, 0.8), ("ward (features)", 0.7)) for s in range(4) for fm in ("gmm", "logreg")])
+_lf = pd.DataFrame([dict(seed=s, flat_model=fm, lp_tree=0.9, purity=0.9, leaves_are_argmax=True, acc=0.9, nmi=0.8, ari=0.7, direct_coarse_ari=0.45)
+                    for s in range(4) for fm in ("gmm", "logreg")])
+_tm = _tree_metrics(_cf, _pl, _lf)
+test_close(_tm['dp_coarse/l2h_logits_only'], 0.8 + _jit(4)); test_eq(_tm['leaf_lp_gap_max'], 0.0)
+test_close(_tm['coarse_cut/l2h_ari'], [0.6] * 4); test_close(_tm['coarse_cut/direct_ari'], [0.45] * 4)   # the unsupervised model only
+test_eq(_tree_metrics(_cf, _pl[_pl.flat_model == 'logreg'], _lf[_lf.flat_model == 'logreg'])['coarse_cut/l2h_ari'], None)
+_dm = _digits_metrics(pd.DataFrame([dict(seed=s, setting=st, pair_step=st_, pair_lca_leaves=l, rho_pixel=0.5)
+                                    for s in range(10) for st, st_, l in (("clean model, clean test", 8, 9), ("watermarked model, watermarked test", 2, 2 if s < 9 else 5))]))
+test_eq(_dm['digits_pair_step/watermarked_model_watermarked_test'], [2.0] * 10); test_close(_dm['digits_direct_join'].value, 0.9)
+test_close(_dm['digits_direct_join'].lo, 0.596, eps=1e-3)                      # Wilson 95 % lower bound of 9/10
+_rm = _robustness_metrics(pd.DataFrame([dict(seed=s, k_factor=f, dp_coarse=0.8 - 0.1 * abs(f - 1)) for s in range(3) for f in (0.8, 1.0, 1.2)]),
+                          pd.DataFrame([dict(seed=s, aggregator=a, temperature=T, dp_coarse=0.8) for s in range(3) for a in AGGREGATORS for T in (1.0, 10.0)]))
+test_eq(sorted(k for k in _rm if k.startswith('k_drop')), ['k_drop/factor_0_8', 'k_drop/factor_1_2']); test_close(_rm['k_drop/factor_0_8'], [0.02] * 3)
+test_eq(_speed_metrics(dict(K=10, N=20, cpu_runs=[1., 2., 3., 4., 5., 9.], wall_runs=[1.] * 6, l2h_seconds=1.0, l2h_cpu_seconds=3.5))['speed/l2h_cpu_seconds'],
+        Estimate(3.5, 1., 9., 6))
 
-_lf = lambda d=0.0, same=True: pd.DataFrame(dict(seed=[0, 1], flat_model="gmm", lp_tree=[0.9, 0.8 + d], purity=[0.9, 0.8], leaves_are_argmax=[True, same],
-                                             acc=0.8, direct_coarse_ari=[0.4, 0.4]))
-test_eq([_claim_leaves(_lf()).verdict, _claim_leaves(_lf(1e-9)).verdict, _claim_leaves(_lf(same=False)).verdict],
-        ["reproduced", "not_reproduced", "not_reproduced"])
+# %% [markdown]
+# ### How each claim is judged
+#
+# The claims table below is the rule book, written before the run: each rule reads the metrics above, and the one
+# grader in `trustlib.results` turns them into verdicts (an interval must clear its threshold; one that straddles it
+# is inconclusive; an effect against the claim is not reproduced). The paper's quantitative rows (CIFAR / Food-101
+# with TURTLE/TEMI, DeepECT, TreeVAE, ImageNet/iNaturalist classifiers) are analogues here, and each row says so.
+# `point_mean` is reported but left out of the aggregator rule: the paper's "mean" variant is not in its appendix
+# code, so we cannot verify that ours is it. The supervised-tree row can be at most *partially* reproduced: digits
+# have no semantic hierarchy, so its reproduced level (ρ > 1) is out of reach by design.
 
-_sp = lambda cpu, K=1000, N=100_000: _claim_speed(dict(K=K, N=N, cpu_runs=list(cpu), wall_runs=list(cpu), dtype="float32")).verdict
-test_eq([_sp([3.0, 3.1, 3.2]), _sp([3.0, 3.1, 3.2], K=999), _sp([3.0, 3.1, 3.2], N=99_999), _sp([70, 71, 72]), _sp([50, 60, 70]), _sp([3.0])],
-        ["reproduced", "partially", "partially", "not_reproduced", "inconclusive", "inconclusive"])
+# %%
+#| export
+PAPER = dict(dp_cifar100="L2H-TURTLE DP 0.803 vs TreeVAE 0.103, DeepECT 0.052 (CIFAR-100); CIFAR-10 DP 0.988",
+             lp="CIFAR-10 L2H-TURTLE: LP 0.995 = ACC 0.995 (leaves are the flat model's clusters)",
+             speed="under a minute on CPU at ImageNet scale (K = 1000)",
+             inat="cutting the L2H tree (1103 families, iNaturalist21) beats TURTLE trained separately at each level",
+             wordnet="ImageNet classifier (InternImage): the tree resembles WordNet",
+             spurious="snow objects (bobsled, snowmobile) merge with Arctic dog breeds",
+             agg="DP 0.988 on CIFAR-10 and 0.79-0.80 on CIFAR-100 for every aggregator",
+             k="CIFAR-100 with K = 85..115: results degrade gracefully")
 
-def _cc(gain, flat_model="gmm"):
-    "Row 5 on crafted runs: per seed, the L2H cut's ARI is 0.5 + gain, the direct coarse model's 0.5."
-    n = len(gain)
-    pl = pd.DataFrame(dict(seed=range(n), flat_model=flat_model, method=L2H_NAME, dp_coarse=0.8, ari_cut=0.5 + np.asarray(gain)))
-    lf = pd.DataFrame(dict(seed=range(n), flat_model=flat_model, lp_tree=0.9, purity=0.9, leaves_are_argmax=True, acc=0.9, direct_coarse_ari=0.5))
-    return _claim_coarse_cut(_cf, pl, lf).verdict
-test_eq(_cc([0.05, 0.07, 0.06, 0.05]), "reproduced")
-test_eq(_cc([-0.05, -0.03, -0.04, -0.06]), "not_reproduced")                # worse than the direct model: never partially
-test_eq(_cc([-0.01, -0.02, -0.01, -0.02]), "not_reproduced")                # even a small loss is the opposite of "beats"
-test_eq(_cc([0.0, 0.0, 0.0, 0.0]), "not_reproduced")                        # a tie does not beat
-test_eq(_cc([0.1, -0.1, 0.05, -0.06]), "inconclusive")
-test_eq(_cc([0.1, 0.1], flat_model="logreg"), "not_testable_offline")
+_FEATURES = (("ward_features", "Ward"), ("average_features", "average linkage"), ("single_features", "single linkage"))
+_SPEED_OLD = ("reproduced if the 95% CI of the CPU time of one fit lies below 60 s at K >= 1000 and N >= 100,000; partially if below 60 s at a "
+              "smaller size; not reproduced if it lies wholly above; else inconclusive")
+_TREE_OLD = ("reproduced if the 95% CI of L2H - best feature-based DP(coarse) lies above -0.02, L2H beats the random tree (CI above 0) and L2H - "
+             "the logits-only average-cosine baseline lies above -0.02 on DP(coarse) and on cut ARI; partially if it beats the random tree and the "
+             "gap to the features lies above -0.1; not reproduced if that gap lies wholly below -0.1 or L2H does not beat the random tree; else inconclusive")
 
-_dg = lambda rho: pd.DataFrame(dict(seed=range(len(rho)), setting="clean model, clean test", rho_pixel=rho))
-test_eq([_claim_supervised(_dg(r)).verdict for r in ([0.5, 0.55, 0.45, 0.5], [0.1, 0.15, 0.05, 0.1], [0.6, 0.0, 0.5, 0.1], [-0.5, -0.4, -0.6, -0.5], [0.9])],
-        ["partially", "not_reproduced", "inconclusive", "not_reproduced", "inconclusive"])
+CLAIMS = [
+    Claim("logits_tree", "A tree built from a flat model's logits alone recovers the hierarchy as well as methods that use features", PAPER['dp_cifar100'],
+          AllOf(*[Above(f"dp_gap/{k}", -0.02, partially=-0.10, what=f"DP(coarse), L2H − {w} on the features") for k, w in _FEATURES],
+                Above("dp_gap/random_tree", 0.0, what="DP(coarse), L2H − random tree"),
+                Above("dp_gap/average_cosine_softmax", -0.02, partially=-0.10, what="DP(coarse), L2H − average-cosine on the softmax (logits only)"),
+                Above("ari_gap/average_cosine_softmax", -0.02, partially=-0.10, what="ARI of the cut, L2H − average-cosine on the softmax")),
+          headline=True, reason="a planted Gaussian hierarchy instead of CIFAR; agglomeration on the true centroids instead of DeepECT/TreeVAE; "
+                                "per seed, the mean over the flat models",
+          log=[Change("2026-12-01", _TREE_OLD,
+                      "reproduced if (DP(coarse), L2H − Ward on the features > -0.02 (partially: > -0.1)) and (DP(coarse), L2H − average linkage on the features > -0.02 (partially: > -0.1)) and (DP(coarse), L2H − single linkage on the features > -0.02 (partially: > -0.1)) and (DP(coarse), L2H − random tree > 0) and (DP(coarse), L2H − average-cosine on the softmax (logits only) > -0.02 (partially: > -0.1)) and (ARI of the cut, L2H − average-cosine on the softmax > -0.02 (partially: > -0.1)); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced",
+                      "the 'best' feature-based tree was chosen after the run by its mean; every feature-based tree is now compared, as declared "
+                      "beforehand; and partially now also needs L2H within 0.10 of the logits-only baseline, which sees exactly what L2H sees")]),
+    Claim("leaves", "Leaf-level performance is preserved (the tree does not change the flat clustering)", PAPER['lp'],
+          AllOf(AtMost("leaf_lp_gap_max", 1e-12, what="largest |LP(tree) − flat purity| over runs"),
+                AtLeast("leaves_are_argmax_frac", 1.0, what="share of runs whose leaves are the argmax clusters")),
+          reason="an identity, checked in every run (no interval needed)"),
+    Claim("deep_baselines", "L2H beats the specialised deep hierarchical models DeepECT and TreeVAE on CIFAR-10/100 and Food-101", PAPER['dp_cifar100'],
+          status="not_testable_offline", reason="TURTLE/TEMI logits and DeepECT/TreeVAE need CLIP/DINOv2 backbones, GPUs and downloads; "
+                                                 "the full profile evaluates a user-supplied logits file"),
+    Claim("speed", "L2H runs in under a minute on CPU at ImageNet scale", PAPER['speed'],
+          Below("speed/l2h_cpu_seconds", 60.0, what="CPU seconds of one fit (median of the repeats, order-statistic 95% interval)"),
+          requires=(AtLeast("speed/k", 1000, what="K, clusters of the timed fit"), AtLeast("speed/n", 100_000, what="N, logit rows of the timed fit")),
+          reason="synthetic float32 logits, one thread; CPU time, since wall time on a shared machine measures the load",
+          log=[Change("2026-12-01", _SPEED_OLD,
+                      "reproduced if CPU seconds of one fit (median of the repeats, order-statistic 95% interval) < 60; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced",
+                      "the mean's t-interval over 3 repeats let one slow repeat on a loaded machine stretch it across 60 s (two runs of one commit "
+                      "gave different verdicts); the median's order-statistic interval over >= 6 repeats cannot be moved by one outlier. A size "
+                      "below ImageNet scale now leaves the claim untested (a condition) instead of earning partially")]),
+    Claim("coarse_cut", "Cutting the L2H tree gives coarse clusterings that beat a flat model trained at the coarse level", PAPER['inat'],
+          Above(Diff("coarse_cut/l2h_ari", "coarse_cut/direct_ari"), 0.0, what="ARI gain of the L2H cut over a flat model fit at the coarse level"),
+          requires=AtLeast("n_unsupervised_flat_models", 1, what="unsupervised flat models (gmm, kmeans) in the run"),
+          reason="GMM/k-means on planted data instead of TURTLE on iNaturalist",
+          log=[Change("2026-12-01", "reproduced if mean per-seed ARI gain of the L2H cut over the direct coarse model > 0; interval must clear the threshold",
+                      "reproduced if ARI gain of the L2H cut over a flat model fit at the coarse level > 0; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced",
+                      "the same comparison, now on the paired per-seed values; a run without an unsupervised flat model is inconclusive "
+                      "(condition not met) instead of not testable")]),
+    Claim("supervised_tree", "On a supervised classifier, the tree recovers a meaningful hierarchy", PAPER['wordnet'],
+          Above("digits_rho_pixel", 1.0, partially=0.3, what="Spearman ρ(merge step, distance of the classes' mean images)"),
+          reason="an analogue: digits have no semantic hierarchy, so the class-mean distance stands in for WordNet, and reproduced (ρ > 1) "
+                 "is out of reach by design"),
+    Claim("spurious", "The tree of a supervised model exposes a spurious correlation", PAPER['spurious'],
+          AllOf(Above(Diff("digits_pair_step/clean_model_clean_test", "digits_pair_step/watermarked_model_watermarked_test"), 0.0,
+                      what="merge steps by which the watermarked pair joins earlier"),
+                Above("digits_direct_join", 0.5, partially=0.0, what=f"share of seeds in which the pair joins directly (≤ {DIRECT_JOIN_LEAVES} classes; Wilson 95% interval)")),
+          reason="a planted watermark on digits instead of snow in ImageNet",
+          log=[Change("2026-12-01", "reproduced if the 95% CI of (clean step - watermarked step) lies above 0 and the pair joins directly (node with <= 3 leaves) "
+                      "with a Wilson 95% lower bound above 0.5; partially if the CI lies above 0 only; not reproduced if it lies at or below 0; else inconclusive",
+                      "reproduced if (merge steps by which the watermarked pair joins earlier > 0) and (share of seeds in which the pair joins directly (≤ 3 classes; Wilson 95% interval) > 0.5 (partially: > 0)); partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not reproduced",
+                      "partially now also needs some direct join (the share's Wilson interval above 0); the legacy rule gave partially without any")]),
+    Claim("aggregators", "The choice of aggregator barely changes dendrogram purity", PAPER['agg'],
+          AllOf(Above(Diff("agg_dp/cluster_mean", "agg_dp/point_sum"), -0.03, partially=-0.10, what="DP(coarse), cluster_mean − point_sum at T = 1"),
+                Below(Diff("agg_dp/cluster_mean", "agg_dp/point_sum"), 0.03, partially=0.10, what="DP(coarse), cluster_mean − point_sum at T = 1")),
+          reason="planted data; the two aggregators the paper defines unambiguously (cluster_mean is the appendix code's)"),
+    Claim("misspecified_k", "A misspecified number of flat clusters degrades the hierarchy gracefully", PAPER['k'],
+          Each("k_drop/factor_*", '<', 0.05, partially=0.15, what="drop of DP(coarse) from the true K"),
+          reason="GMM on planted data; one drop per misspecified factor K/K_true"),
+]
 
-def _dsp(clean, wm, lca):
-    return pd.DataFrame([dict(seed=s, setting="clean model, clean test", pair_step=c, pair_lca_leaves=9) for s, c in enumerate(clean)]
-                        + [dict(seed=s, setting="watermarked model, watermarked test", pair_step=w, pair_lca_leaves=l) for s, (w, l) in enumerate(zip(wm, lca))])
-_V7 = lambda *a: _claim_spurious(_cf, _dsp(*a)).verdict
-test_eq(_V7([8] * 10, [1, 2] * 5, [2] * 10), "reproduced")                   # earlier, and directly in 10/10 (Wilson lower bound 0.72)
-test_eq(_V7([8] * 10, [1, 2] * 5, [2] * 6 + [5] * 4), "partially")           # directly in only 6/10 (lower bound 0.31)
-test_eq(_V7([5] * 10, [4, 6] * 5, [2] * 10), "inconclusive")                 # earlier by 0 +- 1: cannot tell
-test_eq(_V7([5] * 10, [5] * 10, [2] * 10), "not_reproduced")                 # never earlier
-test_eq(_V7([2] * 10, [8, 7] * 5, [9] * 10), "not_reproduced")               # later: the opposite
-
-def _ag(cm, ps, pm, n=6):
-    "Aggregator rows at T = 1 (and T = 10, which the rule ignores): per seed, cluster_mean = cm + jitter, point_sum = ps."
-    rows = [dict(seed=s, aggregator=a, temperature=T, dp_coarse=v + (_jit(n)[s] if a == "cluster_mean" else 0))
-            for s in range(n) for T in (1.0, 10.0) for a, v in (("cluster_mean", cm), ("point_sum", ps), ("point_mean", pm))]
-    return pd.DataFrame(rows)
-test_eq(_claim_aggregators(_ag(0.80, 0.80, 0.50)).verdict, "reproduced")     # point_mean far off: outside the rule, as it should be
-test_eq(_claim_aggregators(_ag(0.86, 0.80, 0.80)).verdict, "partially")      # a real but small difference
-test_eq(_claim_aggregators(_ag(0.74, 0.80, 0.80)).verdict, "partially")      # either sign
-test_eq(_claim_aggregators(_ag(0.60, 0.80, 0.80)).verdict, "not_reproduced")
-_agn = _ag(0.89, 0.80, 0.80); _agn.loc[(_agn.aggregator == "cluster_mean"), 'dp_coarse'] += np.repeat([0.08, -0.08, 0.05, -0.05, 0.0, 0.0], 2)
-test_eq(_claim_aggregators(_agn).verdict, "inconclusive")                    # difference 0.09, interval straddles 0.10
-test_eq(_claim_aggregators(_ag(0.80, 0.80, 0.50, n=1)).verdict, "inconclusive")
-
-def _kd(drop:dict, n=6):
-    "Misspecified-K rows: DP(coarse) 0.8 at the true K; at factor f, 0.8 - drop[f] + jitter."
-    return pd.DataFrame([dict(seed=s, k_factor=f, dp_coarse=0.8 - d + (_jit(n)[s] if f != 1.0 else 0)) for s in range(n)
-                         for f, d in {1.0: 0.0, **drop}.items()])
-test_eq([_claim_misspecified_k(_kd(d)).verdict for d in [{0.8: 0.0, 1.2: 0.01}, {0.8: 0.10, 1.2: 0.0}, {0.8: 0.3, 1.2: 0.0},
-                                                         {0.8: -0.1, 1.2: -0.05}]],
-        ["reproduced", "partially", "not_reproduced", "reproduced"])          # the last: a better K is no drop
-_kdn = _kd({0.8: 0.15}); _kdn.loc[np.isclose(_kdn.k_factor, 0.8), 'dp_coarse'] += [0.1, -0.1, 0.05, -0.05, 0.0, 0.0]
-test_eq(_claim_misspecified_k(_kdn).verdict, "inconclusive")                 # drop 0.15 within noise
-test_eq(_claim_misspecified_k(pd.DataFrame(dict(seed=[0], k_factor=[1.0], dp_coarse=[0.8]))).verdict, "not_testable_offline")
+# %%
+claims_table(CLAIMS)
 
 
 # %%
@@ -1269,34 +1174,24 @@ def _figures(cfg, planted, kdf, aggdf, dtrees, speed_est):
 # %%
 #| export
 def _run_full(cfg) -> Result:
+    "The full profile: L2H on a user-supplied logits file (timing and tree quality; the claims' cpu-profile measurements are not made)."
     import pandas as pd
     path = Path(cfg.logits_path) if cfg.logits_path else default_logits_path()
     data = load_logits_file(path)
-    t0 = time.perf_counter(); est = L2H().fit(data['logits']); dt = time.perf_counter() - t0
-    m = dict(n_clusters=est.n_clusters_, n_samples=est.n_samples_, l2h_seconds=dt, **{f"leaf_{k}": v for k, v in leaf_metrics(data['labels'], est.labels_).items()},
-             dp=dendrogram_purity(est.linkage_, est.labels_, data['labels']), lp=leaf_purity(est.linkage_, est.labels_, data['labels']))
+    cpu = []
+    for _ in range(cfg.speed_repeats):
+        c0 = time.process_time(); est = l2h_estimator()().fit(data['logits']); cpu.append(time.process_time() - c0)
+    m = {"n_clusters": est.n_clusters_, "n_samples": est.n_samples_, "speed/k": est.n_clusters_, "speed/n": est.n_samples_,
+         "speed/l2h_cpu_seconds": median_ci(cpu), **{f"leaf_{k}": v for k, v in leaf_metrics(data['labels'], est.labels_).items()},
+         "dp": dendrogram_purity(est.linkage_, est.labels_, data['labels']), "lp": leaf_purity(est.linkage_, est.labels_, data['labels'])}
     if 'coarse_labels' in data: m['dp_coarse'] = dendrogram_purity(est.linkage_, est.labels_, data['coarse_labels'])
-    V = [judge("Dendrogram purity of L2H on the supplied logits", PAPER['dp_cifar100'],
-               f"DP {m['dp']:.3f}, LP {m['lp']:.3f}, ACC {m['leaf_acc']:.3f} ({path.name})",
-               reproduced=False, partially=True, headline=True,
-               rule_text="partially whenever the file is evaluated: no rule can tell which model/dataset produced the file",
-               reason="compare with the paper's row for it by hand"),
-         judge("L2H runs in under a minute on CPU at ImageNet scale", PAPER['speed'], f"{dt:.1f} s at K = {m['n_clusters']}, N = {m['n_samples']:,}",
-               reproduced=bool(dt < 60 and m['n_clusters'] >= 1000), partially=bool(dt < 60),
-               rule_text="reproduced if the L2H fit takes < 60 s at K >= 1000; partially if < 60 s at a smaller K",
-               reason="the N >= 100,000 part of the cpu profile's rule is not checked here")]
-    return Result(paper="l2h", config=cfg.to_dict(), metrics=m, verdicts=V, tables=dict(merges=pd.DataFrame(est.linkage_, columns=['a', 'b', 'step', 'leaves'])))
+    return Result(paper="l2h", config=cfg.to_dict(), metrics=m, tables=dict(merges=pd.DataFrame(est.linkage_, columns=['a', 'b', 'step', 'leaves'])))
 
 def run(cfg:Config) -> Result:
-    "Run the L2H reproduction for `cfg` (planted hierarchy, digits, robustness, speed; or the full-profile logits file)."
+    "Run the L2H reproduction for `cfg` (planted hierarchy, digits, robustness, speed; or the full-profile logits file): measurements only."
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=cfg.n_threads):
         return _run(cfg) if cfg.profile != "full" else _run_full(cfg)
-
-def _slug(s) -> str:
-    "A metric-key fragment: lowercase snake_case ('L2H (logits only)' -> 'l2h_logits_only')."
-    import re
-    return re.sub(r"[^a-z0-9]+", "_", str(s).lower()).strip("_")
 
 def _run(cfg:Config) -> Result:
     from tqdm import tqdm
@@ -1307,29 +1202,22 @@ def _run(cfg:Config) -> Result:
         kdf, aggdf = _exp_robustness(cfg, seeds, bar)
         digits, dmerges, dtrees = _exp_digits(cfg, seeds, bar)
     speed_est, speed = _exp_speed(cfg)
-    V = _verdicts(cfg, planted, leafdf, kdf, aggdf, digits, speed)
     summary = planted.groupby('method')[['dp_coarse', 'dp_fine', 'ari_cut']].agg(['mean', 'std']).round(3)
     summary.columns = [f"{a}_{b}" for a, b in summary.columns]
     summary = summary.sort_values('dp_coarse_mean', ascending=False)
-    metrics = dict(
-        **{f"dp_coarse/{_slug(k)}": float(v) for k, v in planted.groupby('method').dp_coarse.mean().items()},
-        **{f"ari_cut/{_slug(k)}": float(v) for k, v in planted.groupby('method').ari_cut.mean().items()},
-        leaf_acc=float(leafdf.acc.mean()), leaf_nmi=float(leafdf.nmi.mean()), leaf_ari=float(leafdf.ari.mean()),
-        **{f"digits_pair_step/{_slug(k)}": float(v) for k, v in digits.groupby('setting').pair_step.mean().items()},
-        digits_rho_pixel=float(digits[digits.setting == "clean model, clean test"].rho_pixel.mean()),
-        **{f"speed/{_slug(k)}": v for k, v in speed.items()})
+    metrics = {**_tree_metrics(cfg, planted, leafdf), **_digits_metrics(digits), **_robustness_metrics(kdf, aggdf), **_speed_metrics(speed)}
     speed_row = {k: (", ".join(f"{x:.2f}" for x in v) if isinstance(v, list) else v) for k, v in speed.items()}
     tables = dict(planted=planted, planted_summary=summary, planted_gaps=planted_gaps(planted), leaves=leafdf, misspecified_k=kdf,
                   aggregators=aggdf, digits=digits, digits_merges=dmerges, speed=pd.DataFrame([speed_row]))
     figs = _figures(cfg, planted, kdf, aggdf, dtrees, speed_est)
-    return Result(paper="l2h", config=cfg.to_dict(), metrics=metrics, verdicts=V, tables=tables, figures=figs)
+    return Result(paper="l2h", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=figs)
 
 
 # %% [markdown]
 # ## The experiment
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
 # ### 1. Planted hierarchy: logits only vs. features
@@ -1398,12 +1286,13 @@ result.figures['robustness']
 #
 # L2H on synthetic float32 logits (`speed_k` clusters, `speed_n` rows; K = 1000, N = 100,000 in the `cpu`
 # profile), the fit repeated `speed_repeats` times and timed with `time.perf_counter` (wall) and
-# `time.process_time` (CPU) around `L2H().fit`. Also timed: dendrogram purity (linear time) and scipy's
-# dendrogram layout of the full tree, which needs the raised recursion limit for deep trees.
+# `time.process_time` (CPU) around `L2H().fit`; the claim reads the median CPU time and its order-statistic
+# interval, which one slow repeat on a loaded machine cannot move. Also timed: dendrogram purity (linear time) and
+# scipy's dendrogram layout of the full tree, which needs the raised recursion limit for deep trees.
 
 # %%
 sp = result.tables['speed'].iloc[0].to_dict()
-print(f"L2H on K = {sp['K']}, N = {sp['N']:,} {sp['dtype']} logits, mean of {len(sp['cpu_runs'].split(','))} fits: {sp['l2h_seconds']:.2f} s wall, {sp['l2h_cpu_seconds']:.2f} s CPU "
+print(f"L2H on K = {sp['K']}, N = {sp['N']:,} {sp['dtype']} logits, median of {len(sp['cpu_runs'].split(','))} fits: {sp['l2h_seconds']:.2f} s wall, {sp['l2h_cpu_seconds']:.2f} s CPU "
       f"(tree depth {sp['tree_depth']}; dendrogram purity {sp['dp_seconds']:.3f} s; scipy dendrogram layout {sp['dendrogram_seconds']:.2f} s)")
 result.tables['speed'].T
 
@@ -1420,8 +1309,8 @@ result.verdict_table()
 # How to read the table: each row is computed by the rule in its `rule` column from the numbers above, for
 # the profile that produced this page (see the injected parameters near the top; the committed page is a
 # `cpu` run, `smoke` runs are too small to judge the claims). Every graded row works on per-seed values and
-# their 95 % interval over seeds; a row whose interval straddles its threshold reads `inconclusive`: at
-# this number of seeds the data cannot tell, and a rerun on another machine could land on either side. The
+# their 95 % interval over seeds (the speed row: repeated timings and their median's interval); a row whose
+# interval straddles its threshold reads `inconclusive`: at this number of seeds the data cannot tell. The
 # paper's quantitative claims rest on CIFAR/Food-101 logits of CLIP/DINOv2-based flat models and on
 # DeepECT/TreeVAE, none of which can be run offline, so the rows test the same mechanisms on a planted
 # Gaussian hierarchy and on scikit-learn's digits, and say so.
@@ -1434,15 +1323,15 @@ result.verdict_table()
 #   `logreg` column with the unsupervised ones).
 # - `average-cosine (softmax)` is a logits-only baseline of ours that is not in the paper: average linkage
 #   with cosine distance on the clusters' mean softmax vectors. It sees exactly what L2H sees, so it is the
-#   fair test of what L2H's merge rule adds. Rule 1 therefore withholds `reproduced` unless L2H is at least
-#   as good as this baseline (within 0.02) on both dendrogram purity and the ARI of the cut; the two
+#   fair test of what L2H's merge rule adds. The headline row therefore withholds `reproduced` unless L2H is at
+#   least as good as this baseline (within 0.02) on both dendrogram purity and the ARI of the cut; the two
 #   measures can disagree (one tree can have the purer topology and the other the better merge order), and
 #   the gap table above shows both, with intervals.
 # - The aggregator ablation: the paper's appendix code implements only the default aggregator
 #   (`cluster_mean`, the sum of the group's cluster-wise mean confidences), and its ablation names a sum and
 #   a "mean" variant without code. `point_sum` (all points' confidences summed) is unambiguous; what the
 #   "mean" variant averages is not, and our `point_mean` (the mean over the group's points) may not be it.
-#   Rule 8 therefore compares `cluster_mean` with `point_sum` only. `point_mean` behaves differently: it
+#   The aggregator row therefore compares `cluster_mean` with `point_sum` only. `point_mean` behaves differently: it
 #   does not grow with a group, so a freshly merged group can be picked again at once (see the small
 #   example in "The algorithm"); its numbers stay in the tables above.
 # - The spurious-correlation row uses test images that carry the watermark at the training rate (like

@@ -12,10 +12,10 @@
 # them "success-" metrics that multiply the score by the fraction of answers the scorer could parse. The
 # paper evaluates more than 25 LLMs and reports that performance varies with model size along a scaling law.
 #
-# This page is a harness: it reads the benchmark's JSON files at run time, builds prompts, lets any model
-# with a `generate(prompts) -> texts` method answer them, and scores the answers with ports of the official
-# evaluators. Without LLMs offline, it runs trivial strategies and an embedding zero-shot model, and studies
-# what the scorers themselves reward.
+# This page is a harness: it reads the benchmark's JSON files at run time, builds the official prompts, lets
+# any model with a `generate(prompts) -> texts` method answer them, and scores the answers with ports of the
+# official evaluators. Without LLMs offline, it runs trivial strategies and an embedding zero-shot model, and
+# studies what the scorers themselves reward.
 #
 # Official code and data: [HC-Guo/SNS-Bench](https://github.com/HC-Guo/SNS-Bench) (an OpenCompass fork;
 # data licensed CC BY-NC-SA 4.0).
@@ -24,24 +24,32 @@
 # ## What we reproduce / what we cannot
 # - **The benchmark itself:** the 12 subsets are read from a local copy of the official files (never stored
 #   in this repository: the licence is non-commercial share-alike). Their counts and label distributions are
-#   checked. In a checkout without the files, every data-dependent cell says so and is skipped.
-# - **The scorers**, ported from the official evaluators and tested on hand-made answers (the success ratio,
-#   the set micro-F1 with its 1e-4 term, the CHLW empty-list rule, the MRC scorers).
+#   checked. In a checkout without the files, every data-dependent cell says so and is skipped, and the
+#   claims that need the data are inconclusive with that reason.
+# - **The scorers**, ported from the official evaluators with the libraries they use (`nltk` BLEU, the
+#   `rouge` package's ROUGE-1/2/L, `jieba` tokens, `demoji`), and checked against the official evaluator code
+#   on perturbed gold answers of every subset (`tests/test_sns_bench.py`, `tools/sns_bench_parity.py`).
+# - **The prompts:** the official few-shot templates of the OpenCompass configs, wrapped the way OpenCompass
+#   wraps them for a chat model (the instruction and the item in one user turn), so a `full`-profile score of
+#   a local causal LM is comparable with the paper's table (up to decoding: we decode greedily).
 # - **Baselines that run offline:** random, majority (fitted on a 20 % dev split), first-candidate and
 #   always-empty strategies, and a MiniLM (all-MiniLM-L6-v2) zero-shot model whose thresholds are fitted on
 #   the dev split only. Three seeds redraw the dev/test split. To fit the CPU budget, the `cpu` profile
 #   evaluates the baselines on at most 400 items per subset (3,741 of the 6,658; the five smaller subsets
-#   whole) and MiniLM reads the first 64 tokens of each text; the constant-answer and oracle scores use
-#   every item. `-p n_items 0` runs all items.
+#   whole) and MiniLM reads the first 64 tokens of each text; the constant-answer scores use every item, the
+#   oracle the evaluated ones. `-p n_items 0` runs all items.
 # - **Trustworthiness of the scoring:** on CHLW the constant answer `[]` scores about 67.6 success-F1,
 #   more than any strategy that picks words; oracle answers do not all reach 100.
-# - **Not testable offline:** the paper's results on 25+ LLMs and their scaling with size. The `full`
-#   profile runs any local Hugging Face causal LM through the same prompts and scorers.
-# - **Metric deviations:** QueryGen's cosine term uses MiniLM instead of bge-large-en-v1.5; ROUGE comes
-#   from `rouge-score` (on jieba tokens, as upstream) instead of the `rouge` package, whose ROUGE-L is
-#   summary-level and splits sentences at periods; emoji are removed with a Unicode-range pattern instead
-#   of `demoji`; answers are parsed with `ast.literal_eval`, never `eval`. The paper's overall
-#   aggregation is not stated in its code; we report the mean of the 12 subset scores.
+# - **Not testable offline:** the paper's results on 25+ LLMs and their scaling with size. The paper's
+#   per-model table is not published with its code or data, so its size–score relation cannot be refitted
+#   here; `fit_size_score` does that re-analysis for any table of model sizes and overall scores, and the
+#   `full` profile scores any local Hugging Face causal LM (`-p model …`) through the same prompts and scorers.
+# - **Metric deviations:** QueryGen's cosine term uses MiniLM instead of bge-large-en-v1.5; answers are
+#   parsed with `ast.literal_eval`, never `eval` (an answer that only `eval` could read, such as
+#   `['a'] + ['b']`, counts as unparseable); where the official code would stop with an error (ROUGE of a
+#   passage that is empty after emoji removal, MRC-complex's F1 with no true positive), that item or number
+#   scores 0. The paper's overall aggregation is not stated in its code; we report the mean of the 12 subset
+#   scores.
 # :::
 
 # %%
@@ -50,7 +58,7 @@
 # %%
 #| export
 from __future__ import annotations
-import ast, json, math, re, warnings
+import ast, functools, json, math, re, warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,13 +66,13 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 from trustlib.data import DataUnavailable, sns_bench_dir, sns_bench_missing
+from trustlib.results import Claim, Change, Above, Below, AtLeast, AllOf
 
 # %%
 #| hide
 from fastcore.test import test_eq, test_fail, test_close
 import tempfile
 import pandas as pd
-from trustlib.results import check_headline
 
 # %% [markdown]
 # ## Parameters
@@ -94,35 +102,79 @@ n_threads: Optional[int] = None  # torch threads (None: leave as is)
 #| export
 BASELINES = ("random", "majority", "first", "empty", "minilm", "lm")
 
+def _is_pathlike(name:str) -> bool:
+    "A model name that can only be a folder: absolute, relative ('./', '../'), home ('~'), or with more than one '/'."
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+def check_model(name:str) -> str:
+    "Resolve the `model` parameter before any work: an existing local folder with a `config.json`, or a Hugging Face id in the local cache (never downloaded)."
+    import os
+    p = Path(os.path.expanduser(name))
+    if p.is_dir():
+        if not (p / "config.json").is_file(): raise ConfigError(f"parameter 'model': folder {name!r} has no config.json; give a Hugging Face model folder")
+        return str(p)
+    if p.exists() or _is_pathlike(name): raise ConfigError(f"parameter 'model': {name!r} is not a model folder (no such directory)")
+    try: from huggingface_hub import try_to_load_from_cache
+    except ImportError as e: raise ResourceUnavailable("the lm baseline needs `transformers` and `huggingface_hub`: pip install transformers") from e
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ResourceUnavailable(f"parameter 'model': {name!r} is not in the local Hugging Face cache (models are never downloaded here); "
+                                  "download it on a networked machine or give a local folder")
+    return name
+
 @dataclass
 class Config(BaseConfig):
     "Configuration of the SNS-Bench harness run."
     n_seeds: int = param(3, "independent dev/test splits", ge=1, le=100)
     n_items: int = param(50, "items per subset (0 means all)", ge=0, le=100_000)
     dev_fraction: float = param(0.2, "share of each subset used to fit majorities and thresholds", gt=0, lt=1)
-    baselines: tuple[str, ...] = param(("random", "majority", "first", "empty"), "strategies to evaluate (random, majority, first, empty, minilm, lm)", choices=BASELINES)
+    baselines: tuple[str, ...] = param(("random", "majority", "first", "empty"), "strategies to evaluate (random, majority, first, empty, minilm; lm: the causal LM named by model)", choices=BASELINES)
     corruption_rates: tuple[float, ...] = param((0.0, 0.1, 0.25, 0.5), "shares of answers made unparseable in the format-failure study", ge=0, le=1)
-    model: str = param("", "Hugging Face causal LM (name or local folder) for the lm baseline")
+    model: str = param("", "Hugging Face causal LM (local folder, or an id in the local cache) scored as the lm baseline; empty: none")
     max_new_tokens: int = param(64, "generation length of the lm baseline", ge=1, le=4096)
     n_threads: Optional[int] = param(1, "torch threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_items=400, baselines=("random", "majority", "first", "empty", "minilm")),
-        "full": dict(n_items=0, baselines=("random", "majority", "first", "empty", "minilm", "lm"), max_new_tokens=256),
+        "full": dict(n_items=0, baselines=("random", "majority", "first", "empty", "minilm"), max_new_tokens=256),
     }
     def validate(self):
         if 0.0 not in tuple(self.corruption_rates):
             raise ConfigError(f"parameter 'corruption_rates': must include 0.0 (the uncorrupted score), got {list(self.corruption_rates)}")
+        if len(set(self.baselines)) != len(self.baselines): raise ConfigError(f"parameter 'baselines': a baseline is listed twice in {list(self.baselines)}")
+        if not self.baselines and not self.model:
+            raise ConfigError("parameter 'baselines': give at least one baseline (random, majority, first, empty, minilm), or a causal LM with 'model'")
+        if "lm" in self.baselines and not self.model:
+            raise ConfigError("parameter 'model': the lm baseline needs a causal LM (a local folder, or a Hugging Face id in the local cache)")
+        if self.model: check_model(self.model)
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        "The baselines that run: `baselines`, plus `lm` when a model is given."
+        return tuple(self.baselines) + (("lm",) if self.model and "lm" not in self.baselines else ())
 
 
 # %%
 cfg = Config.from_namespace(globals())
 cfg
 
+# %% [markdown]
+# Bad parameters are refused before any work, naming the parameter: an unknown baseline, no baseline at all,
+# the lm baseline without a model, a model folder that does not exist, a model id that is not in the local
+# Hugging Face cache (nothing is downloaded).
+
 # %%
 test_eq(Config.from_params("cpu").n_items, 400)
 test_fail(lambda: Config.from_params("smoke", baselines=("oracle",)), contains="baselines")
+test_fail(lambda: Config.from_params("smoke", baselines=()), contains="parameter 'baselines'")
+test_fail(lambda: Config.from_params("smoke", baselines=("random", "random")), contains="listed twice")
 test_fail(lambda: Config.from_params("smoke", corruption_rates=(0.1, 0.5)), contains="0.0")
-test_eq(Config.from_params("full").model, "")          # valid; run() then says which model is missing
+test_fail(lambda: Config.from_params("smoke", baselines=("random", "lm")), contains="parameter 'model'")
+test_fail(lambda: Config.from_params("full", model="./no/such/folder"), contains="parameter 'model': './no/such/folder' is not a model folder")
+test_fail(lambda: Config.from_params("full", model="no-such-org/no-such-model-xyz"), contains="not in the local Hugging Face cache")
+_tmp_model = Path(tempfile.mkdtemp())
+test_fail(lambda: Config.from_params("full", model=str(_tmp_model)), contains="has no config.json")
+(_tmp_model / "config.json").write_text("{}")
+test_eq(Config.from_params("full", model=str(_tmp_model)).strategies, ("random", "majority", "first", "empty", "minilm", "lm"))
+test_eq(Config.from_params("full").strategies, ("random", "majority", "first", "empty", "minilm"))   # no model: no lm baseline
 
 
 # %% [markdown]
@@ -370,15 +422,17 @@ test_eq(score_querycorr_topic(["10"], ["1"])["f1_level_1"] > 99, True)     # '10
 # %% [markdown]
 # **MRC-simple.** The answer is a Python list of passages (the first `[...]` in the output, parsed with
 # `ast.literal_eval`); its passages are joined by newlines, the gold passages are concatenated. Empty vs
-# non-empty gives tp/fp/fn/tn and an F1; on the true positives, BLEU (`nltk.sentence_bleu`, no smoothing)
-# and ROUGE-1/2/L F-scores on jieba tokens, after removing newlines, replacement characters and emoji.
-# Reported: the mean of the five success-scaled numbers.
+# non-empty gives tp/fp/fn/tn and an F1; on the true positives, BLEU (`nltk.sentence_bleu`, no smoothing) on
+# jieba tokens and ROUGE-1/2/L F-scores of the `rouge` package on the jieba tokens joined by spaces, after
+# removing newlines, replacement characters and emoji (`demoji`), exactly as the official evaluator does.
+# The `rouge` package is not `rouge-score`: its ROUGE-L is summary-level and splits sentences at periods, and
+# its F-scores differ, so the two give different MRC-simple scores on the same answers. When a passage is
+# empty after emoji removal, the `rouge` package raises an error, which stops the official evaluation; we
+# score that item's ROUGE 0 instead. Reported: the mean of the five success-scaled numbers.
 
 # %%
 #| export
 _LIST_RE = re.compile(r"\[[^\[\]]*\]", re.DOTALL)
-_EMOJI = re.compile("[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U00002B00-\U00002BFF\U00002300-\U000023FF"
-                    "\U0001F1E6-\U0001F1FF\uFE0F\u200D\u20E3]")
 
 def _literal(s:str):
     try: return ast.literal_eval(s.strip())
@@ -396,16 +450,27 @@ def _tokens(text:str) -> list[str]:
     jieba.setLogLevel(logging.WARNING)
     return list(jieba.cut(text))
 
-def _clean_passage(text:str) -> str: return _EMOJI.sub("", text.replace("\n", "").replace("\ufffd", ""))
+def clean_passage(text:str) -> str:
+    "A passage as the official MRC-simple evaluator compares it: newlines and replacement characters removed, emoji removed with `demoji`."
+    from trustlib.config import require
+    demoji = require("demoji", "the MRC-simple scorer")
+    return demoji.replace(text.replace("\n", "").replace("\ufffd", ""), "")
 
-class _Spaces:
-    "rouge-score tokenizer: the text is already jieba-tokenised and joined by spaces."
-    def tokenize(self, text): return text.split()
+@functools.lru_cache(maxsize=100_000)
+def passage_scores(pred:str, gold:str) -> tuple[float, float, float, float]:
+    "(BLEU, ROUGE-1, ROUGE-2, ROUGE-L F) of one predicted passage against the gold, as the official MRC-simple evaluator computes them (cached: a pure function)."
+    from nltk.translate.bleu_score import sentence_bleu
+    from trustlib.config import require
+    hyp, ref = clean_passage(pred), clean_passage(gold)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bleu = float(sentence_bleu([_tokens(ref)], _tokens(hyp)))
+    try: sc = require("rouge", "the MRC-simple scorer").Rouge().get_scores(" ".join(_tokens(hyp)), " ".join(_tokens(ref)))[0]
+    except (ValueError, RecursionError): return bleu, 0.0, 0.0, 0.0        # an empty passage: the rouge package raises
+    return bleu, sc["rouge-1"]["f"], sc["rouge-2"]["f"], sc["rouge-l"]["f"]
 
 def score_mrc_simple(preds:Sequence[str], refs:Sequence) -> dict:
     "MRC-simple: mean of success-F1 (empty vs non-empty), success-BLEU and success-ROUGE-1/2/L on the true positives."
-    from nltk.translate.bleu_score import sentence_bleu
-    from rouge_score import rouge_scorer
     tp, fp, fn, tn, err = [], 0, 0, 0, 0
     for p, r in zip(preds, refs, strict=True):
         m = _LIST_RE.search(p); v = _literal(m.group(0) if m else p)
@@ -417,28 +482,31 @@ def score_mrc_simple(preds:Sequence[str], refs:Sequence) -> dict:
         elif r == "": fp += 1
         else: tp.append((p, r))
     prec = len(tp) / (len(tp) + fp + 1e-4); rec = len(tp) / (len(tp) + fn + 1e-4); f1 = 2 * prec * rec / (prec + rec + 1e-4)
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], tokenizer=_Spaces())
-    bleu, r1, r2, rl = [], [], [], []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for p, r in tp:
-            hyp, ref = _tokens(_clean_passage(p)), _tokens(_clean_passage(r))
-            bleu.append(sentence_bleu([ref], hyp))
-            sc = scorer.score(" ".join(ref), " ".join(hyp))
-            r1.append(sc["rouge1"].fmeasure); r2.append(sc["rouge2"].fmeasure); rl.append(sc["rougeL"].fmeasure)
+    bleu, r1, r2, rl = (list(x) for x in zip(*[passage_scores(p, r) for p, r in tp])) if tp else ([], [], [], [])
     sr = success_ratio(err, len(preds)); mean = lambda x: float(np.mean(x)) if x else 0.0
     parts = dict(success_f1=sr * f1, success_bleu=sr * mean(bleu), success_rouge1=sr * mean(r1),
                  success_rouge2=sr * mean(r2), success_rougeL=sr * mean(rl))
     return dict(score=float(np.mean(list(parts.values()))), success_ratio=sr, f1=f1 * 100, n_tp=len(tp), n_fp=fp, n_fn=fn, n_tn=tn, **parts)
 
 
+# %% [markdown]
+# Identical passages score 100; the `rouge` package's ROUGE-L is summary-level (sentences split at periods),
+# so a passage whose sentences are reordered keeps a perfect ROUGE-1 but not a perfect ROUGE-2; emoji are
+# removed before scoring (a passage that differs from the gold only by emoji is a perfect match) and an
+# all-emoji passage scores ROUGE 0 instead of stopping the evaluation.
+
 # %%
 _gold = [["the cat sat on the mat"], [], ["red shoes are nice"], []]
 s = score_mrc_simple(["['the cat sat on the mat']", "[]", "[]", "not a list at all"], _gold)
 test_eq((s["n_tp"], s["n_tn"], s["n_fn"], s["success_ratio"]), (1, 1, 1, 75.0))
-test_close(s["success_bleu"], 75.0, eps=1e-6); test_close(s["success_rougeL"], 75.0, eps=1e-6)
+test_close(s["success_bleu"], 75.0, eps=1e-6); test_close(s["success_rougeL"], 75.0, eps=1e-4)
 test_close(s["success_f1"], 75 * 2 * (1 / 1.0001) * (1 / 2.0001) / (1 / 1.0001 + 1 / 2.0001 + 1e-4), eps=1e-9)
 test_eq(score_mrc_simple(["[]"] * 4, _gold)["score"], 0.0)          # always [] scores 0 on MRC-simple
+test_eq(clean_passage("great view 😍🏔️\nworth it ✨"), "great view worth it ")
+_e = score_mrc_simple(["['great view 😍 worth it']", "['😍😍']"], [["great view worth it"], ["some gold passage here"]])
+test_close(_e["success_rouge1"], 50.0, eps=1e-4); test_eq(_e["n_tp"], 2)          # the all-emoji passage scores ROUGE 0
+_o = score_mrc_simple(["['b c d. a b c']"], [["a b c. b c d"]])
+test_close(_o["success_rouge1"], 100.0, eps=1e-4); assert _o["success_rouge2"] < 100
 
 # %% [markdown]
 # **MRC-complex.** The answer's last `<Result>…</Result>` holds a JSON list of `{"Option", "Reason"}`
@@ -673,45 +741,420 @@ test_eq(chk["chlw_one_unparseable_of_4"], 75 * round(2 * 2 / (3 + 3 + 1e-4), 4))
 # %% [markdown]
 # ## Prompts and the model interface
 #
-# A model is anything with `generate(prompts) -> texts`. `build_prompt` writes one prompt per record in
-# our own words (the official prompts add few-shot examples); CHLW and MRC-complex records carry their
-# instructions in the content, as upstream. `PromptModel` turns a generator into a predictor
-# (`predict(subset, records) -> answers`), the interface the baselines share.
+# The prompts are the official few-shot templates of the OpenCompass configs of SNS-Bench (`OFFICIAL_PROMPTS`:
+# per subset, the instruction with its worked examples, and the item template). OpenCompass maps the
+# instruction's SYSTEM role to the user for Hugging Face chat models and merges consecutive turns of the same
+# role with a newline, so the model sees **one user turn**: instruction, a newline, then the item. The item
+# template's fields are filled by plain substitution (as OpenCompass does), so braces inside a note are left
+# alone. CHLW and MRC-complex records carry their own task text in the content, as upstream. A model is
+# anything with `generate(prompts) -> texts`; `PromptModel` turns it into a predictor
+# (`predict(subset, records) -> answers`), the interface the baselines share. `HFGenerator` wraps the prompt
+# in the tokenizer's chat template (with the generation prompt), as OpenCompass's `HuggingFacewithChatTemplate`
+# does, and decodes greedily (the official example runs near-greedy sampling: temperature 0.1, top-p 0.01).
 
 # %%
 #| export
-_INSTR = {
-    "Note-Taxonomy-single": "Choose the one category from the candidates that best fits this social-media note. Reply with the category only, after 'Answer:'.",
-    "Note-Taxonomy-multiple": "Choose one primary, one secondary and one tertiary category for this note from the candidate lists. Reply as 'Primary | Secondary | Tertiary' after 'Answer:'.",
-    "Note-Hashtag-single": "Choose the one topic tag from the candidates that best fits this note. Reply with the tag only, after 'Answer:'.",
-    "Note-Hashtag-multiple": "Choose every topic tag from the candidates that fits this note. Reply with the tags separated by commas, after 'Answer:'.",
-    "Note-QueryCorr-topic": "Rate how well the note answers the search query: 3 fully relevant, 2 partly, 1 barely, 0 related keywords only, -1 unrelated. Reply with the number only.",
-    "Note-QueryCorr-explain": "Can the document answer the question? Reply 'Yes' or 'No' only, after 'Answer:'.",
-    "Note-MRC-simple": "Copy the passages of the note that answer the user's question, as a Python list of strings; reply [] if none does.",
-    "Note-MRC-complex": ("Follow the instructions in the input. End with <Result>[{\"Option\": ..., \"Reason\": ...}]</Result> "
-                         "(a JSON list, empty if nothing in the document is relevant)."),
-    "Note-NER": "List every entity of the asked type in the passage, separated by commas, after 'Answer:'.",
-    "Note-Gender": "Does this note touch on gender in a sensitive way (stereotypes, discrimination, gender conflict)? Reply 'Yes' or 'No' only, after 'Answer:'.",
-    "Note-CHLW": "",
-    "Note-QueryGen": "Write the search query a user would type to find this note. Reply with the query only.",
+#| code-fold: true
+# The instruction and item template of each subset, verbatim from the SNS-Bench OpenCompass configs
+# (HC-Guo/SNS-Bench, commit fbe9840, opencompass/configs/datasets/sns_bench/*.py; OpenCompass is Apache-2.0).
+# The few-shot examples quote short pieces of the benchmark (CC BY-NC-SA 4.0).
+OFFICIAL_PROMPTS = {
+    'Note-Taxonomy-single': (
+        ("Given a SNS note's title and content, and a list of candidate categories, please select the most suitable category from the candidate category list. \n"
+         'Here are some examples:\n'
+         '\n'
+         'Input: Note title: Need help, is this a car dash cam\n'
+         " Note content: Bought a DV for 250, came with a battery and charging cable, and it's very light, wondering if it's really a dash cam[crying R][crying R]#DV[topic]# \n"
+         'Candidate categories: Car knowledge, Trending, Car lifestyle, Car accessories, Motorcycles, Car shopping, Car modification, New energy & smart, Car culture, Driving test learning, Other automotive\n'
+         'Answer: Car accessories\n'
+         '\n'
+         "Input: Note content: Traveling Henan · Understanding China | Xinxiang South Taihang Tourism Resort: Let's follow the lens to see the sea of clouds in South Taihang #TravelingHenanUnderstandingChina#HomelandHenan#HomelandHenanNewMediaMatrix#May19ChinaTourismDay#XinxiangSouthTaihangTourismResort#SeaOfClouds#XinxiangCultureBroadcastingForeignAffairsAndTourismBureau \n"
+         'Candidate categories: Travel VLOG, Shopping, Food exploration, Places to go, Travel guide, Travel records, Hotels & B&Bs, Attraction experience, Travel tips, Living abroad, Indoor leisure \n'
+         'Answer: Travel records\n'
+         '\n'
+         '\n'
+         '\n'
+         "Please output the answer (in the same format as the examples above) DIRECTLY after 'Answer:', WITHOUT any additional content.\n"
+         '\n'),
+        ('Input: {content}\n'
+         'Candidate categories: {candidates}\n'
+         'Answer: ')),
+    'Note-Taxonomy-multiple': (
+        ("Given a SNS note's title and content, and lists of candidate primary, secondary, and tertiary categories, please select the most suitable categories from each level. Answer in the format: Primary category | Secondary category | Tertiary category. \n"
+         'Here are some examples:\n'
+         '\n'
+         'Input: Note title: The super disappointing AHC facial cleanser for me\n'
+         ' Note content: During National Day trip to Hong Kong, several colleagues asked me to help buy AHC facial cleanser, saying it was especially good.\n'
+         "I followed the trend and bought one, used it in the hotel that night💥💢After washing, my eyes were particularly painful, even a tiny bit made me feel like I was going blind👉🙅🙅so where exactly is it good😤😤😱😱Now a full bottle is sitting at home, won't repurchase.\n"
+         'Bought for about 70 HKD ~ equivalent to about 60 RMB. The Innisfree green tea cleanser is still better for an affordable cleanser😖😖😖 \n'
+         "Candidate primary categories: ['Music', 'Beauty', 'Mother&Baby', 'Outdoor', 'Humanities', 'Photography', 'Gaming', 'Art', 'Trends', 'Entertainment', 'Film&TV', 'Kids', 'Career', 'Food']\n"
+         "Candidate secondary categories: ['Education Daily', 'Skincare', 'Other Pets', 'Handicraft', 'Resource Sharing', 'Exhibition', 'Personal Care', 'Shoes', 'Mobile Games', 'Relationship Knowledge', 'Meals', 'Places', 'Language Education', 'Makeup']\n"
+         "Candidate tertiary categories: ['Cycling Records', 'Playlist Sharing', 'Cleansing', 'Other Shoes', 'Fruit', 'Self-study', 'Instrument Playing', 'JK', 'Beverage Review', 'Tablet', 'Career Development', 'Boutique', 'Other Campus', 'Driving Safety']\n"
+         'Answer: Beauty | Skincare | Cleansing\n'
+         '\n'
+         'Input: Note title: Day8\n'
+         ' Note content: Forgot to post yesterday\n'
+         'Making up for it today#ChineseBrushCalligraphyCheckIn[topic]# #DailyCalligraphyCheckIn[topic]# # \n'
+         "Candidate primary categories: ['Anime', 'Beauty', 'Gaming', 'Humanities', 'Home&Decoration', 'Health', 'Relationships', 'Social Science', 'Career', 'Art', 'Education', 'Life Records']\n"
+         "Candidate secondary categories: ['Science', 'Car Lifestyle', 'Running', 'Other', 'Culture', 'Weight Loss Medicine', 'Parks', 'Fashion', 'Accessories', 'Weight Loss', 'Music Sharing', 'Finger Gaming']\n"
+         "Candidate tertiary categories: ['Bags', 'Fruit', 'Leisure Guide', 'Sheet Music Sharing', 'Font Design', 'Calligraphy', 'Weight Loss Tutorial', 'Snack Review', 'Life Science', 'Swimwear', 'Ball Sports', 'Skincare Collection']\n"
+         'Answer: Humanities | Culture | Calligraphy\n'
+         '\n'
+         '\n'
+         '\n'
+         "Please output the answer (in the same format as the examples above) DIRECTLY after 'Answer:', WITHOUT any additional content.\n"
+         '\n'),
+        ('Input: {content}\n'
+         'Candidate primary categories: {candidates_primary}\n'
+         'Candidate secondary categories: {candidates_secondary}\n'
+         'Candidate tertiary categories: {candidates_tertiary}\n'
+         'Answer: ')),
+    'Note-Hashtag-single': (
+        ('Give you a SNS note title and content, along with a list of candidate topic tags, please select the most relevant tag from the list for the note. \n'
+         'Below are some examples:\n'
+         '\n'
+         'Input: \n'
+         'Note Title: ❤️Enfj Big Swords Will Love Life BGM Recommendations 🔥\n'
+         " Note Content: Compiled some BGMs for everyone, if you have any recommended songs, please leave them in the comments section, let's exchange and share together 😀\n"
+         'Candidate Topic Tags: \n'
+         'National Peace and Tranquility, Outfit for Pear-Shaped Body, High EQ Small Tricks, Vienna Guide\n'
+         'Answer: High EQ Small Tricks\n'
+         '\n'
+         'Input: \n'
+         'Note Title: Must-Have 🩱 at the Sanya Beach\n'
+         ' Note Content: On a summer beach, how can you do without this blue tie-dye dress! 💙\t\n'
+         '\t\n'
+         'Size XL, perfectly fits plus-size sisters! 👯\u200d♀️\t\n'
+         '\t\n'
+         'A high-end, laid-back style, loose design, wear it and instantly look whiter and slimmer! 🩱\t\n'
+         '\t\n'
+         'This dress is not only fashionable but also of great quality, a must-have item for beach vacations! 🏖️\t\n'
+         '\t\n'
+         'Even the most picky of you will fall in love with it! 💖\n'
+         'Candidate Topic Tags: \n'
+         'National Trend Short Sleeves, Beach Outfit, Miracle Warm Pictures, Badminton Uniform Outfit\n'
+         'Answer: Beach Outfit\n'
+         '\n'
+         '\n'
+         '\n'
+         "Please output the answer (in the same format as the examples above) DIRECTLY after 'Answer:', WITHOUT any additional content.\n"
+         '\n'),
+        ('Input: \n'
+         '{content}\n'
+         'Candidate Topic Tags: \n'
+         '{candidates}\n'
+         'Answer: ')),
+    'Note-Hashtag-multiple': (
+        ('Given a title and content of a SNS note, and a list of candidate topic tags, please select all the tags that match the note from the list of topic tags.\n'
+         'Here are some examples:\n'
+         '\n'
+         'Input: \n'
+         'Note Title: Deposit Money in Wuhan\n'
+         ' Note Content: Squat for a Wuhan customer manager \n'
+         ' Deposit for 5 years!!!\n'
+         'Candidate Topic Tags: \n'
+         "September Birthday, DIY in Guangzhou, Savings Check-in, Wuhan, Henna Tattoo, Nap Time, Vancouver Mercedes, Must-Have Outdoor Gear, Bank, Liu Xiang, Savings, 5D Stereoscopic Mask, Sam's Club, Non-Cyan Earring Recommendations\n"
+         'Answer: Wuhan, Savings, Savings Check-in, Bank\n'
+         '\n'
+         'Input: \n'
+         'Note Title: First Time Making Handmade Balls, Afraid of Sealing Issues!!\n'
+         ' Note Content: Love handmade balls so much! Never thought making them myself would be so much fun! But the glue for sealing is really hard to handle. Use too little and it might not be sturdy, use too much and it might burn [Cry R][Cry R]. How long should I wait before peeling off the film? 🐷Girls interested can check my page, switched to a new account, will be sharing more textured balls\n'
+         '52💼u (5 balls)\n'
+         'Candidate Topic Tags: \n'
+         'CPA Exam Review, After Being a Mom, Recruiting Agents, Manicure Wholesale Collaboration, First Time Making Handmade Balls, Korea Trip, Shanghai Yuanxing Huayu Real Estate Group Co., Ltd., Handmade Ball, Pinching Ball Fun, Popular Mask Recommendations, Resume Coaching, Handmade Ball FX, Handmade Ball Sharing, New Driving Style, Pinching Sharing, Basic Skills Competition for Class Teachers, Handmade Ball Original\n'
+         'Answer: Pinching Sharing, Handmade Ball Sharing, Handmade Ball FX, Handmade Ball Original, First Time Making Handmade Balls, Handmade Ball, Pinching Ball Fun\n'
+         '\n'
+         '\n'
+         '\n'
+         "Please output the answer (in the same format as the examples above) DIRECTLY after 'Answer:', WITHOUT any additional content.\n"
+         '\n'),
+        ('Input: \n'
+         '{content}\n'
+         'Candidate Topic Tags: \n'
+         '{candidates}\n'
+         'Answer: ')),
+    'Note-QueryCorr-topic': (
+        ('You are a relevance scoring robot. You will receive a query and a Xiaohongshu note content, and you will score the relevance between the note and the query. \n'
+         'Before scoring, I will first introduce you to the concepts of requirements and topics, and then provide you with rating levels to choose from.\n'
+         '\n'
+         'First, I will introduce you to the concepts of requirements and topics.\n'
+         '\n'
+         'Requirements:\n'
+         '```\n'
+         "In search engines, users express their search intent through queries. However, due to factors such as knowledge level and cognition, the input queries may not accurately describe users' true needs.\n"
+         'Therefore, search systems need to accurately understand the real needs behind queries to retrieve the content users need.\n'
+         'Generally, queries can be divided into "Precise Need Queries" and "General Need Queries" based on requirements. Their definitions and differences are as follows:\n'
+         '* Precise Need Queries: queries with clear and unique intentions.\n'
+         'e.g. how to treat knee pain, how to cook tomato and eggs\n'
+         '* General Need Queries: queries that may have multiple intentions, which can be further divided into two categories according to primary and secondary needs:\n'
+         '** Primary Needs: The most direct and basic expectations when users search, covering common user needs. Usually what users first think of and most want to get answers to immediately.\n'
+         "** Secondary Needs: Some additional needs around the primary needs, or specific needs. Although these needs aren't common to all users, they are very important to some users.\n"
+         '```\n'
+         '\n'
+         'Topics:\n'
+         '```\n'
+         "Can be understood as core issues or involved entity objects, and notes' topics can be viewed from different angles, examples as follows:\n"
+         'Example 1:\n'
+         '618 must-haves‼️Sharing happiness-boosting bathroom fixtures😌\n'
+         'Abstract perspective: Home bathroom essentials\n'
+         'Specific perspective: Introduction of bathroom cabinet, smart toilet, shower head\n'
+         '\n'
+         'Example 2:\n'
+         "Five easy-to-raise dogs that don't smell\n"
+         'Abstract perspective: Introduction to easy-to-raise dogs\n'
+         'Specific perspective: Introduction of 5 dogs: Schnauzer, Poodle, Bichon Frise, Shiba Inu, Pomeranian\n'
+         '\n'
+         'Based on the matching degree between "query topic" and "note topic", they can be divided into 3 categories:\n'
+         "* Category 1: Complete topic match: The note's topic matches the query topic\n"
+         'For example:\n'
+         'Query=home bathroom recommendations, Note=618 must-haves‼️Sharing happiness-boosting bathroom fixtures😌\n'
+         "Query=which dogs are easy to raise, Note=Five easy-to-raise dogs that don't smell\n"
+         '\n'
+         "* Category 2: Partial topic match: Part of the note's topic matches the query topic\n"
+         'For example:\n'
+         'Query=smart toilet, Note=618 must-haves‼️Sharing happiness-boosting bathroom fixtures😌\n'
+         "Query=poodle, Note=Five easy-to-raise dogs that don't smell\n"
+         '\n'
+         "* Category 3: No topic match: The note's topic doesn't match the query topic at all\n"
+         'For example:\n'
+         'Query=ceiling decoration recommendations, Note=618 must-haves‼️Sharing happiness-boosting bathroom fixtures😌\n'
+         "Query=are kangaroos easy to raise, Note=Five easy-to-raise dogs that don't smell\n"
+         '```\n'
+         '\n'
+         '\n'
+         'Available rating levels:\n'
+         '```\n'
+         '* 3: Meets primary needs, complete topic match (relevant content ≥80%)\n'
+         'Examples:\n'
+         'Query=basketball Note=Who invented basketball?\n'
+         '\n'
+         '* 2: Meets primary needs, partial topic match (relevant content between 10%~80%)\n'
+         'Examples:\n'
+         "Query=Schnauzer vs Poodle comparison Note=Five easy-to-raise dogs that don't smell  | [Meets secondary needs, complete topic match (relevant content ≥80%)]\n"
+         'Query=Apple Note=After becoming famous, Fan Bingbing\'s most regrettable movie "Apple" | [Meets secondary needs, partial topic match (relevant content between 10%~80%)]\n'
+         'Query=Xiaomi su7 Note=Help! Should I choose su7 or Mercedes c260\n'
+         '\n'
+         '* 1: Low satisfaction level, relevant content less than 10%\n'
+         'Examples:\n'
+         'Query=23-week glucose tolerance Note=Peking Union Medical College Hospital International Birth Record - Prenatal Care | [Low satisfaction level, only mentioned]\n'
+         "Query=Can gold be purchased Note=Today's gold price-May 18, 2024 <Up> | [Low satisfaction level, extremely specific need]\n"
+         'Query=How to play badminton Note=About sharing a racket with my bestie to play badminton | [Low satisfaction level, helpful for query with matching topic]\n'
+         'Query=Quick weight loss exercise Note=100 reps daily, anytime anywhere💦belly fat + thigh fat reduction❗️effective\n'
+         '\n'
+         "* 0: Doesn't meet needs, has some connection, keywords match\n"
+         'Examples:\n'
+         "Query=Gemini wants to break up Note=How long does it take for Gemini to forget ex  [Doesn't meet needs, has some connection, no keyword match]\n"
+         'Query=Chaotianmen Hotpot Note=Haidilao please stop posting on social media\n'
+         '\n'
+         "* -1: Doesn't meet needs, no connection at all\n"
+         'Examples:\n'
+         "Query=Amazing girls Note=These three makeup schools are not recommended, ordinary girls can't afford\n"
+         '\n'
+         '```\n'
+         '\n'),
+        ('The Query and note you received are:\n'
+         '{content}\n'
+         'Please output the rating level, choosing from the five numerical levels: -1, 0, 1, 2, 3. \n'
+         'Output only the numerical rating, without any additional content.\n'
+         '\n')),
+    'Note-QueryCorr-explain': (
+        ('Below is a question and a document. Please determine if the given document can answer the given question. \n'
+         'If it can, reply with "Yes", otherwise reply with "No". Only reply with "Yes" or "No", no additional explanations are needed. \n'
+         'Here are some examples:\n'
+         '\n'
+         'Question: \n'
+         'Is the distorted face in the back camera of an iPhone the real you? \n'
+         'Document: \n'
+         "Revealed | Is the you in the original camera really you? |- Distorted features? Facial asymmetry? Poor skin condition? Skewed face? Why do you see all these when you open the original camera on your phone? And then you get anxious: Am I really that ugly? Actually, it's not the case. The original camera on your phone does indeed make you look worse. Let me explain one by one about appearance anxiety #notcamerafriendly\n"
+         'Answer: No\n'
+         '\n'
+         'Question: \n'
+         'Is the corn used in cultural playthings real corn? \n'
+         'Document: \n'
+         "Light Macaroon | Beautiful, beautiful | All real corn grown, nature's colorful gifts currently popular cultural plaything corn (naturally grown) undyed\n"
+         'Answer: Yes\n'
+         '\n'),
+        ('Question: \n'
+         '{sentence1}\n'
+         'Document: \n'
+         '{sentence2}\n'
+         'Answer: ')),
+    'Note-MRC-simple': (
+        ('You are a reading comprehension master: \n'
+         'I will provide you with a user\'s note article, including a title and content, where the title may be empty "". I will also give you a user\'s question. \n'
+         '\n'
+         'Please think according to the following steps:\n'
+         "* Step 1, combine the note's title and content to determine if the user's question can be answered. If there are specific entity words or qualifiers in the question, they must be satisfied to count as having an answer.\n"
+         "* Step 2, if Step 1 determines that the content can answer the user's question, then extract the answer from the original note content and output the extracted original content.\n"
+         '\n'
+         'Content requirements for answers:\n'
+         '* Extract sentences that can answer the question, cross-sentence extraction is allowed, but must be complete sentences or paragraphs, multiple consecutive sentences must be extracted continuously, and preserve special characters like \n'
+         '.\n'
+         '* If the middle part of consecutive sentences is irrelevant to the answer, it can be skipped for cross-sentence extraction; if the answer is long (more than 120 characters), it can be extracted by points.\n'
+         "* Content must come from the original text, no summarization allowed; do not extract content unrelated to answering the user's question.\n"
+         '\n'
+         'Format requirements for answers:\n'
+         '* Output the answers in list form, where each value in the list is a sentence or paragraph that can answer the question.\n'
+         '* If no answer can be extracted, return an empty list [].\n'
+         '* Do not output any content other than the answer list.\n'
+         '\n'
+         '\n'),
+        ('Here is the note title and content:\n'
+         '\n'
+         '{content}\n'
+         '\n'
+         '\n'
+         "User's question:\n"
+         '{query}\n'
+         'Output:\n')),
+    'Note-MRC-complex': (
+        ('Task: First rewrite the Query, then perform reading comprehension.\n'
+         '\n'
+         '###Reference Content Format###\n'
+         '* The reference content consists of three parts: Query, Doc, and Level\n'
+         "* Query is the user's search term with question-asking intent; Doc is the main text part of the image note, wrapped in <Doc> and </Doc>; Level defines the expected answer type, indicating what type of answer the user needs.\n"
+         '\n'
+         '###Task Requirements###\n'
+         'Step 1: Based on Query and Level, rewrite the Query into specific answer requirements, please output the rewritten rewrite_query. Here are some examples for the first step:\n'
+         "1. [Query=World's most beautiful museums recommendations, Level=museum names]=>[Names of the world's most beautiful museums]\n"
+         '2. [Query=Coody Coffee recommendations, Level=drink names]=>[Delicious drink names at Coody Coffee]\n'
+         '3. [Query=Qingdao food, Level=dishes]=>[Delicious dishes in Qingdao]\n'
+         '4. [Query=Games similar to Number Bomb, Level=game names]=>[What games are similar to Number Bomb]\n'
+         '5. [Query=Birthday cake recommendations in Licheng District, Jinan, Level=bakery cake names]=>[Delicious birthday cakes from bakeries in Licheng District, Jinan]\n'
+         '6. [Query=Guangzhou Yuexiu District food recommendations, Level=restaurant dishes]=>[Delicious restaurant dishes in Yuexiu District, Guangzhou]\n'
+         '7. [Query=Hiking survival bracelet recommendations, Level=brand model]=>[Brand and model recommendations for hiking survival bracelets]\n'
+         '8. [Query=Must-buy in Japan, Level=brand model]=>[Brand and model of Japanese specialty products]\n'
+         '9. [Query=iPhone 11 photography recommendations, Level=model]=>[iPhone 11 models good for photography]\n'
+         '10. [Query=1000 desk essentials, Level=product names]=>[1000 useful products for desks]\n'
+         '11. [Query=Changsha special breakfast recommendations, Level=restaurants]=>[Names of restaurants with special breakfast in Changsha]\n'
+         '12. [Query=Nanjing surrounding tours, Level=cities]=>[Cities suitable for tourism around Nanjing]\n'
+         '13. [Query=Cheap clothing places in Shenzhen, Level=shopping locations]=>[Names of shopping locations for cheap clothes in Shenzhen]\n'
+         '14. [Query=Harbin bathhouse recommendations, Level=bathhouse names]=>[Names of worthwhile bathhouses in Harbin]\n'
+         '\n'
+         'Step 2: Evaluate the relevance between Doc and rewrite_query, paying attention to important qualifiers in rewrite_query, such as time and location modifiers. If Doc misses important qualifiers, it can be considered irrelevant. Analyze the relevance in 1-2 sentences.\n'
+         '\n'
+         'Step 3: If Doc is relevant to rewrite_query, extract all answers (Options) from Doc that can answer the user\'s question and put them in AnswerList. Options must match the answer type required by rewrite_query. Specifically, if rewrite_query requires "brand model", ensure each answer Option includes both "brand name" and "model"; if this cannot be satisfied, consider it unextractable. If rewrite_query requires "restaurant dishes", ensure each answer Option includes both "restaurant name" and "dish name". Others like "bakery cake names" follow the same pattern. If Option cannot meet the required answer type, consider it unextractable, and AnswerList will be an empty list [].\n'
+         '\n'
+         'Step 4: For each answer Option in AnswerList, extract a related description (Reason) from Doc. Format: [{"Option": "xxx", "Reason": "xxx"}, ...]. If Doc is irrelevant or has no answers, return an empty list [].\n'
+         '\n'
+         'Notes:\n'
+         '1. Answer Options must follow the original text, non-continuous extraction is allowed.\n'
+         '2. Reasons must be extracted from the original text, no modifications allowed.\n'
+         '3. Answer Options should typically be specific entity nouns or names that can be directly searched through search engines; avoid extracting vague descriptions like "this hidden gem hotel" or "rice noodles from the shop near XXX bus station".\n'
+         '4. Doc may have various article structures, including a common parallel point structure with leading words. When extracting answer Options, avoid including leading words like "Figure 1", "Figure 2", ..., "Shop 1", "Shop 2", etc.\n'
+         '5. Reason length should not exceed 100 english character widths.\n'
+         '\n'
+         '\n'
+         'Output format:\n'
+         '<rewrite_query>...</rewrite_query>\n'
+         '<relevance_analysis>...</relevance_analysis>\n'
+         '<AnswerList>["...", ...]</AnswerList>\n'
+         '<Result>[{"Option": "xxx", "Reason": "xxx"}, ...]</Result>\n'
+         '\n'
+         '\n'
+         '\n'
+         '\n'),
+        '{content}'),
+    'Note-NER': (
+        ('Extract entity information from the Passage according to the Question requirements. \n'
+         'Note that the extracted answers should maintain the same case as in the passage.\n'
+         'Here are some examples:\n'
+         '\n'
+         'Passage:212 In stock Japanese DIOR 2023 Fall new single color flame gold blush 100/625/343\n'
+         "Question:Please find all 'season' entities\n"
+         'Answer:Fall\n'
+         '\n'
+         'Passage:BUTOO tattoo stickers English series colored tattoo stickers waterproof female long-lasting niche high-end tattoo stickers\n'
+         "Question:Please find all 'style' entities\n"
+         'Answer: high-end, niche\n'
+         '\n'
+         "Passage:mmm collection slim fit t-shirt women's versatile solid color curved hem short sleeve v-neck fitted hot girl top\n"
+         "Question:Please find all 'style (for clothing and accessories)' entities\n"
+         'Answer: short sleeve, fitted, curved, v-neck\n'
+         '\n'
+         'Passage:Early autumn 2022 new sweater plus-size slimming outfit high-end top skirt autumn winter short skirt two-piece set\n'
+         "Question: Please find all 'category' entities\n"
+         'Answer: skirt, sweater, short skirt\n'
+         '\n'
+         '\n'
+         '\n'
+         "Please output the answer (in the same format as the examples above) DIRECTLY after 'Answer:', WITHOUT any additional content.\n"
+         '\n'),
+        ('Passage:{content}\n'
+         'Question:{question}\n')),
+    'Note-Gender': (
+        ('According to the following note content fields, determine whether the content is likely to trigger discussions of interest to both men and women. \n'
+         "If it includes such content, reply 'Yes,' otherwise reply 'No.' Only reply with 'Yes' or 'No,' without any additional explanation.\n"
+         '\n'
+         'These contents mainly include the following aspects: \n'
+         'Stereotypes about men and women;\n'
+         'Gender bias phenomena, gender inequality in occupations, sports, interests, etc.;\n'
+         'Fertility-related content: including views on childbirth, parenting experiences, etc.;\n'
+         'Marriage-related content: including matchmaking, weddings, post-marriage life, mother-in-law relationships, marital breakdown, prenuptial property, etc.;\n'
+         'Romance-related content: emotional experiences, arguments, scumbag men/women, cheating, etc.; \n'
+         'Sex-related content: including sexual violence, sexual harassment, discussions on sexual knowledge, etc.;\n'
+         'And some related social events.\n'
+         'If the text mentions these topics, it is likely to trigger discussions of interest to both men and women.\n'
+         '\n'
+         'Here are some examples: \n'
+         'Note Content:\n'
+         'Title: When I deliberately sleep in separate beds from my boyfriend to see his reaction\n'
+         'Category: Emotions-Daily Life\n'
+         'Text: In the end it really scared me #Love[Topic]# #Boyfriend[Topic]# #Couple Daily[Topic]# \n'
+         'asr:When I deliberately sleep in separate beds from my boyfriend...(rest of content)\n'
+         'Answer:Yes\n'
+         '\n'
+         'Note Content:\n'
+         "Title:《The Young Lady's Meng》\n"
+         'Category: Humanities-Reading\n'
+         'Text:#Baby Food[Topic]##Accessories Share[Topic]# \n'
+         'asr:\n'
+         'ocr:...(rest of content)\n'
+         'Answer:No\n'
+         '\n'),
+        ('Please provide your judgment on the following content: \n'
+         'Note Content:\n'
+         '{content}\n'
+         'Answer:')),
+    'Note-CHLW': (
+        ("Please select words worth highlighting from comments. These words should be meaningful and specific entities, issues, or descriptions that spark users' search interest. \n"
+         'For life trivia without meaning or search value and content containing numbers, please select carefully. Here are extraction examples:\n'
+         '\n'
+         "1) Input: Give me a transparent Bluetooth speaker link; Return: ['transparent Bluetooth speaker']\n"
+         "2) Input: Is there a tutorial for Huawei Smart Screen; Return: ['Huawei Smart Screen tutorial']\n"
+         "3) Input: Is there any specific fitness and weight loss APK?; Return: ['fitness and weight loss APK']\n"
+         "4) Input: Noodles have no calories but the sauce does; Return: ['noodles have no calories but sauce does']\n"
+         "5) Input: How's Peking duck; Return: ['Peking duck']\n"
+         '\n'),
+        '{content}'),
+    'Note-QueryGen': (
+        ('Assume you are an internet user, your task is: based on the input image/text or video note content, generate 1 novel search term related to the core entity words in the note.\n'
+         '\n'
+         'Output format: \n'
+         'The return result is a single line string, recording the generated search term.\n'
+         'Output requirements:\n'
+         '1. You need to fully understand the input note information, ensure that the given search terms are complete, novel and interesting, with the possibility of being targeted or in-depth exploration, and can bring incremental information to the current note;\n'
+         '2. Ensure that the given search terms are fluent, without expression problems (including incomprehensible, repetitive, typos, word order, etc.);\n'
+         '3. Good search terms can be questions (such as how to xx, what is xx, how to xx etc.), or appropriate compound words (xx tips, xx tutorials, xx outfits, xx recommendations, xx collection, xx selection), where xx comes from the note content.\n'
+         '4. Output search term DIRECTLY, without any additional analysis content.\n'
+         '\n'),
+        ('Please generate search terms for the following note based on the above instructions: \n'
+         'Input: \n'
+         '{content}\n'
+         'Search term:\n')),
 }
 
-def build_prompt(name:str, rec:dict) -> str:
-    "The prompt for record `rec` of subset `name`."
-    body = {
-        "Note-Taxonomy-single": lambda r: f"Note: {r['content']}\nCandidates: {r['candidates']}\nAnswer: ",
-        "Note-Taxonomy-multiple": lambda r: (f"Note: {r['content']}\nPrimary candidates: {r['candidates_primary']}\n"
-                                             f"Secondary candidates: {r['candidates_secondary']}\nTertiary candidates: {r['candidates_tertiary']}\nAnswer: "),
-        "Note-Hashtag-single": lambda r: f"Note: {r['content']}\nCandidate tags: {r['candidates']}\nAnswer: ",
-        "Note-Hashtag-multiple": lambda r: f"Note: {r['content']}\nCandidate tags: {r['candidates']}\nAnswer: ",
-        "Note-QueryCorr-topic": lambda r: f"{r['content']}\nRating: ",
-        "Note-QueryCorr-explain": lambda r: f"Question: {r['sentence1']}\nDocument: {r['sentence2']}\nAnswer: ",
-        "Note-MRC-simple": lambda r: f"Note: {r['content']}\nQuestion: {r['query']}\nOutput: ",
-        "Note-NER": lambda r: f"Passage: {r['content']}\nQuestion: {r['question']}\nAnswer: ",
-        "Note-Gender": lambda r: f"Note: {r['content']}\nAnswer: ",
-        "Note-QueryGen": lambda r: f"{r['content']}\nSearch query: ",
-    }.get(name, lambda r: r["content"])(rec)
-    return (_INSTR[name] + "\n\n" + body) if _INSTR[name] else body
+# %%
+#| export
+_FIELDS = re.compile(r"\{(content|candidates|candidates_primary|candidates_secondary|candidates_tertiary|sentence1|sentence2|query|question)\}")
+
+def build_prompt(name:str, # subset name
+                 rec:dict, # one record of the subset
+                 ) -> str:
+    "The official prompt of record `rec`: the subset's instruction and its filled item template, as one user turn."
+    if name not in OFFICIAL_PROMPTS: raise ConfigError(f"parameter 'name': {name!r} is not allowed; choose one of {list(OFFICIAL_PROMPTS)}")
+    system, human = OFFICIAL_PROMPTS[name]
+    return system + "\n" + _FIELDS.sub(lambda m: str(rec[m.group(1)]), human)
 
 class PromptModel:
     "Predictor from any `generate(prompts) -> texts` function: one prompt per record, the raw texts as answers."
@@ -723,7 +1166,7 @@ class PromptModel:
         return [str(o) for o in out]
 
 class HFGenerator:
-    "`generate(prompts)` with a local Hugging Face causal LM (greedy, chat template when the tokenizer has one)."
+    "`generate(prompts)` with a local Hugging Face causal LM: the prompt as one user turn of the chat template (when the tokenizer has one), greedy decoding."
     def __init__(self, name_or_path:str, max_new_tokens:int=64, device:str|None=None):
         from trustlib.models import CausalLM
         self.lm, self.max_new_tokens = CausalLM(name_or_path, device=device), int(max_new_tokens)
@@ -734,17 +1177,27 @@ class HFGenerator:
         for p in prompts:
             text = (tok.apply_chat_template([dict(role="user", content=p)], tokenize=False, add_generation_prompt=True)
                     if getattr(tok, "chat_template", None) else p)
-            enc = tok(text, return_tensors="pt").to(self.lm.device)
+            enc = tok(text, return_tensors="pt", add_special_tokens=not getattr(tok, "chat_template", None)).to(self.lm.device)
             with torch.no_grad():
                 ids = model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=self.lm._pad_id())
             out.append(tok.decode(ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
         return out
 
 
+# %% [markdown]
+# A Taxonomy prompt ends with the item, after the instruction and its two worked examples; fields are filled
+# once and literally (a brace in a note stays); an echo "model" that answers the first candidate is scored
+# through the same path as a real one.
+
 # %%
-_rec = dict(content="Day 8 of brush calligraphy practice", candidates="Art, Food, Travel", answer="Art")
-print(build_prompt("Note-Taxonomy-single", _rec))
-_echo = PromptModel(lambda prompts: ["Answer: " + p.split("Candidates: ")[1].split(",")[0] for p in prompts], "first-candidate echo")
+_rec = dict(content="Day 8 of brush calligraphy practice {not a field}", candidates="Art, Food, Travel", answer="Art")
+_p = build_prompt("Note-Taxonomy-single", _rec)
+assert _p.startswith(OFFICIAL_PROMPTS["Note-Taxonomy-single"][0] + "\n") and "Here are some examples" in _p
+test_eq(_p.rsplit("Input: ", 1)[-1], "Day 8 of brush calligraphy practice {not a field}\nCandidate categories: Art, Food, Travel\nAnswer: ")
+test_eq(build_prompt("Note-NER", dict(content="red silk scarf", question="Please find all 'color' entities")).split("\n")[-3:],
+        ["Passage:red silk scarf", "Question:Please find all 'color' entities", ""])
+test_eq(sorted(OFFICIAL_PROMPTS), sorted(SUBSETS))
+_echo = PromptModel(lambda prompts: ["Answer: " + p.rsplit("Candidate categories: ", 1)[1].split(",")[0] for p in prompts], "first-candidate echo")
 test_eq(_echo.predict("Note-Taxonomy-single", [_rec]), ["Answer: Art"])
 test_eq(score_subset("Note-Taxonomy-single", _echo.predict("Note-Taxonomy-single", [_rec]), [_rec])["score"], 100.0)
 test_fail(lambda: PromptModel(lambda p: []).predict("Note-Gender", [_rec]), contains="0 texts for 1 prompts")
@@ -887,6 +1340,7 @@ class TextEmbedder:
         if new:
             from trustlib.models import load_minilm, embed_texts
             if self._m is None: self._m = load_minilm()
+            new = sorted(new, key=len)                 # batches of similar lengths: little padding
             E = embed_texts(new, *self._m, batch_size=self.batch_size, max_length=self.max_length, normalize=True, progress=self.progress)
             self.cache.update(zip(new, E))
         return np.stack([self.cache[t] for t in texts]) if len(texts) else np.zeros((0, 384), np.float32)
@@ -968,21 +1422,24 @@ test_fail(lambda: EmbeddingZeroShot(_unit).predict("Note-Gender", _dev), contain
 # %% [markdown]
 # ## What the scorers reward: constant answers and oracles
 #
-# Before any model, the scorers are run on constant answers and on the gold answers themselves, over all
-# items of each subset. The empty list on CHLW is the case the brief asks about: each of the items whose
+# Before any model, the scorers are run on constant answers over all items of each subset, and on the gold
+# answers themselves (the oracle) over the items the baselines are evaluated on (`n_items` per subset). The empty list on CHLW is the case the brief asks about: each of the items whose
 # gold list is empty becomes `[""]` on both sides — a hit — while an item with gold words adds one wrong
 # prediction. With h empty-gold items out of N and G gold words elsewhere, the score is
 # `2h/(N + h + G + 1e-4)` × 100 (success ratio 1).
 
 # %%
 #| export
-def constant_scores(data:dict[str, list[dict]], embed:Callable|None=None) -> "pd.DataFrame":
-    "Scores, on all items, of constant answers that need no model and of the oracle (gold answers), per subset."
+def constant_scores(data:dict[str, list[dict]], # the subsets, all items (constant answers)
+                    embed:Callable|None=None, # texts -> vectors, for QueryGen's cosine (None: QueryGen is left out)
+                    oracle_data:dict[str, list[dict]]|None=None, # the items to score the oracle on (None: `data`)
+                    ) -> "pd.DataFrame":
+    "Scores of constant answers that need no model (on `data`) and of the oracle, the gold answers (on `oracle_data`), per subset."
     import pandas as pd
-    rows = []
-    def add(name, label, answers):
-        if name not in data: return
-        recs = data[name]; ans = answers(recs) if callable(answers) else [answers] * len(recs)
+    rows, oracle_data = [], data if oracle_data is None else oracle_data
+    def add(name, label, answers, D=data):
+        if name not in D: return
+        recs = D[name]; ans = answers(recs) if callable(answers) else [answers] * len(recs)
         if name == "Note-QueryGen" and embed is None: return
         rows.append(dict(subset=name, strategy=label, score=score_subset(name, ans, recs, embed)["score"]))
     add("Note-CHLW", "always []", "[]")
@@ -992,7 +1449,7 @@ def constant_scores(data:dict[str, list[dict]], embed:Callable|None=None) -> "pd
     add("Note-QueryCorr-explain", "always Yes", "Yes")
     add("Note-Gender", "always No", "No")
     add("Note-QueryCorr-topic", "always -1", "-1")
-    for name in SUBSETS: add(name, "oracle (gold answer)", lambda R, n=name: [oracle_answer(n, r) for r in R])
+    for name in SUBSETS: add(name, "oracle (gold answer)", lambda R, n=name: [oracle_answer(n, r) for r in R], oracle_data)
     return pd.DataFrame(rows)
 
 
@@ -1004,22 +1461,24 @@ else:
     _closed = round(2 * _h / (len(_chlw) + _h + _words + 1e-4), 4) * 100
     test_eq(score_subset("Note-CHLW", ["[]"] * len(_chlw), _chlw)["score"], _closed)
     print(f"CHLW: {_h} of {len(_chlw)} gold lists empty, {_words} gold words elsewhere -> always [] scores {_closed:.2f}")
-    display(constant_scores({k: v for k, v in DATA.items() if k != "Note-QueryGen"}).round(2))
+    _cs = constant_scores({k: DATA[k] for k in ("Note-Gender", "Note-QueryCorr-explain")}, oracle_data={"Note-Gender": DATA["Note-Gender"][:20]})
+    test_eq(list(_cs.strategy), ["always Yes", "always No", "oracle (gold answer)"]); test_eq(_cs.score.iloc[-1], 100.0)
 
 # %% [markdown]
 # ## The whole experiment: `run`
 #
 # For each seed, every subset (subsampled to `n_items` items — 50 at the smoke profile, 400 at cpu — with a
-# seed fixed across repetitions) is split into a dev part (`dev_fraction`) and a test part. Each baseline is fitted on dev
-# and scored on test; the overall score is the mean of the 12 subset scores (the paper's aggregation is
-# not verified). The **format-failure study** makes a random share of a reference baseline's test answers
-# unparseable ("I cannot answer that.") and rescores them.
+# seed fixed across repetitions) is split into a dev part (`dev_fraction`) and a test part. Each baseline is
+# fitted on dev and scored on test; the overall score is the mean of the 12 subset scores (the paper's
+# aggregation is not verified). The **format-failure study** makes a random share of one baseline's test
+# answers unparseable ("I cannot answer that.") and rescores them; the baseline is the first of lm, minilm,
+# first, majority, random and empty that runs.
 
 # %%
 #| export
 SUCCESS_SCALED = ("Note-QueryCorr-topic", "Note-MRC-simple", "Note-MRC-complex", "Note-CHLW")
 WORD_PICKERS = ("random", "first", "all options")
-DERIVED = {"chlw_always_empty": 67.64, "chlw_all_options": 30.47, "gender_always_no": 50.8, "explain_always_yes": 54.2, "topic_always_minus1": 7.6}
+REFERENCE_ORDER = ("lm", "minilm", "first", "majority", "random", "empty")
 
 def _split(n, frac, seed):
     idx = np.random.default_rng(seed).permutation(n); k = max(1, int(round(frac * n)))
@@ -1035,12 +1494,11 @@ def _subsample(data, n_items, seed):
     return out
 
 def _models(cfg, seed, embedder):
-    out = [TrivialBaseline(s, derive_seed(seed, 11)) for s in TrivialBaseline.STRATEGIES if s in cfg.baselines]
-    if "minilm" in cfg.baselines: out.append(EmbeddingZeroShot(embedder))
-    if "lm" in cfg.baselines and not cfg.model:
-        raise ResourceUnavailable("the lm baseline (full profile) needs a causal LM: pass model=<Hugging Face name or local folder> "
-                                  "(e.g. -p model Qwen/Qwen2.5-0.5B-Instruct with the weights in the local Hugging Face cache)")
-    if "lm" in cfg.baselines: out.append(PromptModel(HFGenerator(cfg.model, cfg.max_new_tokens), name="lm"))
+    "The predictors of `cfg.strategies` for one seed (the lm baseline loads its model on first use)."
+    names = cfg.strategies
+    out = [TrivialBaseline(s, derive_seed(seed, 11)) for s in TrivialBaseline.STRATEGIES if s in names]
+    if "minilm" in names: out.append(EmbeddingZeroShot(embedder))
+    if "lm" in names: out.append(PromptModel(HFGenerator(check_model(cfg.model), cfg.max_new_tokens), name="lm"))
     return out
 
 def corrupt(answers:Sequence[str], rate:float, seed:int) -> list[str]:
@@ -1053,148 +1511,182 @@ def corrupt(answers:Sequence[str], rate:float, seed:int) -> list[str]:
 # %%
 test_eq(corrupt(["[]"] * 4, 0.5, 0).count("I cannot answer that."), 2)
 test_eq(score_chlw(corrupt(["[]"] * 4, 0.5, 0), ["[]"] * 4)["success_ratio"], 50.0)
+test_eq([m.name for m in _models(Config.from_params("smoke", baselines=("empty", "random")), 0, None)], ["random", "empty"])
 
-
-# %% [markdown]
-# ### How each claim is judged (stated before the run)
-#
-# | claim | source | rule |
-# |---|---|---|
-# | LLMs of different sizes differ along a scaling law (**headline**) | paper | not testable offline: no LLMs |
-# | 8 tasks, 12 subsets, 6,658 items | paper / data | reproduced if every subset has its official count |
-# | On CHLW, always `[]` scores ≈ 67.6 success-F1 under the official rule | derived from the scorer | reproduced if within 0.05 of 67.64 on all 297 items; partially within 1 |
-# | …and it beats every strategy that picks words (random, first option, all options) | derived | mean over seeds of (always `[]` − best word picker) on test: reproduced if > 10 points, partially if > 0; the 95 % interval must clear it |
-# | Constant answers: Gender "No" 50.8 %, QueryCorr-explain "Yes" 54.2 %, QueryCorr-topic "−1" macro-F1 7.6 | derived | reproduced if all three within 0.1 on all items; partially within 1 |
-# | "success-" metrics penalise output-format failures | official code | score ratio (50 % of answers unparseable / none), mean over the success-scaled subsets, over seeds: reproduced if < 0.75, partially if < 0.95 |
-# | A real model (MiniLM zero-shot) outscores the best trivial strategy overall | our check of the benchmark | mean over seeds of (MiniLM − best trivial) overall: reproduced if > 2 points, partially if > 0; inconclusive when MiniLM is not run |
-# | A perfect answer scores 100 on every subset | our check of the scorers | illustrated: the oracle scores are reported, with the subsets that fall short |
-#
-# `claims` turns the measured numbers into verdicts, so the rules can be tested on crafted numbers.
 
 # %%
 #| export
-def claims(m:dict, # measured numbers: counts_ok, chlw_empty, chlw_gap (per seed), constants, success_ratio_50 (per seed), minilm_gap (per seed or None), oracle
-           missing:str|None=None, # why the data-dependent claims cannot be graded (data absent), else None
-           ) -> list:
-    "The verdicts of the SNS-Bench claims from the measured numbers, by the rules stated before the run."
-    from trustlib.results import judge, Rule, mean_ci
-    V = [judge("LLM performance varies with model size and follows a scaling law (25+ LLMs)", "25+ LLMs, scaling with size", "no LLM offline",
-               verdict="not_testable_offline", reason="needs the evaluated LLMs; the full profile runs one local Hugging Face causal LM through the same prompts and scorers",
-               headline=True)]
-    if missing:
-        why = f"data absent: {missing}"
-        return V + [judge(c, p, "not run", verdict="not_testable_offline", reason=why) for c, p in [
-            ("8 tasks in 12 subsets, 6,658 items", "6,658 items"), ("CHLW: always [] scores about 67.6 success-F1", "67.64 (derived)"),
-            ("CHLW: always [] beats every word-picking strategy", "derived"), ("Constant-answer baselines", "50.8 / 54.2 / 7.6 (derived)"),
-            ("success- metrics penalise output-format failures", "official scorers"), ("MiniLM zero-shot beats the best trivial strategy", "our check"),
-            ("A perfect answer scores 100 on every subset", "our check")]]
-    V.append(judge("8 tasks in 12 subsets, 6,658 items", "8 tasks, 12 subsets, 6,658 items", f"{m['n_items']} items, {m['n_subsets']} subsets",
-                   reproduced=bool(m["counts_ok"]), rule_text="reproduced if every subset has its official item count"))
-    V.append(judge("CHLW: always [] scores about 67.6 success-F1 under the official rule (empty lists count as [''])", "67.64 (derived)",
-                   f"{m['chlw_empty']:.2f}", rule=Rule("<", 0.05, 1.0, what="|always [] − 67.64|"), value=abs(m["chlw_empty"] - DERIVED["chlw_always_empty"])))
-    V.append(judge("CHLW: always [] beats every word-picking strategy (random, first option, all options)", "derived",
-                   f"gap {np.mean(m['chlw_gap']):.1f} points", rule=Rule(">", 10, 0, what="always [] − best word picker (points)"), value=mean_ci(m["chlw_gap"])))
-    c = m["constants"]; err = max(abs(c[k] - DERIVED[k]) for k in ("gender_always_no", "explain_always_yes", "topic_always_minus1"))
-    V.append(judge("Constant answers: Gender 'No', QueryCorr-explain 'Yes', QueryCorr-topic '-1'", "50.8 / 54.2 / 7.6 (derived)",
-                   f"{c['gender_always_no']:.1f} / {c['explain_always_yes']:.1f} / {c['topic_always_minus1']:.1f}",
-                   reproduced=bool(err < 0.1), partially=bool(err < 1.0), rule_text="reproduced if all three within 0.1 of the derived values; partially within 1"))
-    V.append(judge("success- metrics penalise output-format failures", "official scorers", f"score ratio {np.mean(m['success_ratio_50']):.2f} at 50 % unparseable",
-                   rule=Rule("<", 0.75, 0.95, what="score(50 % unparseable)/score(0 %)"), value=mean_ci(m["success_ratio_50"])))
-    if m.get("minilm_gap") is None:
-        V.append(judge("MiniLM zero-shot beats the best trivial strategy overall", "our check", "MiniLM not run",
-                       reproduced=False, inconclusive=True, rule_text="mean over seeds of MiniLM − best trivial overall: reproduced if > 2 points, partially if > 0",
-                       reason="the MiniLM baseline is not run at this profile"))
-    else:
-        V.append(judge("MiniLM zero-shot beats the best trivial strategy overall", "our check", f"gap {np.mean(m['minilm_gap']):.1f} points",
-                       rule=Rule(">", 2, 0, what="MiniLM − best trivial, overall (points)"), value=mean_ci(m["minilm_gap"])))
-    short = {k: v for k, v in m["oracle"].items() if v < 99.99}
-    V.append(judge("A perfect answer scores 100 on every subset", "implicit in the scorers",
-                   "oracle below 100 on " + (", ".join(f"{k} ({v:.1f})" for k, v in short.items()) or "no subset"), verdict="illustrated",
-                   reason="the gold answers, written as the prompts ask, are scored by the same post-processing and scorers"))
-    return V
+def evaluate_baselines(cfg:Config, data:dict, embedder, progress:bool=True):
+    "Scores of every baseline on the test split of every subset and seed, and the format-failure study: two DataFrames."
+    import pandas as pd
+    from tqdm.auto import tqdm
+    rows, crows = [], []
+    ref = next((b for b in REFERENCE_ORDER if b in cfg.strategies), None)
+    for i in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
+        s = derive_seed(cfg.seed, i)
+        models = _models(cfg, s, embedder)
+        for j, (name, recs) in enumerate(data.items()):
+            dev, test = _split(len(recs), cfg.dev_fraction, derive_seed(s, j))
+            D, T = [recs[k] for k in dev], [recs[k] for k in test]
+            answers = {}
+            for mdl in models:
+                mdl.fit(name, D); answers[mdl.name] = mdl.predict(name, T)
+            if name == "Note-CHLW": answers["all options"] = [format_answer(name, parse_fields(name, r)["cands"]) for r in T]
+            for b, a in answers.items():
+                sc = score_subset(name, a, T, embedder)
+                rows.append(dict(seed=i, subset=name, baseline=b, score=sc["score"], success_ratio=sc.get("success_ratio", np.nan)))
+            for rate in (cfg.corruption_rates if ref else ()):
+                sc = score_subset(name, corrupt(answers[ref], rate, derive_seed(s, j, 99)), T, embedder)["score"]
+                crows.append(dict(seed=i, subset=name, rate=rate, score=sc, baseline=ref))
+    cols = ["seed", "subset", "rate", "score", "baseline"]
+    return pd.DataFrame(rows, columns=["seed", "subset", "baseline", "score", "success_ratio"]), pd.DataFrame(crows, columns=cols)
 
+def _per_seed(frame) -> list[float]|None:
+    "A per-seed Series as a list of floats in seed order (None when empty)."
+    v = [float(x) for x in frame.sort_index()]
+    return v or None
+
+def measurements(full:dict, const, scores, corr) -> dict:
+    "What the claims read, from all items (`full`), the constant-answer table and the per-seed baseline and format-failure tables."
+    cs = {(r.subset, r.strategy): r.score for r in const.itertuples()}
+    main = scores[scores.baseline != "all options"]
+    overall = main.groupby(["seed", "baseline"]).score.mean().unstack() if len(main) else None
+    trivial = [b for b in TrivialBaseline.STRATEGIES if overall is not None and b in overall]
+    chlw = scores[scores.subset == "Note-CHLW"].pivot(index="seed", columns="baseline", values="score")
+    pickers = [b for b in WORD_PICKERS if b in chlw]
+    m = {"data/n_items": sum(len(v) for v in full.values()), "data/subsets_with_official_count": sum(len(full.get(n, ())) == s.n for n, s in SUBSETS.items()),
+         "chlw/always_empty": cs.get(("Note-CHLW", "always []")), "chlw/all_options": cs.get(("Note-CHLW", "all options")),
+         "chlw/empty_minus_best_picker": _per_seed(chlw["empty"] - chlw[pickers].max(axis=1)) if "empty" in chlw and pickers else None,
+         "constant/gender_always_no": cs.get(("Note-Gender", "always No")), "constant/explain_always_yes": cs.get(("Note-QueryCorr-explain", "always Yes")),
+         "constant/topic_always_minus1": cs.get(("Note-QueryCorr-topic", "always -1")), "format/score_ratio_at_max_rate": None,
+         "overall/minilm_minus_best_trivial": _per_seed(overall["minilm"] - overall[trivial].max(axis=1)) if overall is not None and "minilm" in overall and trivial else None}
+    if len(corr):
+        base = corr[corr.rate == 0].set_index(["seed", "subset"]).score
+        top = corr[corr.rate == corr.rate.max()].set_index(["seed", "subset"]).score
+        keep = [k for k in base.index if k[1] in SUCCESS_SCALED and base[k] > 0]
+        if keep: m["format/score_ratio_at_max_rate"] = _per_seed((top / base).loc[keep].groupby(level=0).mean())
+    if overall is not None: m.update({f"overall/{b}": float(overall[b].mean()) for b in overall})
+    m.update({f"oracle/{k[0].removeprefix('Note-').lower().replace('-', '_')}": v for k, v in cs.items() if k[1] == "oracle (gold answer)"})
+    return m
+
+
+# %% [markdown]
+# ## Claims and their rules (fixed before the run)
+#
+# The paper's headline — LLMs of different sizes follow a scaling law on SNS-Bench — needs the 25+ LLMs and
+# is not testable offline. What the page tests is the benchmark's own machinery: the data, and what the
+# official scorers reward. Every data claim needs the licensed files (`requires=`); without them it is
+# inconclusive with that reason. The values 67.64 (CHLW, always `[]`), 50.8, 54.2 and 7.6 (constant answers)
+# follow from the data and the official scoring rules (the project's dossier derives them); they are
+# deterministic numbers, so a tolerance of 0.05 or 0.1 points stands for rounding, and 1 point for partially.
 
 # %%
-_m = dict(n_items=6658, n_subsets=12, counts_ok=True, chlw_empty=67.64, chlw_gap=[30.0, 31.0, 29.5],
-          constants=dict(gender_always_no=50.78, explain_always_yes=54.17, topic_always_minus1=7.62),
-          success_ratio_50=[0.5, 0.52, 0.49], minilm_gap=[5.0, 6.0, 5.5], oracle={"Note-NER": 100.0, "Note-Taxonomy-single": 97.0})
-test_eq([v.verdict for v in claims(_m)], ["not_testable_offline", "reproduced", "reproduced", "reproduced", "reproduced", "reproduced", "reproduced", "illustrated"])
-test_eq(check_headline(claims(_m)).verdict, "not_testable_offline")
-_bad = dict(_m, counts_ok=False, chlw_empty=60.0, chlw_gap=[-5.0, -4.0, -6.0], success_ratio_50=[1.0, 1.0, 1.01], minilm_gap=[-1.0, -2.0, -1.5],
-            constants=dict(gender_always_no=50.78, explain_always_yes=55.0, topic_always_minus1=7.62))
-test_eq([v.verdict for v in claims(_bad)][1:7], ["not_reproduced", "not_reproduced", "not_reproduced", "partially", "not_reproduced", "not_reproduced"])
-test_eq([v.verdict for v in claims(dict(_m, minilm_gap=None, chlw_gap=[1.0, 30.0, -5.0]))][3:7:3], ["inconclusive", "inconclusive"])
-test_eq({v.verdict for v in claims({}, missing="no data")}, {"not_testable_offline"})
+#| export
+_DATA = AtLeast("data_available", 1, what="SNS-Bench data present (the licensed files, read at run time)")
+_TODAY = "2026-12-01"
+
+def _window(key:str, target:float, tol:float, partial_tol:float, what:str) -> AllOf:
+    "`key` strictly within `tol` of `target` (partially: within `partial_tol`), as two one-sided comparisons."
+    return AllOf(Above(key, round(target - tol, 4), round(target - partial_tol, 4), what=what),
+                 Below(key, round(target + tol, 4), round(target + partial_tol, 4), what=what))
+
+def _logged(old:str, why:str, claim:Claim) -> Claim:
+    "`claim` with a change-log entry from the page's legacy rule `old` to its current rule."
+    import dataclasses
+    return dataclasses.replace(claim, log=(Change(_TODAY, old, claim.rule_text(), why),))
+
+_AS_DATA = "written as data; the licensed data's presence is now a declared condition (without it: inconclusive, with the reason)"
+
+CLAIMS = [
+    Claim("scaling_law", "LLM performance varies with model size and follows a scaling law (25+ LLMs)", "25+ LLMs, scaling with size",
+          status="not_testable_offline", headline=True, ours="no LLM offline",
+          reason="needs the 25+ evaluated LLMs; the paper's per-model table is not published with its code or data, so its size–score relation "
+                 "cannot be refitted here (fit_size_score does it for any table of sizes and scores); the full profile scores local causal LMs "
+                 "through the official prompts and scorers"),
+    _logged("reproduced if every subset has its official item count", _AS_DATA,
+            Claim("benchmark_size", "8 tasks in 12 subsets, 6,658 items", "8 tasks, 12 subsets, 6,658 items",
+                  AtLeast("data/subsets_with_official_count", 12, what="subsets with their official item count"), requires=_DATA,
+                  ours="{data/n_items:.0f} items; {data/subsets_with_official_count:.0f} of 12 subsets with the official count")),
+    _logged("reproduced if |always [] − 67.64| < 0.05; partially if |always [] − 67.64| < 1", _AS_DATA,
+            Claim("chlw_empty_score", "CHLW: always [] scores about 67.6 success-F1 under the official rule (empty lists count as [''])",
+                  "67.64 (derived from the scorer)", _window("chlw/always_empty", 67.64, 0.05, 1.0, "always [] on CHLW, success-F1"), requires=_DATA,
+                  ours="{chlw/always_empty:.2f} (all options: {chlw/all_options:.2f})")),
+    _logged("reproduced if always [] − best word picker (points) > 10; partially if always [] − best word picker (points) > 0; interval must clear the threshold",
+            _AS_DATA, Claim("chlw_empty_beats_pickers", "CHLW: always [] beats every word-picking strategy (random, first option, all options)",
+                            "derived from the scorer", Above("chlw/empty_minus_best_picker", 10, 0, what="always [] − best word picker on CHLW, points"),
+                            requires=_DATA)),
+    _logged("reproduced if all three within 0.1 of the derived values; partially within 1", _AS_DATA,
+            Claim("constant_answers", "Constant answers: Gender 'No', QueryCorr-explain 'Yes', QueryCorr-topic '-1'", "50.8 / 54.2 / 7.6 (derived)",
+                  AllOf(_window("constant/gender_always_no", 50.8, 0.1, 1.0, "Gender, always No"),
+                        _window("constant/explain_always_yes", 54.2, 0.1, 1.0, "QueryCorr-explain, always Yes"),
+                        _window("constant/topic_always_minus1", 7.6, 0.1, 1.0, "QueryCorr-topic, always -1")), requires=_DATA,
+                  ours="{constant/gender_always_no:.2f} / {constant/explain_always_yes:.2f} / {constant/topic_always_minus1:.2f}")),
+    _logged("reproduced if score(50 % unparseable)/score(0 %) < 0.75; partially if score(50 % unparseable)/score(0 %) < 0.95; interval must clear the threshold",
+            _AS_DATA, Claim("success_penalty", "success- metrics penalise output-format failures", "official scorers",
+                            Below("format/score_ratio_at_max_rate", 0.75, 0.95, what="score with 50 % of answers unparseable ÷ score with none, success-scaled subsets"),
+                            requires=_DATA)),
+    _logged("reproduced if MiniLM − best trivial, overall (points) > 2; partially if MiniLM − best trivial, overall (points) > 0; interval must clear the threshold",
+            _AS_DATA, Claim("minilm_beats_trivial", "MiniLM zero-shot beats the best trivial strategy overall", "our check of the benchmark",
+                            Above("overall/minilm_minus_best_trivial", 2, 0, what="MiniLM − best trivial strategy, overall, points"), requires=_DATA,
+                            reason="inconclusive where MiniLM does not run (the smoke profile)")),
+    Claim("oracle_100", "A perfect answer scores 100 on every subset", "implicit in the scorers", status="illustrated",
+          reason="the gold answers, written as the prompts ask, are scored by the same post-processing and scorers (see the constants table)"),
+]
+
+# %% [markdown]
+# ### How each claim is judged
+
+# %%
+from trustlib.results import claims_table, grade
+
+# %%
+claims_table(CLAIMS)
+
+# %% [markdown]
+# The windows on crafted numbers (the generic test cannot place one number on both sides of a window): the
+# derived values pass, a value 0.5 off is partially, 2 off is not reproduced; without the data every graded
+# claim is inconclusive, with the reason.
+
+# %%
+_ok = {"data_available": 1, "data/subsets_with_official_count": 12, "chlw/always_empty": 67.64, "chlw/empty_minus_best_picker": [30.0, 31.0, 29.5],
+       "constant/gender_always_no": 50.78, "constant/explain_always_yes": 54.17, "constant/topic_always_minus1": 7.62,
+       "format/score_ratio_at_max_rate": [0.5, 0.52, 0.49], "overall/minilm_minus_best_trivial": [5.0, 6.0, 5.5]}
+_G = lambda **k: {v.id: v.verdict for v in grade(CLAIMS, {**_ok, **k})}
+test_eq(_G(), dict(scaling_law="not_testable_offline", benchmark_size="reproduced", chlw_empty_score="reproduced", chlw_empty_beats_pickers="reproduced",
+                   constant_answers="reproduced", success_penalty="reproduced", minilm_beats_trivial="reproduced", oracle_100="illustrated"))
+test_eq([_G(**{"chlw/always_empty": v})["chlw_empty_score"] for v in (67.2, 65.6, 69.7)], ["partially", "not_reproduced", "not_reproduced"])
+test_eq(_G(**{"constant/explain_always_yes": 55.0})["constant_answers"], "partially")
+test_eq(_G(**{"data/subsets_with_official_count": 11})["benchmark_size"], "not_reproduced")
+test_eq(_G(**{"overall/minilm_minus_best_trivial": None})["minilm_beats_trivial"], "inconclusive")
+test_eq(set(_G(data_available=0).values()), {"inconclusive", "not_testable_offline", "illustrated"})
 
 
 # %%
 #| export
 def run(cfg:Config, progress:bool=True):
-    "The SNS-Bench harness experiment: constant and oracle scores, baselines over seeds, the format-failure study, verdicts."
+    "The SNS-Bench harness experiment: constant and oracle scores, baselines over seeds, the format-failure study; measurements only."
     import pandas as pd
-    from tqdm.auto import tqdm
     from trustlib.results import Result
     metrics = {f"selfcheck/{k}": float(v) for k, v in scorer_selfcheck().items()}
     missing = sns_bench_missing("the SNS-Bench experiment")
     if missing:
         print("Skipped:", missing)
-        return Result(paper="sns_bench", config=cfg.to_dict(), metrics=dict(metrics, data_available=0), verdicts=claims({}, missing))
+        return Result(paper="sns_bench", config=cfg.to_dict(), metrics=dict(metrics, data_available=0))
     with torch_threads(cfg.n_threads):
         full = load_all()
         embedder = TextEmbedder()                      # MiniLM: the minilm baseline and QueryGen's cosine term
-        const = constant_scores(full, embedder)
-        cs = {(r.subset, r.strategy): r.score for r in const.itertuples()}
         data = _subsample(full, cfg.n_items, cfg.seed)
-        rows, crows = [], []
-        ref_name = "minilm" if "minilm" in cfg.baselines else "first"
-        for i in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
-            s = derive_seed(cfg.seed, i)
-            models = _models(cfg, s, embedder)
-            for j, (name, recs) in enumerate(data.items()):
-                dev, test = _split(len(recs), cfg.dev_fraction, derive_seed(s, j))
-                D, T = [recs[k] for k in dev], [recs[k] for k in test]
-                answers = {}
-                for mdl in models:
-                    mdl.fit(name, D); answers[mdl.name] = mdl.predict(name, T)
-                if name == "Note-CHLW":
-                    answers["all options"] = [format_answer(name, parse_fields(name, r)["cands"]) for r in T]
-                for b, a in answers.items():
-                    sc = score_subset(name, a, T, embedder)
-                    rows.append(dict(seed=i, subset=name, baseline=b, score=sc["score"], success_ratio=sc.get("success_ratio", np.nan)))
-                if ref_name in answers:
-                    for rate in cfg.corruption_rates:
-                        sc = score_subset(name, corrupt(answers[ref_name], rate, derive_seed(s, j, 99)), T, embedder)["score"]
-                        crows.append(dict(seed=i, subset=name, rate=rate, score=sc))
-    scores = pd.DataFrame(rows); corr = pd.DataFrame(crows)
-    main = scores[scores.baseline != "all options"]
-    overall = main.groupby(["seed", "baseline"]).score.mean().unstack()
-    trivial = [b for b in TrivialBaseline.STRATEGIES if b in overall]
-    chlw = scores[scores.subset == "Note-CHLW"].pivot(index="seed", columns="baseline", values="score")
-    chlw_gap = (chlw["empty"] - chlw[[b for b in WORD_PICKERS if b in chlw]].max(axis=1)).tolist() if "empty" in chlw else [float("nan")]
-    base = corr[corr.rate == 0].set_index(["seed", "subset"]).score
-    half = corr[corr.rate == max(cfg.corruption_rates)].set_index(["seed", "subset"]).score
-    ratio = (half / base).loc[[k for k in base.index if k[1] in SUCCESS_SCALED and base[k] > 0]]
-    ratio_seed = ratio.groupby(level=0).mean().tolist() or [float("nan")]
-    oracle = {k[0]: v for k, v in cs.items() if k[1] == "oracle (gold answer)"}
-    m = dict(n_items=sum(len(v) for v in full.values()), n_subsets=len(full), counts_ok=all(len(full[n]) == s.n for n, s in SUBSETS.items()),
-             chlw_empty=cs[("Note-CHLW", "always []")], chlw_gap=chlw_gap, success_ratio_50=ratio_seed,
-             constants=dict(gender_always_no=cs[("Note-Gender", "always No")], explain_always_yes=cs[("Note-QueryCorr-explain", "always Yes")],
-                            topic_always_minus1=cs[("Note-QueryCorr-topic", "always -1")]),
-             minilm_gap=(overall["minilm"] - overall[trivial].max(axis=1)).tolist() if "minilm" in overall else None, oracle=oracle)
-    metrics.update(data_available=1, n_items=m["n_items"], chlw_always_empty=m["chlw_empty"], chlw_all_options=cs[("Note-CHLW", "all options")],
-                   chlw_gap_mean=float(np.mean(chlw_gap)), success_ratio_50_mean=float(np.mean(ratio_seed)),
-                   **{f"constant/{k}": v for k, v in m["constants"].items()},
-                   **{f"overall/{b}": float(overall[b].mean()) for b in overall},
-                   **{f"oracle/{k.removeprefix('Note-').lower().replace('-', '_')}": v for k, v in oracle.items()})
-    if m["minilm_gap"] is not None: metrics["minilm_gap_mean"] = float(np.mean(m["minilm_gap"]))
+        const = constant_scores(full, embedder, oracle_data=data)
+        scores, corr = evaluate_baselines(cfg, data, embedder, progress)
+    metrics.update(data_available=1, **measurements(full, const, scores, corr))
     metrics = {k: v for k, v in metrics.items() if not (isinstance(v, float) and not math.isfinite(v))}   # NaN never equals itself
-    summary = main.groupby(["subset", "baseline"]).score.agg(["mean", "std"]).unstack("baseline")
-    summary = summary.reindex(list(SUBSETS))
-    figs = _figures(scores, corr, cfg)
+    main = scores[scores.baseline != "all options"]
+    summary = main.groupby(["subset", "baseline"]).score.agg(["mean", "std"]).unstack("baseline").reindex(list(SUBSETS))
+    overall = main.groupby(["seed", "baseline"]).score.mean().unstack()
     tables = dict(scores=scores, summary=summary.round(2), overall=overall.round(2), constants=const.round(2), corruption=corr)
-    return Result(paper="sns_bench", config=cfg.to_dict(), metrics=metrics, verdicts=claims(m), tables=tables, figures=figs)
+    return Result(paper="sns_bench", config=cfg.to_dict(), metrics=metrics, tables=tables, figures=_figures(scores, corr))
 
-def _figures(scores, corr, cfg) -> dict:
+def _figures(scores, corr) -> dict:
     import matplotlib.pyplot as plt, seaborn as sns
     short = lambda s: s.removeprefix("Note-")
     d = scores.assign(subset=scores.subset.map(short))
@@ -1202,15 +1694,46 @@ def _figures(scores, corr, cfg) -> dict:
     sns.barplot(data=d, x="subset", y="score", hue="baseline", errorbar=("ci", 95), ax=ax)
     ax.set(xlabel="subset", ylabel="score (0–100, the subset's reported metric)", title="Baselines per subset (test splits; bars: mean over seeds, 95 % CI)")
     ax.tick_params(axis="x", rotation=35); ax.legend(title="baseline", ncol=3, fontsize=8); fig1.tight_layout()
-    fig2, ax = plt.subplots(figsize=(7, 4.5))
-    c = corr.assign(subset=corr.subset.map(short), rate=corr.rate * 100)
-    sns.lineplot(data=c, x="rate", y="score", hue="subset", marker="o", errorbar=None, ax=ax)
-    ax.set(xlabel="answers made unparseable (%)", ylabel="score (0–100)",
-           title=f"Format-failure sensitivity ({'MiniLM' if 'minilm' in cfg.baselines else 'first-candidate'} answers)")
-    ax.legend(fontsize=7, ncol=2); fig2.tight_layout()
-    plt.close(fig1); plt.close(fig2)
-    return dict(baselines=fig1, format_failure=fig2)
+    figs = dict(baselines=fig1)
+    if len(corr):
+        fig2, ax = plt.subplots(figsize=(7, 4.5))
+        c = corr.assign(subset=corr.subset.map(short), rate=corr.rate * 100)
+        sns.lineplot(data=c, x="rate", y="score", hue="subset", marker="o", errorbar=None, ax=ax)
+        ax.set(xlabel="answers made unparseable (%)", ylabel="score (0–100)", title=f"Format-failure sensitivity ({corr.baseline.iloc[0]} answers)")
+        ax.legend(fontsize=7, ncol=2); fig2.tight_layout(); figs["format_failure"] = fig2
+    plt.close("all")
+    return figs
 
+
+# %% [markdown]
+# ## Re-analysing a size–score table
+#
+# The paper's scaling statement is about its table of 25+ LLMs. `fit_size_score` refits such a relation from
+# any table of model sizes (billions of parameters) and overall scores: the least-squares slope of the score
+# on log10(size), per tenfold increase in size, with its Student-t interval, and Spearman's rank correlation.
+# A re-analysis of the paper's own table would use it; that table is not published in a form we can read
+# offline, so the example below uses made-up numbers.
+
+# %%
+#| export
+def fit_size_score(table, size:str="params_b", score:str="score", level:float=0.95) -> dict:
+    "Slope of `score` on log10(`size`) (points per tenfold size) with its t-interval, and Spearman's ρ, from a table with one row per model."
+    from scipy import stats
+    from trustlib.results import Estimate
+    x, y = np.log10(np.asarray(table[size], float)), np.asarray(table[score], float)
+    if len(x) < 3 or np.any(~np.isfinite(x)) or np.ptp(x) == 0: raise ValueError("fit_size_score needs at least 3 models of different, positive sizes")
+    fit = stats.linregress(x, y); half = float(stats.t.ppf(0.5 + level / 2, len(x) - 2)) * fit.stderr
+    rho = stats.spearmanr(x, y)
+    return dict(n_models=len(x), slope_per_decade=Estimate(fit.slope, fit.slope - half, fit.slope + half, len(x), level),
+                spearman_rho=float(rho.statistic), spearman_p=float(rho.pvalue))
+
+
+# %%
+_toy = pd.DataFrame(dict(model=["a", "b", "c", "d", "e"], params_b=[0.5, 1.5, 7, 32, 72], score=[30.0, 36.0, 44.0, 49.0, 55.0]))   # illustrative numbers
+_fit = fit_size_score(_toy)
+test_close(_fit["slope_per_decade"].value, np.polyfit(np.log10(_toy.params_b), _toy.score, 1)[0], eps=1e-9)
+test_eq(_fit["n_models"], 5); test_close(_fit["spearman_rho"], 1.0, eps=1e-12); assert _fit["slope_per_decade"].lo > 0
+test_fail(lambda: fit_size_score(_toy.head(2)), contains="at least 3 models")
 
 # %% [markdown]
 # ## The experiment
@@ -1219,7 +1742,7 @@ def _figures(scores, corr, cfg) -> dict:
 from trustlib.results import run_experiment
 
 # %%
-result = run_experiment(run, cfg)
+result = run_experiment(run, cfg, CLAIMS)
 
 # %% [markdown]
 # ### Scores per subset and baseline (test splits; mean and standard deviation over seeds)
@@ -1237,7 +1760,7 @@ result.tables.get("overall", "skipped: " + str(sns_bench_missing("this table")))
 result.figures["baselines"] if "baselines" in result.figures else print("Skipped:", sns_bench_missing("this figure"))
 
 # %% [markdown]
-# ### Constant answers and oracles on all items
+# ### Constant answers (all items) and oracles (the evaluated items)
 #
 # The CHLW row "always []" is the trustworthiness finding: a predictor that never answers scores about
 # two thirds of the maximum, because 208 of the 297 gold lists are empty and the scorer counts an empty
@@ -1268,10 +1791,11 @@ result.verdict_table()
 
 # %% [markdown]
 # The paper's main result — how 25+ LLMs score and how that scales with size — needs those models and is
-# not testable offline; the harness is ready for them (`full` profile, any local causal LM). What the
-# table can test is the benchmark's machinery: the data and its counts, the scorers, and what they
-# reward. Read the CHLW rows with the constants table: the official rule that scores an empty list as
-# `[""]` lets a model that never answers beat models that try, so a CHLW number says little unless it is
-# compared with 67.6. The MiniLM row says whether a weak real model is separated from strategies that
-# ignore the note; it is inconclusive at the smoke profile, which does not run MiniLM. Without the data
-# every data-dependent claim reads "not testable offline", with the reason.
+# not testable offline; the harness is ready for them (`full` profile with `-p model …`: any local causal LM,
+# the official prompts and scorers), and `fit_size_score` refits a size–score relation from a table of
+# models. What the table can test is the benchmark's machinery: the data and its counts, the scorers, and
+# what they reward. Read the CHLW rows with the constants table: the official rule that scores an empty list
+# as `[""]` lets a model that never answers beat models that try, so a CHLW number says little unless it is
+# compared with 67.6. The MiniLM row says whether a weak real model is separated from strategies that ignore
+# the note; it is inconclusive at the smoke profile, which does not run MiniLM. Without the data every
+# data-dependent claim is inconclusive, and its reason says the data are missing.
