@@ -58,18 +58,21 @@ class Config(BaseConfig):
     subset_size: int = param(4, "N: private examples per group (GINC: 4)", ge=1, max=400)
     n_shots: int = param(4, "synthetic demonstrations per ICL prompt (GINC: 4)", ge=1, max=400)
     epsilons: tuple[float, ...] = param((1.0,), "finite privacy budgets; the noise-free run (epsilon inf, sigma 0) is always added", gt=0, max=100)
-    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}")
+    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}", choices=tuple(METHODS))
     k_values: tuple[int, ...] = param((10,), "top-k sizes of V_pub searched (at most vocab_size)", ge=1, max=15_000)
     alphas: tuple[float, ...] = param((2.0, 5.0), "PTA exponents alpha searched (PTA methods only)", gt=0, max=100)
     top_ps: tuple[float, ...] = param((0.8,), "top-p thresholds searched (BA2, PA2 only)", gt=0, le=1)
     subsample: str = param("poisson", "private subsample per token: 'poisson' (as the papers' accountant assumes) or 'fixed' (MN without replacement, as Tang's code; accounted by the fixed-size RDP bound)",
                            choices=("fixed", "poisson"))
     accountant: str = param("pld", "Poisson accountant of the sigma-for-epsilon search: 'prv' (prv-accountant upper bound) or 'pld' (dp-accounting)", choices=("prv", "pld"))
-    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}")
+    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}",
+                                             choices=tuple(PAPER_ACCOUNTANT))
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
     n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
-    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip")
-    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews")
+    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip",
+                         allowed="'' or 'none' (skip), an existing local folder, or a Hugging Face id 'org/name' in the local cache")
+    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews",
+                              allowed="a sae-probes dataset name (trustlib.data.sae_probes_datasets())")
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
     PROFILE_DEFAULTS = {
@@ -90,8 +93,32 @@ class Config(BaseConfig):
             raise ConfigError(f"parameter 'k_values': {max(self.k_values)} is out of range; must be <= vocab_size ({self.vocab_size})")
         if self.n_subsets * self.subset_size > self.n_private:
             raise ConfigError(f"parameters 'n_subsets' x 'subset_size' ({self.n_subsets * self.subset_size}) must be <= n_private ({self.n_private})")
-        badr = [r for r in self.accountant_rows if r not in PAPER_ACCOUNTANT]
-        if badr: raise ConfigError(f"parameter 'accountant_rows': {badr} not allowed; choose from {list(PAPER_ACCOUNTANT)}")
+        gib = self.footprint()
+        if gib > 4 and not self._allow_large:
+            raise ConfigError(f"parameters vocab_size × n_queries × methods × k_values × alphas × top_ps × epsilons (and n_entities × n_slots × "
+                              f"n_concepts): about {gib:.1f} GiB; the limit is 4 GiB. Pass allow_large=True (CLI: --allow-large) to run it")
+        if self.text_lm not in ("", "none"): self._check_text()
+
+    def footprint(self) -> float:
+        "Rough peak memory (GiB) of one world and concept: the ICL predictives (prompt sets × queries × V), the queries' next-token table and the HMMs."
+        grid = sum(len(self.k_values) * (len(self.alphas) if METHODS[m][0] != "tang" else 1) * (len(self.top_ps) if METHODS[m][1] else 1)
+                   for m in self.methods if m in METHODS)
+        sets = 1 + self.r0_draws + grid * (len(self.epsilons) + 1)
+        S = self.n_entities * self.n_slots
+        return max(sets * self.n_queries * self.vocab_size, self.n_queries * self.n_concepts * self.vocab_size,
+                   S * S * self.n_concepts + S * self.vocab_size * self.n_concepts) * 8 / 2**30
+
+    def _check_text(self):
+        "The text path's named resources, before any work: a path-like `text_lm` must exist; `text_dataset` must name a sae-probes dataset."
+        import os
+        from trustlib.data import _sae_path, DataUnavailable
+        lm = self.text_lm
+        pathlike = lm.startswith(("/", ".", "~")) or os.sep in lm.strip("/").replace("/", "", 1) or " " in lm
+        if pathlike and not os.path.isdir(os.path.expanduser(lm)):
+            raise ConfigError(f"parameter 'text_lm': {lm!r} is not an existing folder; give a local model folder, a Hugging Face id 'org/name' "
+                              "in the local cache, or '' / 'none' to skip the text path")
+        try: _sae_path(self.text_dataset)
+        except DataUnavailable: pass        # the sae-probes package is not installed: run() stops with its instructions before any work
 
     @property
     def sampling_rate(self) -> float: return self.n_subsets * self.subset_size / self.n_private
