@@ -104,7 +104,7 @@ text_n_test: Optional[int] = None  # text path: ICL test queries
 text_max_tokens: Optional[int] = None  # text path: T_max tokens per synthetic demonstration (Tang: 100)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `a4a0d3c`, 390 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6e7e8d2`, 2418 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
