@@ -357,3 +357,21 @@ def test_pa3_zero_public_probability_keeps_the_vote():
     mask = vocab_space_limit(p_pub, 2)
     assert np.allclose(d[:, ~mask], 0) and np.allclose(d[:, mask].sum(1), 1)        # the old floor put ~all of group 0 on token 2
     assert dp_next_token(p_priv, p_pub, "PA3", k=2, alpha=2.0, sigma=0.0, z=np.zeros(4)) == 1   # group 1's preference for token 1 counts
+
+
+# --- the published page -------------------------------------------------------------------------------------------
+
+def test_condition_holds_on_the_published_run():
+    """The page is a cpu run, and the accuracy claims (which need a world where four real demonstrations lift accuracy by
+    more than 5 points over zero-shot) were graded with that condition met on the published configuration."""
+    from pathlib import Path
+    from published import published_verdicts
+    from trustlib.privacy import dp_icl
+    root = Path(__file__).resolve().parents[1]
+    rows, note = published_verdicts(root / "nbs" / "papers" / "privacy" / "pta.ipynb")
+    assert 'profile = "cpu"' in note, note
+    needing = {c.claim for c in dp_icl.CLAIMS if c.requires}
+    got = {r["claim"]: r for r in rows}
+    assert needing and needing <= set(got), sorted(needing - set(got))
+    for claim in needing:
+        assert "condition not met" not in got[claim]["reason"], (claim, got[claim]["reason"])

@@ -137,3 +137,17 @@ def test_config_bounded_and_lists_checked():
     for name in ("eps_targets", "noise_multipliers", "steps_grid", "ratio_shifts", "heterogeneity"):
         with pytest.raises(ConfigError, match=f"parameter '{name}': must not be empty"): Config.from_params("smoke", **{name: []})
     with pytest.raises(ConfigError, match="'rounds'.*allow_large"): Config.from_params("smoke", rounds=10**7)
+
+
+def test_condition_holds_on_the_published_run():
+    """The page is a cpu run, and the claim that needs heterogeneous data (noiseless SignSGD gains more than 5 points from an
+    IID split) was graded with that condition met on the published configuration."""
+    from pathlib import Path
+    from published import published_verdicts
+    root = Path(__file__).resolve().parents[1]
+    rows, note = published_verdicts(root / "nbs" / "papers" / "privacy" / "noisy_signsgd.ipynb")
+    assert 'profile = "cpu"' in note, note
+    needing = {c.claim for c in CLAIMS if c.requires}
+    got = {r["claim"]: r for r in rows}
+    assert needing and needing <= set(got), sorted(needing - set(got))
+    for claim in needing: assert "condition not met" not in got[claim]["reason"], (claim, got[claim]["reason"])

@@ -58,18 +58,21 @@ class Config(BaseConfig):
     subset_size: int = param(4, "N: private examples per group (GINC: 4)", ge=1, max=400)
     n_shots: int = param(4, "synthetic demonstrations per ICL prompt (GINC: 4)", ge=1, max=400)
     epsilons: tuple[float, ...] = param((1.0,), "finite privacy budgets; the noise-free run (epsilon inf, sigma 0) is always added", gt=0, max=100)
-    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}")
+    methods: tuple[str, ...] = param(("B1", "P1"), f"DP generation methods; any of {list(METHODS)}", choices=tuple(METHODS))
     k_values: tuple[int, ...] = param((10,), "top-k sizes of V_pub searched (at most vocab_size)", ge=1, max=15_000)
     alphas: tuple[float, ...] = param((2.0, 5.0), "PTA exponents alpha searched (PTA methods only)", gt=0, max=100)
     top_ps: tuple[float, ...] = param((0.8,), "top-p thresholds searched (BA2, PA2 only)", gt=0, le=1)
     subsample: str = param("poisson", "private subsample per token: 'poisson' (as the papers' accountant assumes) or 'fixed' (MN without replacement, as Tang's code; accounted by the fixed-size RDP bound)",
                            choices=("fixed", "poisson"))
     accountant: str = param("pld", "Poisson accountant of the sigma-for-epsilon search: 'prv' (prv-accountant upper bound) or 'pld' (dp-accounting)", choices=("prv", "pld"))
-    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}")
+    accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}",
+                                             choices=tuple(PAPER_ACCOUNTANT))
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
     n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
-    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip")
-    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews")
+    text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip",
+                         allowed="'' or 'none' (skip), an existing local folder, or a Hugging Face id 'org/name' in the local cache")
+    text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews",
+                              allowed="a sae-probes dataset name (trustlib.data.sae_probes_datasets())")
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
     PROFILE_DEFAULTS = {
@@ -90,8 +93,32 @@ class Config(BaseConfig):
             raise ConfigError(f"parameter 'k_values': {max(self.k_values)} is out of range; must be <= vocab_size ({self.vocab_size})")
         if self.n_subsets * self.subset_size > self.n_private:
             raise ConfigError(f"parameters 'n_subsets' x 'subset_size' ({self.n_subsets * self.subset_size}) must be <= n_private ({self.n_private})")
-        badr = [r for r in self.accountant_rows if r not in PAPER_ACCOUNTANT]
-        if badr: raise ConfigError(f"parameter 'accountant_rows': {badr} not allowed; choose from {list(PAPER_ACCOUNTANT)}")
+        gib = self.footprint()
+        if gib > 4 and not self._allow_large:
+            raise ConfigError(f"parameters vocab_size × n_queries × methods × k_values × alphas × top_ps × epsilons (and n_entities × n_slots × "
+                              f"n_concepts): about {gib:.1f} GiB; the limit is 4 GiB. Pass allow_large=True (CLI: --allow-large) to run it")
+        if self.text_lm not in ("", "none"): self._check_text()
+
+    def footprint(self) -> float:
+        "Rough peak memory (GiB) of one world and concept: the ICL predictives (prompt sets × queries × V), the queries' next-token table and the HMMs."
+        grid = sum(len(self.k_values) * (len(self.alphas) if METHODS[m][0] != "tang" else 1) * (len(self.top_ps) if METHODS[m][1] else 1)
+                   for m in self.methods if m in METHODS)
+        sets = 1 + self.r0_draws + grid * (len(self.epsilons) + 1)
+        S = self.n_entities * self.n_slots
+        return max(sets * self.n_queries * self.vocab_size, self.n_queries * self.n_concepts * self.vocab_size,
+                   S * S * self.n_concepts + S * self.vocab_size * self.n_concepts) * 8 / 2**30
+
+    def _check_text(self):
+        "The text path's named resources, before any work: a path-like `text_lm` must exist; `text_dataset` must name a sae-probes dataset."
+        import os
+        from trustlib.data import _sae_path, DataUnavailable
+        lm = self.text_lm
+        pathlike = lm.startswith(("/", ".", "~")) or os.sep in lm.strip("/").replace("/", "", 1) or " " in lm
+        if pathlike and not os.path.isdir(os.path.expanduser(lm)):
+            raise ConfigError(f"parameter 'text_lm': {lm!r} is not an existing folder; give a local model folder, a Hugging Face id 'org/name' "
+                              "in the local cache, or '' / 'none' to skip the text path")
+        try: _sae_path(self.text_dataset)
+        except DataUnavailable: pass        # the sae-probes package is not installed: run() stops with its instructions before any work
 
     @property
     def sampling_rate(self) -> float: return self.n_subsets * self.subset_size / self.n_private
@@ -667,8 +694,22 @@ CLAIM_EPS = (1.0, 2.0, 4.0, 8.0)
 _DATE = "2026-12-01"
 _R0_LEVEL = 1 - 0.05 / (2 * len(METHODS) * len(CLAIM_EPS))     # Bonferroni over the cpu profile's 40 comparisons
 
+_TODAY = "2026-12-02"
+# the experiment's condition for every accuracy claim: four real demonstrations carry the concept (ICL works in this world)
+_ICL = Above(Diff('acc/r0', 'acc/zero_shot'), 0.05, what="R0 − zero-shot accuracy, per world (real demonstrations carry the concept)")
+
+def _icl_change(old:str, rule) -> Change:
+    "The change-log entry of an accuracy claim that gained the ICL condition (`old`: the published rule; `rule`: the claim's rule)."
+    return Change(_TODAY, old, Claim("x", "x", "", rule).rule_text(), "condition added before the cpu run: the accuracy comparison needs a world in which four real demonstrations "
+                  "lift accuracy by more than 5 points over zero-shot; otherwise it is inconclusive (the rule itself is unchanged)")
+
 def _p1_b1(e:float, what:str, key:str):
     return Above(Diff(f'{key}/p1_{_eps_key(e)}', f'{key}/b1_{_eps_key(e)}'), 0.0, what=f"{what} P1 − B1 at ε = {e:g} (per world)")
+
+_SMALL_K = AllOf(*[Above(f'small_k_gain/{_eps_key(e)}', 0.0, level=1 - 0.05 / len(CLAIM_EPS), what=f"B1(smallest k) − B1(largest k) at ε = {e:g}")
+                   for e in CLAIM_EPS], partial='any')
+_TOPP = AllOf(*[Above(Diff('acc/p1_eps1', f'acc/{m.lower()}_eps1'), 0.0, level=1 - 0.05 / 3, what=f"accuracy P1 − {m} at ε = 1")
+                for m in ('PA2', 'PA3', 'BA2')], partial='any')
 
 def _dist_claim(e:float):
     return Claim(f"distinguishable_{_eps_key(e)}", f"PTA's synthetic demonstrations are more distinguishable than Tang's (ε = {e:g})", PAPER['dist'],
@@ -684,10 +725,12 @@ CLAIMS = [
                "prv vs dp-accounting max diff {acct/prv_vs_pld:.3f}; Tang's fixed-size sampler under its own RDP bound: up to "
                "{acct/fixed_over_poisson_max:.2f}× Poisson's RDP ε"),
     Claim("p1_beats_b1_eps1", "PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = 1", PAPER['acc_eps1'], _p1_b1(1.0, "accuracy", "acc"),
-          headline=True, reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC",
-          ours="P1 {acc/p1_eps1:.3f} vs B1 {acc/b1_eps1:.3f}"),
+          requires=_ICL, headline=True, reason="k, α, top-p selected on validation worlds; exact Bayesian oracle instead of GPT-2 on GINC",
+          ours="P1 {acc/p1_eps1:.3f} vs B1 {acc/b1_eps1:.3f}",
+          log=[_icl_change("reproduced if mean gap P1 − B1 (points) > 0; interval must clear the threshold", _p1_b1(1.0, "accuracy", "acc"))]),
     Claim("p1_beats_b1_eps8", "PTA (P1) gives higher DP-ICL accuracy than Tang (B1) at ε = 8", PAPER['acc_eps8'], _p1_b1(8.0, "accuracy", "acc"),
-          reason="k, α, top-p selected on validation worlds", ours="P1 {acc/p1_eps8:.3f} vs B1 {acc/b1_eps8:.3f}"),
+          requires=_ICL, reason="k, α, top-p selected on validation worlds", ours="P1 {acc/p1_eps8:.3f} vs B1 {acc/b1_eps8:.3f}",
+          log=[_icl_change("reproduced if mean gap P1 − B1 (points) > 0; interval must clear the threshold", _p1_b1(8.0, "accuracy", "acc"))]),
     Claim("r0_bound", "Real 4-shot ICL (R0) is an upper bound for DP-ICL, and DP demonstrations beat zero-shot", PAPER['r0'],
           AllOf(Each('r0_minus_dp/*', '>', 0.0, what="R0 − DP method", level=_R0_LEVEL),
                 Each('dp_minus_zero_shot/*', '>', 0.0, what="DP method − zero-shot", level=_R0_LEVEL)),
@@ -696,8 +739,7 @@ CLAIMS = [
           ours="R0 {acc/r0:.3f}, zero-shot {acc/zero_shot:.3f}"),
     _dist_claim(1.0), _dist_claim(8.0),
     Claim("small_k", "Limiting the vocabulary (small k) helps DP generation", PAPER['k'],
-          AllOf(*[Above(f'small_k_gain/{_eps_key(e)}', 0.0, level=1 - 0.05 / len(CLAIM_EPS), what=f"B1(smallest k) − B1(largest k) at ε = {e:g}")
-                  for e in CLAIM_EPS], partial='any'),
+          _SMALL_K, requires=_ICL,
           reason="test worlds, all k reported; intervals at 98.75 % each (95 % jointly over the 4 ε)",
           log=[Change(_DATE, "per finite ε, the per-world gap B1(k = 10) − B1(k = 150) (Bonferroni, 95 % jointly); reproduced if it lies above 0 at ≥ 75% "
                       "of the ε and below 0 at none; partially if above 0 at some; not reproduced if at none; inconclusive if undecided ε could "
@@ -706,17 +748,18 @@ CLAIMS = [
                       "holds; partially at the weaker level; intervals must clear each threshold, one across it is inconclusive; an effect "
                       "against the claim is not reproduced",
                       "reproduced needs every ε (was: 75 % of them with none against); an ε at which the small vocabulary is significantly "
-                      "worse is against the claim (was: partially)")]),
+                      "worse is against the claim (was: partially)"),
+               _icl_change(Claim("x", "x", "", _SMALL_K).rule_text(), _SMALL_K)]),
     Claim("topp", "At ε = 1, P1 is more accurate than the top-p variants and PA3", PAPER['topp'],
-          AllOf(*[Above(Diff('acc/p1_eps1', f'acc/{m.lower()}_eps1'), 0.0, level=1 - 0.05 / 3, what=f"accuracy P1 − {m} at ε = 1")
-                  for m in ('PA2', 'PA3', 'BA2')], partial='any'),
+          _TOPP, requires=_ICL,
           reason="selected hyperparameters per method; intervals at 98.3 % each (95 % jointly over the 3 gaps)",
           log=[Change(_DATE, "per-world gaps P1 − PA2, P1 − PA3, P1 − BA2 (those run; Bonferroni, 95 % jointly); reproduced if every interval lies above 0; "
                       "partially if some do; not reproduced if none does; inconclusive if undecided gaps could change the verdict", "reproduced if (accuracy P1 − PA2 at ε = 1 > 0) and (accuracy P1 − PA3 at ε = 1 > 0) and (accuracy P1 − BA2 at ε = 1 > "
                       "0); partially if some part holds; partially at the weaker level; intervals must clear each threshold, one across it is "
                       "inconclusive; an effect against the claim is not reproduced",
                       "a variant significantly more accurate than P1 is against the claim (was: partially when another gap held); some gaps "
-                      "above 0 with the others undecided is partially (within noise of reproduced), as the one grader gives it")]),
+                      "above 0 with the others undecided is partially (within noise of reproduced), as the one grader gives it"),
+               _icl_change(Claim("x", "x", "", _TOPP).rule_text(), _TOPP)]),
     Claim("text", "PTA beats Tang on AGNews and TREC but not DBPedia at ε = 1 (7B LLMs)", PAPER['text'], status="not_testable_offline",
           reason="no pretrained 7B LLM is available offline (the full profile has the text path)"),
 ]

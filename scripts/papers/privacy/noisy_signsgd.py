@@ -97,7 +97,7 @@ methods: Optional[list[str]] = None  # learning methods to run
 n_threads: Optional[int] = None  # torch CPU threads during training (1 is fastest on a shared, loaded CPU)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `d0b6893`, 167 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run noisy_signsgd --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6e7e8d2`, 2546 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run noisy_signsgd --profile cpu` repeats the run shown here.
 
 # %%
 #| export
@@ -715,6 +715,11 @@ def run(cfg:Config, progress:bool=True) -> Result:
 #   `converged_frac`, the share of Noisy SignSGD (Gaussian) runs whose final training loss is below the
 #   initial one. Intervals that one rule reads together are Bonferroni-adjusted (`level` in the rule).
 #
+# The claim that Gaussian noise suits heterogeneous data better needs data heterogeneous enough to matter: its condition is
+# that noiseless SignSGD gains more than 5 points from an IID split of the same data (otherwise it is inconclusive).
+# Accuracy differences carry a recorded tolerance of ± 0.001 (float32 kernels differ between CPUs and can flip a test
+# image's prediction): a comparison within it of its threshold is within noise.
+#
 # The claims name the `cpu` profile's target ε (2, 4, 8); a profile that runs others leaves them unmeasured.
 
 # %%
@@ -726,6 +731,20 @@ _DATE = "2026-12-01"
 _NEVER = 10.0   # a no-effect value outside the range of the quantity: no value of it is against the claim
 
 def _ek(x:float) -> str: return f"{x:g}".replace('.', 'p')   # metric keys carry no dots
+
+_TODAY = "2026-12-02"
+# test accuracies are float32 computations: another CPU's kernels can flip a test image's prediction now and then (one image
+# is 1/540 of the accuracy of one run); ± 0.001 on a mean over seeds covers about ten such flips, so a verdict that sits
+# that close to its threshold says "within noise" instead of flipping between machines
+_ACC_TOL = 0.001
+# the learning claims need data heterogeneous enough to matter: noiseless SignSGD must do clearly better on an IID split
+_HETERO = Above(Diff('learn/signsgd_iid_acc', 'learn/signsgd_acc'), 0.05, what="gain of IID data for noiseless SignSGD (the split's heterogeneity matters)")
+_LEARNING = Above(Diff('learn/gauss_acc', 'learn/logistic_acc'), 0.0, what="acc(Gauss) − acc(logistic), mean over ε, paired by seed", tol=_ACC_TOL)
+_COMPETITIVE = AllOf(AtLeast('learn/converged_frac', 1.0, what="share of Noisy SignSGD (Gaussian) runs whose training loss decreased"),
+                     AllOf(*[Above(Diff(f'learn/noisy_gauss_acc/eps{_ek(e)}', f'learn/dpsgd_acc/eps{_ek(e)}'), -0.03, level=1 - 0.05 / len(CLAIM_EPS),
+                                   what=f"accuracy − DP-SGD at ε = {e:g}", tol=_ACC_TOL) for e in CLAIM_EPS], partial='any'))
+
+def _text(rule) -> str: return Claim("x", "x", "", rule).rule_text()
 
 CLAIMS = [
     Claim("amplification", "Discarding magnitudes amplifies privacy: Noisy SignSGD (Gaussian) is more private than the DP-SGD guarantee at the same σ",
@@ -753,8 +772,12 @@ CLAIMS = [
                       "another point favoured the Gaussian); some points below 0 and the others undecided is now inconclusive")]),
     Claim("learning", "Gaussian noise suits distributed learning with heterogeneous data better than logistic noise",
           "abstract: 'may be more suitable for distributed learning with heterogeneous data'",
-          Above(Diff('learn/gauss_acc', 'learn/logistic_acc'), 0.0, what="acc(Gauss) − acc(logistic), mean over ε, paired by seed"),
-          reason="digits, label-sorted shards; the seed's split and initial model are shared by both noises"),
+          _LEARNING, requires=_HETERO,
+          reason="digits, label-sorted shards; the seed's split and initial model are shared by both noises",
+          log=[Change(_TODAY, "reproduced if mean acc(Gauss) − acc(logistic) > 0; interval must clear the threshold", _text(_LEARNING),
+                      "before the cpu run: a recorded cross-machine tolerance of ± 0.001 on the accuracy difference (float32 kernels); and a "
+                      "condition, that noiseless SignSGD gains more than 5 points from an IID split (the data are heterogeneous enough to "
+                      "test a claim about heterogeneous data); where it fails the claim is inconclusive")]),
     Claim("rescue", "SignSGD fails under data heterogeneity and adding noise before the sign fixes it",
           "abstract (after Chen et al. 2020): 'fails to converge in the presence of data heterogeneity, and a simple fix is to add Gaussian noise'",
           AllOf(Above(Diff('learn/noisy_mv_acc', 'learn/signsgd_acc'), 0.05, level=0.975, what="gain of the noise for majority-vote SignSGD"),
@@ -770,9 +793,7 @@ CLAIMS = [
                       "is significantly worse is against the claim")]),
     Claim("competitive", "Noisy SignSGD converges and is competitive with DP-SGD while communicating much less",
           "convergence theorem; 'competitive performance while significantly reducing the communication overhead'",
-          AllOf(AtLeast('learn/converged_frac', 1.0, what="share of Noisy SignSGD (Gaussian) runs whose training loss decreased"),
-                AllOf(*[Above(Diff(f'learn/noisy_gauss_acc/eps{_ek(e)}', f'learn/dpsgd_acc/eps{_ek(e)}'), -0.03, level=1 - 0.05 / len(CLAIM_EPS),
-                              what=f"accuracy − DP-SGD at ε = {e:g}") for e in CLAIM_EPS], partial='any')),
+          _COMPETITIVE,
           reason="empirical only (the rate is not checked); DP-SGD calibrated with the exact Gaussian accountant; 1/32 of its uplink bits",
           ours="loss decreased in {learn/converged_frac:.0%} of runs; {learn/bits_ratio:.0f}× fewer uplink bits",
           log=[Change(_DATE, "reproduced if the training loss decreases in every Noisy SignSGD (Gaussian) run and at every ε the interval over seeds of "
@@ -782,7 +803,12 @@ CLAIMS = [
                       "holds); intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not "
                       "reproduced",
                       "an ε at which Noisy SignSGD is resolved more than 3 points behind DP-SGD is against the claim (was: partially when "
-                      "another ε was within 3 points)")]),
+                      "another ε was within 3 points)"),
+               Change(_TODAY, "reproduced if (share of Noisy SignSGD (Gaussian) runs whose training loss decreased >= 1) and ((accuracy − DP-SGD at ε ="
+                      " 2 > -0.03) and (accuracy − DP-SGD at ε = 4 > -0.03) and (accuracy − DP-SGD at ε = 8 > -0.03); partially if some part "
+                      "holds); intervals must clear each threshold, one across it is inconclusive; an effect against the claim is not "
+                      "reproduced", _text(_COMPETITIVE),
+                      "before the cpu run: a recorded cross-machine tolerance of ± 0.001 on each accuracy difference (float32 kernels)")]),
     Claim("image_classification", "Image-classification experiments validate the theory", "numbers not available to us", status="not_testable_offline",
           reason="the paper's datasets, models and numbers were not available; the full profile's CIFAR-10 path needs a download"),
 ]
