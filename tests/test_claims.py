@@ -19,6 +19,10 @@ IMPLEMENTED = [p for p in PAPERS if (ROOT / "nbs" / p.notebook).exists()]
 # a paper is converted once its module declares CLAIMS (the old `judge` form is gone when all 19 are)
 CONVERTED = [p for p in IMPLEMENTED if hasattr(importlib.import_module(p.module), "CLAIMS")]
 
+def test_every_paper_declares_its_claims_as_data():
+    "All 19 papers declare CLAIMS (graded by the one grader); none is left on the old per-paper `judge` form."
+    assert len(IMPLEMENTED) == 19 and [p.name for p in IMPLEMENTED if p not in CONVERTED] == []
+
 def _claims(paper):
     return check_claims(importlib.import_module(paper.module).CLAIMS)
 
