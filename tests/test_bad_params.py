@@ -17,7 +17,9 @@ IMPLEMENTED = [p for p in PAPERS if (ROOT/'nbs'/p.notebook).exists()]
 # its param declaration): a generated case here is an expected failure until the paper resolves it
 KNOWN_GAPS = {('l2h', 'logits_path'): "a .npz path, checked only when the full profile loads it",
               ('backdoor_complications', 'trigger'): "a word-piece of the tokenizer, checked when the model is loaded",
-              ('pta', 'text_lm'): "a local model path or cached id, resolved when the text part runs"}
+              ('pta', 'text_lm'): "a local model path or cached id, resolved when the text part runs",
+              ('pta', 'text_dataset'): "a sae-probes dataset name, resolved (with a message naming the dataset, not the parameter) only when text_lm is set",
+              ('saebench', 'scr_marker'): "free text appended to the SCR sentences: any string is a valid marker"}
 
 def outcome(paper, name, value) -> tuple[str, str]:
     "('early', message) if refused before work naming the parameter; ('unnamed', message) if refused without naming it; ('silent', '') if accepted."

@@ -89,9 +89,9 @@ seed: Optional[int] = None  # base random seed; every random choice derives from
 n_seeds: Optional[int] = None  # independent dev/test splits
 n_items: Optional[int] = None  # items per subset (0 means all)
 dev_fraction: Optional[float] = None  # share of each subset used to fit majorities and thresholds
-baselines: Optional[list[str]] = None  # strategies to evaluate (random, majority, first, empty, minilm, lm)
+baselines: Optional[list[str]] = None  # strategies to evaluate (random, majority, first, empty, minilm; lm: the causal LM named by model)
 corruption_rates: Optional[list[float]] = None  # shares of answers made unparseable in the format-failure study
-model: Optional[str] = None  # Hugging Face causal LM (name or local folder) for the lm baseline
+model: Optional[str] = None  # Hugging Face causal LM (local folder, or an id in the local cache) scored as the lm baseline; empty: none
 max_new_tokens: Optional[int] = None  # generation length of the lm baseline
 n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
