@@ -120,7 +120,7 @@ backbone: Optional[str] = None  # text tower and images: minilm (offline stand-i
 n_threads: Optional[int] = None  # torch CPU threads
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `fb342fa`, 182 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dor --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `283cfd8`, 884 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dor --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## The documents and their classes
