@@ -137,6 +137,9 @@ dbm_lamb: Optional[float] = None  # L1 weight of the DBM masks
 model_names: Optional[list[str]] = None  # hub models of the paper (full profile only; need downloads)
 n_threads: Optional[int] = None  # torch CPU threads
 
+# %% [markdown] tags=["injected-parameters"]
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `23d3faf`, 332 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run mib --profile cpu` repeats the run shown here.
+
 # %% [markdown]
 # `Config` declares every parameter with its bounds. Besides the per-field limits, `validate` estimates the
 # CPU time and the peak memory of the *whole* configuration (seeds × training steps × prompts × methods ×
