@@ -123,14 +123,17 @@ def mean_ci(x, level:float=0.95) -> Estimate:
     x = _sample(x)
     return mean_ci_from_moments(x.mean(), x.std(ddof=1) if len(x) > 1 else math.nan, len(x), level)
 
-def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, seed:int=0) -> Estimate:
-    "`stat(x)` with a seeded percentile-bootstrap interval over `n_boot` resamples; n = 1 gives lo = hi = NaN."
+def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, seed:int=0, method:str="percentile") -> Estimate:
+    """`stat(x)` with a seeded bootstrap interval over `n_boot` resamples, computed by `scipy.stats.bootstrap`
+    (`method`: 'percentile', 'basic' or 'BCa'); n = 1 gives lo = hi = NaN."""
+    from scipy import stats
     x = _sample(x); n = len(x); v = float(stat(x))
     if n == 1: return Estimate(v, math.nan, math.nan, 1, level)
-    idx = np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
-    b = np.array([float(stat(x[i])) for i in idx])
-    lo, hi = np.quantile(b, [0.5 - level / 2, 0.5 + level / 2])
-    return Estimate(v, min(float(lo), v), max(float(hi), v), n, level)
+    r = stats.bootstrap((x,), lambda a, axis=-1: np.apply_along_axis(lambda row: float(stat(row)), axis, a), n_resamples=int(n_boot),
+                        confidence_level=level, method=method, vectorized=True, random_state=np.random.default_rng(seed))
+    lo, hi = float(r.confidence_interval.low), float(r.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)): return Estimate(v, math.nan, math.nan, n, level)   # a degenerate resample distribution
+    return Estimate(v, min(lo, v), max(hi, v), n, level)
 
 def median_ci(x, level:float=0.95) -> Estimate:
     """Median of `x` with a distribution-free interval: the order statistics x_(j), x_(n+1-j) for the largest j whose coverage

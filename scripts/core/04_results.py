@@ -192,14 +192,17 @@ def mean_ci(x, level:float=0.95) -> Estimate:
     x = _sample(x)
     return mean_ci_from_moments(x.mean(), x.std(ddof=1) if len(x) > 1 else math.nan, len(x), level)
 
-def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, seed:int=0) -> Estimate:
-    "`stat(x)` with a seeded percentile-bootstrap interval over `n_boot` resamples; n = 1 gives lo = hi = NaN."
+def bootstrap_ci(x, stat:Callable=np.mean, level:float=0.95, n_boot:int=2000, seed:int=0, method:str="percentile") -> Estimate:
+    """`stat(x)` with a seeded bootstrap interval over `n_boot` resamples, computed by `scipy.stats.bootstrap`
+    (`method`: 'percentile', 'basic' or 'BCa'); n = 1 gives lo = hi = NaN."""
+    from scipy import stats
     x = _sample(x); n = len(x); v = float(stat(x))
     if n == 1: return Estimate(v, math.nan, math.nan, 1, level)
-    idx = np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
-    b = np.array([float(stat(x[i])) for i in idx])
-    lo, hi = np.quantile(b, [0.5 - level / 2, 0.5 + level / 2])
-    return Estimate(v, min(float(lo), v), max(float(hi), v), n, level)
+    r = stats.bootstrap((x,), lambda a, axis=-1: np.apply_along_axis(lambda row: float(stat(row)), axis, a), n_resamples=int(n_boot),
+                        confidence_level=level, method=method, vectorized=True, random_state=np.random.default_rng(seed))
+    lo, hi = float(r.confidence_interval.low), float(r.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)): return Estimate(v, math.nan, math.nan, n, level)   # a degenerate resample distribution
+    return Estimate(v, min(lo, v), max(hi, v), n, level)
 
 def median_ci(x, level:float=0.95) -> Estimate:
     """Median of `x` with a distribution-free interval: the order statistics x_(j), x_(n+1-j) for the largest j whose coverage
@@ -256,6 +259,8 @@ test_close(bootstrap_ci(_y).lo, mean_ci(_y).lo, eps=0.15); test_close(bootstrap_
 assert _x.min() <= _b.lo and _b.hi <= _x.max()                # percentiles of resampled means stay within the data
 test_close(_b.lo, _e.lo, eps=0.04); test_close(_b.hi, _e.hi, eps=0.04)
 test_eq(bootstrap_ci(_x, stat=np.median).value, 0.12)
+_r = scipy.stats.bootstrap((_x,), np.mean, n_resamples=2000, method="percentile", random_state=np.random.default_rng(0))
+test_close(_b.lo, _r.confidence_interval.low, eps=1e-12); test_close(_b.hi, _r.confidence_interval.high, eps=1e-12)   # scipy's own bootstrap, same seed
 assert not bootstrap_ci([1.0]).has_interval
 # the median with an order-statistic interval: coverage 1 - 2 P(B < j) >= level, B ~ Binomial(n, 1/2)
 test_eq(median_ci([3., 1., 2., 5., 4., 100., 6., 7., 8.]), Estimate(5., 2., 8., 9))      # n = 9: [x(2), x(8)], coverage 96.1 %
