@@ -127,9 +127,11 @@
 # registry), `trustlib.data` (offline-first dataset registry), `trustlib.models` (small networks, a
 # seeded training loop, MiniLM), `trustlib.metrics` (calibration and group-fairness metrics,
 # cross-checked against torchmetrics and fairlearn), `trustlib.results`, `trustlib.runs`,
-# `trustlib.report` and the `trustlib` command line. `help(obj)`, IPython's `obj?` and Jupyter's inspector
-# list every parameter: importing `trustlib` installs a small hook that adds the docments, written once in the
-# notebooks (`x:int=3, # what x is`), to each `__doc__` as a numpy-style `Parameters` section. The files keep
+# `trustlib.report` and the `trustlib` command line. Where a signature documents its parameters (docments,
+# written once in the notebooks: `x:int=3, # what x is`; every paper's `Config` and most core entry points, about
+# a quarter of the public callables), `help(obj)`, IPython's `obj?` and Jupyter's inspector show them: importing
+# `trustlib` installs a small hook that adds them to `__doc__` as a numpy-style `Parameters` section; elsewhere
+# they show the signature and the docstring. The files keep
 # the docments only, so editors that read the source without running it show them as comments in the signature.
 #
 # ## Data, offline first
