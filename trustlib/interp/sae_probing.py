@@ -8,7 +8,7 @@ import math, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, install_hint
 
 # %% auto #0
 __all__ = ['BASELINES', 'REGIMES', 'ENGLISH_OOD', 'CPU_DATASETS', 'C_GRID', 'CLAIMS', 'Config', 'name_key', 'representations',
@@ -215,7 +215,7 @@ def _make(method, p, seed):
         from sklearn.neighbors import KNeighborsClassifier; return KNeighborsClassifier(n_neighbors=p)
     if method == "xgboost":
         try: from xgboost import XGBClassifier
-        except ImportError as e: raise ResourceUnavailable("the xgboost baseline needs the xgboost package (pip install xgboost)") from e
+        except ImportError as e: raise ResourceUnavailable(f"the xgboost baseline needs the xgboost package: {install_hint('xgboost')}") from e
         return XGBClassifier(**p, tree_method="hist", max_bin=64, n_jobs=1, random_state=seed, verbosity=0)
     if method == "mlp":
         from sklearn.neural_network import MLPClassifier

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, os, time
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, install_hint
 from ..results import (Result, Estimate, mean_ci, median_ci, run_experiment, Claim, Change, Above, Below, AtLeast, AtMost,
                               AllOf, Each, claims_table)
 
@@ -26,7 +26,7 @@ def _require_datasketch():
         import datasketch
         return datasketch
     except ImportError as e:
-        raise ResourceUnavailable("this experiment compares against datasketch; install it with `pip install datasketch`") from e
+        raise ResourceUnavailable(f"this experiment compares against datasketch: {install_hint('datasketch')}") from e
 
 @dataclass
 class Config(BaseConfig):

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, install_hint
 from trustlib.data import DataUnavailable, sns_bench_dir, sns_bench_missing
 from trustlib.results import Claim, Change, Above, Below, AtLeast, AllOf
 
@@ -115,7 +115,7 @@ def check_model(name:str) -> str:
         return str(p)
     if p.exists() or _is_pathlike(name): raise ConfigError(f"parameter 'model': {name!r} is not a model folder (no such directory)")
     try: from huggingface_hub import try_to_load_from_cache
-    except ImportError as e: raise ResourceUnavailable("the lm baseline needs `transformers` and `huggingface_hub`: pip install transformers") from e
+    except ImportError as e: raise ResourceUnavailable(f"the lm baseline needs `transformers` and `huggingface_hub`: {install_hint('transformers')}") from e
     if not isinstance(try_to_load_from_cache(name, "config.json"), str):
         raise ResourceUnavailable(f"parameter 'model': {name!r} is not in the local Hugging Face cache (models are never downloaded here); "
                                   "download it on a networked machine or give a local folder")

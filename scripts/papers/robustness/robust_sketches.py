@@ -47,7 +47,7 @@ from __future__ import annotations
 import math, os, time
 from dataclasses import dataclass
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, install_hint
 from trustlib.results import (Result, Estimate, mean_ci, median_ci, run_experiment, Claim, Change, Above, Below, AtLeast, AtMost,
                               AllOf, Each, claims_table)
 
@@ -115,7 +115,7 @@ def _require_datasketch():
         import datasketch
         return datasketch
     except ImportError as e:
-        raise ResourceUnavailable("this experiment compares against datasketch; install it with `pip install datasketch`") from e
+        raise ResourceUnavailable(f"this experiment compares against datasketch: {install_hint('datasketch')}") from e
 
 @dataclass
 class Config(BaseConfig):
