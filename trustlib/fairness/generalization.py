@@ -336,18 +336,26 @@ def newton_lr_class():
         "L2 logistic regression (scikit-learn's objective, C·Σ w_i ℓ_i + ½‖β‖²) by Newton's method; fast on small data."
         def __init__(self, C:float=1.0, max_iter:int=50, tol:float=1e-8): self.C, self.max_iter, self.tol = C, max_iter, tol
         def fit(self, X, y, sample_weight=None):
-            X = np.asarray(X, float); y = np.asarray(y).astype(float)
+            from sklearn.utils.multiclass import check_classification_targets
+            X = np.asarray(X, float); y = np.asarray(y); check_classification_targets(y)
+            if X.ndim != 2 or len(X) != len(y): raise ValueError(f"X must be 2-d with one row per label, got shapes {X.shape} and {y.shape}")
+            self.classes_, y = np.unique(y, return_inverse=True)           # any two labels; the second is the positive class
+            if len(self.classes_) > 2: raise ValueError(f"NewtonLogisticRegression is binary; got {len(self.classes_)} classes")
+            if len(self.classes_) == 1: self.classes_ = np.r_[self.classes_, self.classes_]   # one class seen: predict it
+            y = y.astype(float); self.n_features_in_ = X.shape[1]
             w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
-            self.classes_ = np.array([0, 1])
             pos, neg = (w * y).sum(), (w * (1 - y)).sum()
             if pos <= 0 or neg <= 0:   # one class only: a constant classifier
                 self.coef_ = np.zeros((1, X.shape[1])); self.intercept_ = np.array([10.0 if pos > 0 else -10.0]); return self
             th, _, _ = _newton_logreg(np.hstack([X, np.ones((len(X), 1))])[None], y[None], w=w[None], C=self.C, max_iter=self.max_iter, tol=self.tol)
             self.coef_, self.intercept_ = th[:, :-1], th[0, -1:]
             return self
-        def decision_function(self, X): return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
+        def decision_function(self, X):
+            from sklearn.utils.validation import check_is_fitted
+            check_is_fitted(self, "coef_")                                   # NotFittedError before fit, as scikit-learn's estimators
+            return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
         def predict_proba(self, X): p = _sigmoid(self.decision_function(X)); return np.stack([1 - p, p], 1)
-        def predict(self, X): return (self.decision_function(X) >= 0).astype(int)
+        def predict(self, X): d = self.decision_function(X); return self.classes_[(d >= 0).astype(int)]
     NewtonLogisticRegression.__module__, NewtonLogisticRegression.__qualname__ = __name__, "NewtonLogisticRegression"
     _NEWTON_LR = NewtonLogisticRegression
     return _NEWTON_LR

@@ -705,18 +705,26 @@ def newton_lr_class():
         "L2 logistic regression (scikit-learn's objective, C·Σ w_i ℓ_i + ½‖β‖²) by Newton's method; fast on small data."
         def __init__(self, C:float=1.0, max_iter:int=50, tol:float=1e-8): self.C, self.max_iter, self.tol = C, max_iter, tol
         def fit(self, X, y, sample_weight=None):
-            X = np.asarray(X, float); y = np.asarray(y).astype(float)
+            from sklearn.utils.multiclass import check_classification_targets
+            X = np.asarray(X, float); y = np.asarray(y); check_classification_targets(y)
+            if X.ndim != 2 or len(X) != len(y): raise ValueError(f"X must be 2-d with one row per label, got shapes {X.shape} and {y.shape}")
+            self.classes_, y = np.unique(y, return_inverse=True)           # any two labels; the second is the positive class
+            if len(self.classes_) > 2: raise ValueError(f"NewtonLogisticRegression is binary; got {len(self.classes_)} classes")
+            if len(self.classes_) == 1: self.classes_ = np.r_[self.classes_, self.classes_]   # one class seen: predict it
+            y = y.astype(float); self.n_features_in_ = X.shape[1]
             w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
-            self.classes_ = np.array([0, 1])
             pos, neg = (w * y).sum(), (w * (1 - y)).sum()
             if pos <= 0 or neg <= 0:   # one class only: a constant classifier
                 self.coef_ = np.zeros((1, X.shape[1])); self.intercept_ = np.array([10.0 if pos > 0 else -10.0]); return self
             th, _, _ = _newton_logreg(np.hstack([X, np.ones((len(X), 1))])[None], y[None], w=w[None], C=self.C, max_iter=self.max_iter, tol=self.tol)
             self.coef_, self.intercept_ = th[:, :-1], th[0, -1:]
             return self
-        def decision_function(self, X): return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
+        def decision_function(self, X):
+            from sklearn.utils.validation import check_is_fitted
+            check_is_fitted(self, "coef_")                                   # NotFittedError before fit, as scikit-learn's estimators
+            return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
         def predict_proba(self, X): p = _sigmoid(self.decision_function(X)); return np.stack([1 - p, p], 1)
-        def predict(self, X): return (self.decision_function(X) >= 0).astype(int)
+        def predict(self, X): d = self.decision_function(X); return self.classes_[(d >= 0).astype(int)]
     NewtonLogisticRegression.__module__, NewtonLogisticRegression.__qualname__ = __name__, "NewtonLogisticRegression"
     _NEWTON_LR = NewtonLogisticRegression
     return _NEWTON_LR
@@ -737,12 +745,20 @@ NewtonLogisticRegression = newton_lr_class()
 from sklearn.linear_model import LogisticRegression
 
 # %%
+from sklearn.exceptions import NotFittedError
+
+# %%
 rng = np.random.default_rng(5)
 Xs = rng.normal(size=(300, 6)); ts = (rng.random(300) < 0.4).astype(int)
 ys = (rng.random(300) < _sigmoid(Xs[:, 0] - Xs[:, 1] + 1.2 * ts - 0.5)).astype(int); sw = rng.random(300) * 2
 ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(Xs, ys, sample_weight=sw)
 ours = NewtonLogisticRegression().fit(Xs, ys, sample_weight=sw)
 test_close(ours.coef_, ref.coef_, eps=1e-5); test_close(ours.intercept_, ref.intercept_, eps=1e-5)
+_lab = np.where(ys == 1, 2, 1)                                        # labels {1, 2}: scikit-learn's classes_ and predictions
+_o12 = NewtonLogisticRegression().fit(Xs, _lab, sample_weight=sw); _r12 = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(Xs, _lab, sample_weight=sw)
+test_eq(_o12.classes_, _r12.classes_); test_eq(_o12.predict(Xs), _r12.predict(Xs)); test_close(_o12.predict_proba(Xs), _r12.predict_proba(Xs), eps=1e-5)
+test_fail(lambda: NewtonLogisticRegression().predict(Xs), exc=NotFittedError)
+test_fail(lambda: NewtonLogisticRegression().fit(Xs, ys + np.arange(300) % 3), contains="binary")
 rows = np.stack([rng.choice(300, 120, replace=False) for _ in range(4)])
 th, info = fit_fair_logreg_batch(Xs, ys, ts, rows, lam=[0, 0, 5, 50])
 test_eq(info['converged'], 4)
