@@ -13,12 +13,12 @@ import numpy as np
 # %% auto #0
 __all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_bytes', 'atomic_write_text', 'to_jsonable',
            'write_json', 'Verdict', 'Estimate', 'mean_ci_from_moments', 'mean_ci', 'bootstrap_ci', 'median_ci',
-           'correlation_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci', 'verdict_flags',
-           'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below', 'AtLeast', 'AtMost',
-           'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash', 'ours_text',
-           'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics', 'record',
-           'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration', 'verdict_history',
-           'verdict_counts', 'run_experiment']
+           'correlation_ci', 'fisher_z_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci',
+           'verdict_flags', 'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below',
+           'AtLeast', 'AtMost', 'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash',
+           'ours_text', 'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics',
+           'record', 'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration',
+           'verdict_history', 'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -157,6 +157,11 @@ def correlation_ci(x, y, method:str="spearman", level:float=0.95) -> Estimate:
     r = float((stats.spearmanr if method == "spearman" else stats.pearsonr)(x, y)[0])
     if n < 4 or not math.isfinite(r): return Estimate(r, math.nan, math.nan, n, level)
     se = math.sqrt((1 + r * r / 2) / (n - 3)) if method == "spearman" else 1 / math.sqrt(n - 3)
+    return fisher_z_ci(r, se, n, level)
+
+def fisher_z_ci(r:float, se:float, n:int, level:float=0.95) -> Estimate:
+    "A correlation `r` with the interval tanh(atanh(r) ± z·se), `se` the standard error of atanh(r) (1/√(n − 3) for Pearson; n − k − 3 for a partial correlation on k covariates)."
+    from scipy import stats
     z, half = math.atanh(min(max(r, -1 + 1e-12), 1 - 1e-12)), float(stats.norm.ppf(0.5 + level / 2)) * se
     return Estimate(r, math.tanh(z - half), math.tanh(z + half), n, level)
 

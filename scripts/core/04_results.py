@@ -226,6 +226,11 @@ def correlation_ci(x, y, method:str="spearman", level:float=0.95) -> Estimate:
     r = float((stats.spearmanr if method == "spearman" else stats.pearsonr)(x, y)[0])
     if n < 4 or not math.isfinite(r): return Estimate(r, math.nan, math.nan, n, level)
     se = math.sqrt((1 + r * r / 2) / (n - 3)) if method == "spearman" else 1 / math.sqrt(n - 3)
+    return fisher_z_ci(r, se, n, level)
+
+def fisher_z_ci(r:float, se:float, n:int, level:float=0.95) -> Estimate:
+    "A correlation `r` with the interval tanh(atanh(r) ± z·se), `se` the standard error of atanh(r) (1/√(n − 3) for Pearson; n − k − 3 for a partial correlation on k covariates)."
+    from scipy import stats
     z, half = math.atanh(min(max(r, -1 + 1e-12), 1 - 1e-12)), float(stats.norm.ppf(0.5 + level / 2)) * se
     return Estimate(r, math.tanh(z - half), math.tanh(z + half), n, level)
 

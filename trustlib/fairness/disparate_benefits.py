@@ -812,7 +812,7 @@ def config_dummies(points) -> np.ndarray:
 
 def partial_corr(x, y, covariates) -> "Estimate":
     "Partial correlation of x and y given `covariates` (`[n, k]`, an intercept is added) with a Fisher-z 95 % interval (n − k − 3 degrees)."
-    from trustlib.results import Estimate
+    from trustlib.results import Estimate, fisher_z_ci
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     Z = np.c_[np.ones(len(x)), np.asarray(covariates, dtype=float).reshape(len(x), -1)]
     rank = np.linalg.matrix_rank(Z)
@@ -822,8 +822,7 @@ def partial_corr(x, y, covariates) -> "Estimate":
     r = float(rx @ ry / den) if den > 1e-15 else float('nan')
     dof = len(x) - (rank - 1) - 3
     if not np.isfinite(r) or dof < 1: return Estimate(r, float('nan'), float('nan'), len(x))
-    z, half = np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12)), 1.959963984540054 / np.sqrt(dof)
-    return Estimate(r, float(np.tanh(z - half)), float(np.tanh(z + half)), len(x))
+    return fisher_z_ci(r, 1 / np.sqrt(dof), len(x))
 
 # %% ../../nbs/papers/fairness/disparate_benefits.ipynb #4c949893
 def make_figures(points, curves, summary, top=None) -> dict:
