@@ -104,7 +104,7 @@ def test_two_sweeps_over_one_runs_folder_at_once(cluster, tmp_path):
            '--backend', 'ray', '--address', cluster, '--runs-dir', str(runs), '-q']
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60   # start the local sweep once the Ray sweep has started a run
+        deadline = time.time() + 600   # a hang guard, generous for a busy machine; start the local sweep once the Ray sweep has started a run
         while not list((runs/'toy').glob('.lock-*')) if (runs/'toy').exists() else True:
             assert proc.poll() is None, proc.communicate()
             assert time.time() < deadline, 'the Ray sweep started no run'
