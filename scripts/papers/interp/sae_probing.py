@@ -603,6 +603,12 @@ test_eq(len(quiver(_cells, ["logreg", "knn"], by=("dataset", "seed"))[2]), 5)   
 # the pool. The control is the same architecture with the same initialisation, never trained (its decoder bias set
 # to the geometric median of the data, as the trained one starts). We report the fraction of variance unexplained
 # (FVU), $L_0$ and the dead-latent fraction on the held-out pool tokens and on the probing sets' vectors.
+#
+# `generic_sae` builds both and stores them with their held-out statistics under `data/cache/sae_probing/`, keyed by
+# everything they depend on (`sae_cache_key`: the MiniLM weights, the sae-probes version, the probing sets whose texts
+# the pool leaves out, the seed, layer, truncation, pool and SAE parameters, the torch version and the source of the
+# code that trains them); a rerun reads them instead of embedding the pool and training again. The run records
+# whether it did (`speed/sae_from_cache`).
 
 # %%
 #| export
@@ -637,6 +643,41 @@ def sae_fit_stats(sae, X) -> dict[str, float]:
     return dict(fvu=float(((X - Xh) ** 2).sum() / ((X - X.mean(0)) ** 2).sum()), l0=float((Z != 0).sum(1).mean()),
                 dead_frac=float(((Z != 0).sum(0) == 0).mean()))
 
+def sae_cache_key(cfg) -> str:
+    "Key of the generic SAE: the MiniLM weights, the sae-probes data, the pool and SAE parameters, the seed, torch and the code that trains it."
+    import hashlib, inspect, json, importlib.metadata as md
+    import torch, trustlib.interp.sae as S
+    code = hashlib.sha256(open(S.__file__, "rb").read() + "".join(inspect.getsource(f) for f in (train_probe_sae, sae_fit_stats, generic_sae, probing_texts)).encode()).hexdigest()
+    parts = [S._minilm_id(), md.version("sae-probes"), torch.__version__, code, sorted(cfg.datasets), cfg.seed, cfg.layer, cfg.max_length,
+             cfg.pool_rows, cfg.pool_datasets, cfg.d_sae, cfg.sae_k, cfg.sae_steps, cfg.sae_batch_size, cfg.sae_lr, cfg.autocast]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
+
+def generic_sae(cfg, progress:bool=False, cache:bool=True) -> dict:
+    "The SAE trained on the generic pool and its random-init control, the activation scale and their fit on held-out pool tokens; cached on disk."
+    import torch
+    from pathlib import Path
+    from trustlib.data import data_dir
+    from trustlib.interp.sae import make_sae, sae_probes_pool
+    path = Path(data_dir()) / "sae_probing" / f"sae_{sae_cache_key(cfg)}.pt"
+    build = lambda: make_sae("topk", 384, cfg.d_sae, sparsity=cfg.sae_k, seed=derive_seed(cfg.seed, "sae"))
+    if cache and path.is_file():
+        z = torch.load(path, weights_only=True); saes = {}
+        for n in ("sae", "rand"): saes[n] = build(); saes[n].load_state_dict(z[n]); saes[n].eval()
+        return dict(saes=saes, scale=float(z["scale"]), stats=z["stats"], n_tokens=int(z["n_tokens"]), n_texts=int(z["n_texts"]), pool=list(z["pool"]), cached=True)
+    p = sae_probes_pool(exclude=probing_texts(cfg), skip=set(cfg.datasets), rows=cfg.pool_rows, datasets=cfg.pool_datasets, layer=cfg.layer,
+                        max_length=cfg.max_length, seed=cfg.seed, progress=progress)
+    scale = np.float32(p["scale"]); Ttr, Tho = p["train"] * scale, p["heldout"] * scale
+    kw = dict(d_sae=cfg.d_sae, k=cfg.sae_k, steps=cfg.sae_steps, batch_size=cfg.sae_batch_size, lr=cfg.sae_lr, seed=derive_seed(cfg.seed, "sae"))
+    saes = {"sae": train_probe_sae(Ttr, autocast=cfg.autocast, progress=progress, **kw), "rand": train_probe_sae(Ttr, trained=False, **kw)}
+    out = dict(saes=saes, scale=float(scale), stats={n: sae_fit_stats(s, Tho) for n, s in saes.items()}, n_tokens=len(Ttr), n_texts=int(p["n_texts"]),
+               pool=list(p["datasets"]), cached=False)
+    if cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True); tmp = path.with_name(f"{path.name}.tmp")
+            torch.save({**{n: s.state_dict() for n, s in saes.items()}, **{k: out[k] for k in ("scale", "stats", "n_tokens", "n_texts", "pool")}}, tmp); tmp.replace(path)
+        except OSError: pass                                    # a read-only data folder: no cache, same result
+    return out
+
 def probing_texts(cfg) -> set[str]:
     "Every text of every probing dataset (all rows) and of their out-of-distribution files: the SAE's pool leaves these out."
     from trustlib.data import load_sae_probes, sae_probes_datasets
@@ -659,6 +700,26 @@ _rd_sae = train_probe_sae(_Xs[:3000], d_sae=48, k=4, steps=300, seed=0, trained=
 _st, _sr = sae_fit_stats(_tr_sae, _Xs[3000:]), sae_fit_stats(_rd_sae, _Xs[3000:])
 test_close(_st["l0"], 4.0, eps=0.05); test_close(_sr["l0"], 4.0, eps=0.05)
 assert _st["fvu"] < 0.5 * _sr["fvu"], (_st, _sr)
+
+# %% [markdown]
+# A tiny generic SAE (6 pool datasets, 4 texts each, 3 steps) in a scratch data folder: the pool holds no probing
+# set, the second call reads the cache and gives the same codes, and another seed is another key.
+
+# %%
+import os, tempfile, dataclasses
+_old = os.environ.get("TRUSTLIB_DATA")
+with tempfile.TemporaryDirectory() as _d:
+    os.environ["TRUSTLIB_DATA"] = _d
+    try:
+        _cf = Config.from_params("smoke", pool_rows=4, pool_datasets=6, d_sae=64, sae_k=8, sae_steps=3, sae_batch_size=64, max_length=16)
+        _g1, _g2 = generic_sae(_cf), generic_sae(_cf)
+    finally:
+        if _old is None: os.environ.pop("TRUSTLIB_DATA")
+        else: os.environ["TRUSTLIB_DATA"] = _old
+test_eq((_g1["cached"], _g2["cached"]), (False, True)); assert not set(_g1["pool"]) & set(_cf.datasets)
+test_eq(_g1["stats"], _g2["stats"]); _Xr = np.random.default_rng(0).standard_normal((5, 384)).astype(np.float32)
+test_eq(sae_encode(_g1["saes"]["sae"], _Xr), sae_encode(_g2["saes"]["sae"], _Xr))
+assert sae_cache_key(dataclasses.replace(_cf, seed=_cf.seed + 1)) != sae_cache_key(_cf)
 
 
 # %% [markdown]
@@ -863,19 +924,14 @@ CLAIMS = [
 def _sae_and_codes(cfg, reps:dict, ood:dict, progress:bool):
     "The generic-pool SAE and its random-init control, their fit on held-out pool tokens and on the probing vectors, and every dataset's codes."
     import pandas as pd
-    from trustlib.interp.sae import sae_probes_pool
-    p = sae_probes_pool(exclude=probing_texts(cfg), skip=set(cfg.datasets), rows=cfg.pool_rows, datasets=cfg.pool_datasets, layer=cfg.layer,
-                        max_length=cfg.max_length, seed=cfg.seed, progress=progress)
-    scale = np.float32(p["scale"]); Ttr, Tho = p["train"] * scale, p["heldout"] * scale
-    kw = dict(d_sae=cfg.d_sae, k=cfg.sae_k, steps=cfg.sae_steps, batch_size=cfg.sae_batch_size, lr=cfg.sae_lr, seed=derive_seed(cfg.seed, "sae"))
-    saes = {"sae": train_probe_sae(Ttr, autocast=cfg.autocast, progress=progress, **kw), "rand": train_probe_sae(Ttr, trained=False, **kw)}
+    g = generic_sae(cfg, progress=progress); saes, scale = g["saes"], np.float32(g["scale"])
     Xp = np.concatenate([r["X"] for r in reps.values()]) * scale
-    tab = pd.DataFrame({n: {**{f"pool tokens/{k}": v for k, v in sae_fit_stats(s, Tho).items()},
+    tab = pd.DataFrame({n: {**{f"pool tokens/{k}": v for k, v in g["stats"][n].items()},
                             **{f"probing vectors/{k}": v for k, v in sae_fit_stats(s, Xp).items()}} for n, s in saes.items()}).T
-    tab.insert(0, "training tokens", len(Ttr)); tab.insert(1, "pool texts", p["n_texts"])
+    tab.insert(0, "training tokens", g["n_tokens"]); tab.insert(1, "pool texts", g["n_texts"])
     codes = {n: {k: sae_encode(s, r["X"] * scale) for k, s in saes.items()} for n, r in reps.items()}
     for n, o in ood.items(): o["codes"] = {k: sae_encode(s, o["X"] * scale) for k, s in saes.items()}
-    return tab, codes
+    return tab, codes, g["cached"]
 
 def run(cfg:Config, progress:bool=True):
     "The whole experiment: representations, the SAE (+ random control), all probing cells, tables, figures and measurements (no verdicts)."
@@ -894,12 +950,13 @@ def run(cfg:Config, progress:bool=True):
                 for n in tqdm(cfg.datasets, desc="MiniLM representations", disable=not progress)}
         ood = {n: representations(_ood_name(n), max_rows=None, seed=0, **kw) for n in cfg.ood_datasets} if "ood" in cfg.regimes else {}
         cpu["embed"] = time.process_time() - t0; t0 = time.process_time()
-        sae_tab, codes = _sae_and_codes(cfg, reps, ood, progress)
+        sae_tab, codes, cached = _sae_and_codes(cfg, reps, ood, progress)
         cpu["sae"] = time.process_time() - t0; t0 = time.process_time()
         df = run_probes(cfg, reps, codes, ood, progress=progress)
         cpu["probe"] = time.process_time() - t0
     res = _assemble(cfg, df, sae_tab, reps, ood)
     for k, v in cpu.items(): res.metrics[f"speed/{k}_cpu_seconds"] = round(v, 2)   # CPU seconds of this process per phase
+    res.metrics["speed/sae_from_cache"] = bool(cached)     # the SAE phase read a trained SAE from the cache (no pool, no training)
     return res
 
 def _assemble(cfg, df, sae_tab, reps, ood):
