@@ -62,7 +62,7 @@ class Config(BaseConfig):
     n_threads: Optional[int] = param(1, "torch/BLAS threads (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(datasets=CPU_DATASETS, regime_datasets=12, ood_datasets=ENGLISH_OOD, max_rows=800, pool_rows=150, pool_datasets=0,
-                    d_sae=1536, sae_k=64, sae_steps=400, sae_batch_size=1024, k_values=(1, 4, 16, 64, 128), regime_k=(16, 128),
+                    d_sae=1536, sae_k=64, sae_steps=1200, sae_batch_size=1024, autocast="float32", k_values=(1, 4, 16, 64, 128), regime_k=(16, 128),
                     baselines=BASELINES, regime_baselines=("logreg",), regimes=REGIMES, noise_fracs=(0.0, 0.2, 0.4), n_search=2),
         "full": dict(datasets=CPU_DATASETS, regime_datasets=32, ood_datasets=ENGLISH_OOD, max_rows=3500, n_train=1024, imbalance_n=1024,
                      pool_rows=500, pool_datasets=0, d_sae=16_384, sae_k=64, sae_steps=50_000, sae_batch_size=4096,
