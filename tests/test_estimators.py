@@ -166,8 +166,15 @@ def test_rto_inputs():
         with pytest.raises(ValueError, match="tolerance"): RelaxedThresholdOptimizer(tolerance=bad).fit(s, y, sensitive_features=a)
     with pytest.raises(ValueError, match=r"\[0, 1\]"): RelaxedThresholdOptimizer().fit(s * 3 - 1, y, sensitive_features=a)
     with pytest.raises(ValueError, match="NaN"): RelaxedThresholdOptimizer().fit(np.where(a == 1, np.nan, s), y, sensitive_features=a)
-    with pytest.raises(ValueError, match="exactly two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.arange(len(s)) % 3)
-    with pytest.raises(ValueError, match="exactly two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.zeros(len(s)))
+    with pytest.raises(ValueError, match="exactly two groups"):       # the deterministic grid search is for two groups
+        RelaxedThresholdOptimizer(randomized=False).fit(s, y, sensitive_features=np.arange(len(s)) % 3)
+    assert len(RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.arange(len(s)) % 3).thresholds_) == 3   # the LP: any number
+    with pytest.raises(ValueError, match="at least two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.zeros(len(s)))
+    with pytest.raises(ValueError, match="positive rows in every group"):   # a TPR needs positives in the group
+        RelaxedThresholdOptimizer("true_positive_rate_parity").fit(s, y, sensitive_features=np.where(y == 1, a, 2))
+    with pytest.raises(ValueError, match="negative rows in every group"):
+        RelaxedThresholdOptimizer("equalized_odds").fit(s, y, sensitive_features=np.where((y == 1) & (np.arange(len(y)) % 5 == 0), 2, a))
+    RelaxedThresholdOptimizer("demographic_parity").fit(s, y, sensitive_features=np.where(y == 1, a, 2))   # a selection rate needs neither
     with pytest.raises(ValueError, match="Only binary"): RelaxedThresholdOptimizer().fit(s, np.arange(len(s)) % 3, sensitive_features=a)
     with pytest.raises(TypeError, match="sensitive_features"): RelaxedThresholdOptimizer().fit(s, y)
     with pytest.raises(ValueError, match="randomized"): RelaxedThresholdOptimizer(randomized="yes").fit(s, y, sensitive_features=a)
@@ -221,7 +228,7 @@ def test_swapped_arguments_raise():
     with pytest.raises(ValueError, match="1-d"): MCBoost().fit(s, G, sensitive_features=y)        # G in y's place
     with pytest.raises(ValueError, match="1-d"): MABoost().fit(s, G, sensitive_features=y)
     with pytest.raises(ValueError): MCBoost().fit(G, y, sensitive_features=s)                     # G in X's place
-    with pytest.raises(ValueError, match="exactly two groups"):                                   # scores in y's place
+    with pytest.raises(ValueError, match="single row"):                                           # scores in y's place
         RelaxedThresholdOptimizer().fit(s, y, sensitive_features=s)
     with pytest.raises(ValueError, match="Only binary"): RelaxedThresholdOptimizer().fit(s, s, sensitive_features=a)
 
