@@ -122,7 +122,7 @@ n_search: Optional[int] = None  # random-search draws of XGBoost (the MLP draws 
 n_threads: Optional[int] = None  # torch/BLAS threads (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `58cf196`, 3604 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `9aaba61`, 1189 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
