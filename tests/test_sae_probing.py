@@ -174,8 +174,6 @@ def test_ood_sets_are_english():
     assert set(cfg.ood_datasets) == set(sp.ENGLISH_OOD) and not {"66_living-room", "67_social-security", "73_control-group"} & set(cfg.ood_datasets)
 
 
-@pytest.mark.xfail(strict=True, reason="the published cpu run (2026-12-02) misses the condition: token FVU 0.154 > 0.15 and the k = 128 "
-                   "control gain 0.0143 [-0.004, 0.032] is within noise of 0.01; the SAE needs more training (the page says inconclusive)")
 def test_conditions_hold_on_the_published_run():
     """The page is a cpu run, and every claim about SAE probes was graded with a usable SAE: FVU ≤ 0.15 on held-out
     generic tokens and a trained SAE that beats its random-init control at every graded k."""
