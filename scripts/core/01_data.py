@@ -765,7 +765,7 @@ def _sae_wheel(p:Path) -> SaeProbesSource:
     "The source for wheel file `p`, after checking its sha256 (once per file version and process)."
     st = p.stat()
     if not _wheel_ok(str(p), st.st_size, st.st_mtime):
-        raise ChecksumError(f"the sae-probes wheel {p}", [p], f"delete it and download it again: {_SAE_HOW}", offline_note=False)
+        raise ChecksumError(f"the sae-probes wheel {p} (sha256 differs from PyPI's sae-probes {SAE_PROBES_VERSION})", [p], f"delete it and download it again: {_SAE_HOW}", offline_note=False)
     return SaeProbesSource(p, 'wheel')
 
 def sae_probes_dirs() -> list[Path]:
@@ -780,7 +780,7 @@ def sae_probes_source() -> SaeProbesSource:
         p = Path(env).expanduser()
         w = p / SAE_PROBES_WHEEL if p.is_dir() else p
         if w.is_file(): return _sae_wheel(w)
-        raise DataUnavailable(f"the sae-probes {SAE_PROBES_VERSION} wheel", [f"{w} (from TRUSTLIB_SAE_PROBES)"], _SAE_HOW)
+        raise DataUnavailable("the sae-probes text datasets", [f"{w} (from TRUSTLIB_SAE_PROBES)"], _SAE_HOW)
     for d in sae_probes_dirs():
         if (d / SAE_PROBES_WHEEL).is_file(): return _sae_wheel(d / SAE_PROBES_WHEEL)
     spec = importlib.util.find_spec('sae_probes')
