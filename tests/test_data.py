@@ -231,6 +231,29 @@ def test_sae_probes_wheel_checked_and_absence_explained(monkeypatch, tmp_path):
     assert why.startswith('the sae-probes datasets were not found') and 'TRUSTLIB_SAE_PROBES' in why
 
 
+def test_fetch_sae_probes_pip_download_and_checks(monkeypatch, tmp_path):
+    # fetch_sae_probes runs `pip download --no-deps` (nothing installed), keeps the wheel only when its sha256 is PyPI's,
+    # and is a no-op when the checked wheel is already there; the network is blocked here, so pip is stubbed.
+    import subprocess, zipfile
+    calls = []
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        d = Path(cmd[cmd.index('-d') + 1])
+        with zipfile.ZipFile(d / td.SAE_PROBES_WHEEL, 'w') as z: z.writestr('sae_probes/__init__.py', '')
+        return subprocess.CompletedProcess(cmd, 0, '', '')
+    monkeypatch.setattr(subprocess, 'run', fake_run)
+    monkeypatch.delenv('TRUSTLIB_SAE_PROBES', raising=False); monkeypatch.setenv('TRUSTLIB_DATA', str(tmp_path))
+    with pytest.raises(td.ChecksumError, match='sha256 differs'): td.fetch_sae_probes()
+    assert calls[0][1:5] == ['-m', 'pip', 'download', '--no-deps'] and 'sae-probes==0.4.2' in calls[0]
+    assert not (tmp_path / 'sae-probes' / td.SAE_PROBES_WHEEL).exists()            # a wrong file is not kept
+    monkeypatch.setattr(subprocess, 'run', lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, '', 'No matching distribution'))
+    with pytest.raises(td.DataUnavailable, match='No matching distribution'): td.fetch_sae_probes()
+    whl = _sae_wheel()
+    if whl is not None:                                                               # already there: no pip call
+        monkeypatch.setattr(subprocess, 'run', lambda *a, **k: pytest.fail('pip was called for a wheel already in place'))
+        assert td.fetch_sae_probes(whl.parent) == whl
+
+
 @pytest.mark.requires_sns_bench
 def test_sns_bench_records():
     assert len(td.load('sns_bench:Note-NER')) == 517

