@@ -357,10 +357,11 @@ def sae_fit_stats(sae, X) -> dict[str, float]:
 
 def sae_cache_key(cfg) -> str:
     "Key of the generic SAE: the MiniLM weights, the sae-probes data, the pool and SAE parameters, the seed, torch and the code that trains it."
-    import hashlib, inspect, json, importlib.metadata as md
+    import hashlib, inspect, json
     import torch, trustlib.interp.sae as S
+    from trustlib.data import sae_probes_source
     code = hashlib.sha256(open(S.__file__, "rb").read() + "".join(inspect.getsource(f) for f in (train_probe_sae, sae_fit_stats, generic_sae, probing_texts)).encode()).hexdigest()
-    parts = [S._minilm_id(), md.version("sae-probes"), torch.__version__, code, sorted(cfg.datasets), cfg.seed, cfg.layer, cfg.max_length,
+    parts = [S._minilm_id(), sae_probes_source().version, torch.__version__, code, sorted(cfg.datasets), cfg.seed, cfg.layer, cfg.max_length,
              cfg.pool_rows, cfg.pool_datasets, cfg.d_sae, cfg.sae_k, cfg.sae_steps, cfg.sae_batch_size, cfg.sae_lr, cfg.autocast]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
 
