@@ -59,9 +59,9 @@ def test_patching_a_head(impl):
     clean, cache = m.run_with_cache(x)
     for layer in range(L):
         for h in range(H):
-            def zero(z, name, h=h): z = z.clone(); z[:, :, h] = 0; return z
-            assert (m.run_with_hooks(x, [(f"blocks.{layer}.attn.hook_z", zero)]) - clean).abs().max() > 1e-4
-    same = m.run_with_hooks(x, [(n, lambda a, name: cache[name]) for n in m.hook_names()])
+            def zero(z, hook, h=h): z = z.clone(); z[:, :, h] = 0; return z
+            assert (m.run_with_hooks(x, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", zero)]) - clean).abs().max() > 1e-4
+    same = m.run_with_hooks(x, fwd_hooks=[(n, lambda a, hook: cache[hook.name]) for n in m.hook_names()])
     assert torch.equal(same, clean)                                       # clean activations everywhere: bit-identical
     assert all(not mod.fns for mod in m.modules() if isinstance(mod, HookPoint))
 
@@ -69,12 +69,12 @@ def test_patching_a_head(impl):
 def test_hooks_context_removes_hooks_even_on_error():
     m = _model(); calls = []
     with pytest.raises(RuntimeError):
-        with m.hooks({"blocks.0.hook_resid_pre": lambda a, n: calls.append(n)}):
+        with m.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", lambda a, hook: calls.append(hook.name))]):
             m(_x()); raise RuntimeError("stop")
     assert calls == ["blocks.0.hook_resid_pre"] and not m.blocks[0].hook_resid_pre.fns
-    with pytest.raises(KeyError, match="no hook point"): m.run_with_cache(_x(), names="blocks.0.hook_nope")
-    with pytest.raises(ValueError, match="attn_impl='eager'"): m.run_with_cache(_x(), names="blocks.0.attn.hook_pattern")
-    with pytest.raises(ValueError, match="must return None or a tensor"): m.run_with_hooks(_x(), [("hook_embed", lambda a, n: a[:1])])
+    with pytest.raises(KeyError, match="no hook point"): m.run_with_cache(_x(), names_filter="blocks.0.hook_nope")
+    with pytest.raises(ValueError, match="attn_impl='eager'"): m.run_with_cache(_x(), names_filter="blocks.0.attn.hook_pattern")
+    with pytest.raises(ValueError, match="must return None or a tensor"): m.run_with_hooks(_x(), fwd_hooks=[("hook_embed", lambda a, hook: a[:1])])
 
 
 def test_per_head_contributions_sum_to_attn_out():

@@ -28,7 +28,7 @@ def test_decomposition_full_and_empty(setup):
     with torch.no_grad():
         lo, A = gm(d.clean, return_acts=True)
         torch.testing.assert_close(lo, m(d.clean), atol=1e-4, rtol=1e-4)
-        _, cache = m.run_with_cache(d.clean, names=lambda n: n.endswith("hook_resid_post"))
+        _, cache = m.run_with_cache(d.clean, names_filter=lambda n: n.endswith("hook_resid_post"))
         for l in range(4):
             resid = A[:, :, :1 + (l + 1) * 5].sum(2) + sum(m.blocks[i].attn.b_O for i in range(l + 1))
             torch.testing.assert_close(resid, cache[f"blocks.{l}.hook_resid_post"], atol=1e-5, rtol=1e-5)
@@ -89,14 +89,14 @@ def test_graph_model_uses_the_models_hook_points(setup):
     seen = []
     m.attn_impl = "eager"
     try:
-        with torch.no_grad(), m.hooks([("blocks.1.attn.hook_pattern", lambda a, n: seen.append(a.shape))]): gm(d.clean)
+        with torch.no_grad(), m.hooks([("blocks.1.attn.hook_pattern", lambda a, hook: seen.append(a.shape))]): gm(d.clean)
     finally: m.attn_impl = "sdpa"
     assert seen == [(12, 4, 14, 14)]
     with torch.no_grad():
         A = C.node_acts(gm, d.clean)
         zero = torch.zeros_like(A[:, :, 1:5])
         out = gm(d.clean, replace=(slice(1, 5), zero))                                          # the 4 heads of layer 0 silenced
-        with C.attn_results(m), m.hooks([("blocks.0.attn.hook_result", lambda a, n: torch.zeros_like(a))]): ref = m(d.clean)
+        with C.attn_results(m), m.hooks([("blocks.0.attn.hook_result", lambda a, hook: torch.zeros_like(a))]): ref = m(d.clean)
     torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
 
 @pytest.fixture(scope="module")

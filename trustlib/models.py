@@ -160,13 +160,23 @@ def predict_proba(model:nn.Module, X, batch_size:int=8192) -> np.ndarray:
 
 # %% ../nbs/core/02_models.ipynb #6f64512e
 class HookPoint(nn.Module):
-    "A parameter-free identity module naming an activation; hook functions `fn(activation, name)` read it or return a replacement."
+    "A parameter-free identity module naming an activation; hook functions `fn(activation, hook=self)` read it or return a replacement."
     def __init__(self):
         super().__init__()
         self.name, self.fns = None, []
+    def add_hook(self, fn, dir:str="fwd"):
+        "Register `fn(activation, hook)` (forward hooks only)."
+        if dir != "fwd": raise ValueError(f"only forward hooks are supported (dir='fwd'), got dir={dir!r}")
+        self.fns.append(fn)
+    def remove_hooks(self, dir:str="fwd"): self.fns.clear()
+    def layer(self) -> int:
+        "The block index in the hook point's name (`blocks.3.attn.hook_z` → 3), as TransformerLens's `HookPoint.layer()`."
+        parts = (self.name or "").split(".")
+        if len(parts) < 2 or parts[0] != "blocks" or not parts[1].isdigit(): raise ValueError(f"hook point {self.name!r} is not inside a block")
+        return int(parts[1])
     def forward(self, x):
         for fn in self.fns:
-            out = fn(x, self.name)
+            out = fn(x, hook=self)
             if out is not None:
                 if not isinstance(out, torch.Tensor) or out.shape != x.shape:
                     raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape {tuple(x.shape)}, got {getattr(out, 'shape', type(out))}")
@@ -176,51 +186,54 @@ class HookPoint(nn.Module):
 
 # %% ../nbs/core/02_models.ipynb #75098a30
 class Hooked:
-    "Hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
+    "TransformerLens's hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
     def _name_hook_points(self):
         for n, m in self.named_modules():
             if isinstance(m, HookPoint): m.name = n
     def hook_names(self) -> list[str]:
         "Names of the hook points that fire in `forward` (subclasses list them in the order they fire)."
         return [n for n, m in self.named_modules() if isinstance(m, HookPoint)]
+    @property
+    def hook_dict(self) -> dict:
+        "Every hook point by name."
+        return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
     def _resolve(self, names) -> list[str]:
-        "Hook names selected by a name, a list of names, or a predicate on names; unknown or inactive names raise."
+        "Hook names selected by a name, a list of names, or a filter on names; unknown or inactive names raise."
         active = self.hook_names()
         if names is None: return active
         if callable(names): return [n for n in active if names(n)]
         names = [names] if isinstance(names, str) else list(names)
         for n in names:
-            try: ok = isinstance(self.get_submodule(n), HookPoint)
-            except AttributeError: ok = False
-            if not ok: raise KeyError(f"no hook point {n!r}; see hook_names()")
+            if n not in self.hook_dict: raise KeyError(f"no hook point {n!r}; see hook_names()")
             if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
         return names
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager
-    def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
+    def hooks(self, fwd_hooks=()): # [(name or filter, fn), ...] (or {name: fn}); fn(activation, hook) returns None or a replacement
+        "Context manager: each `fn(activation, hook=hook_point)` runs at its selected hook points inside the block; returning a tensor replaces the activation."
         items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
         added = []
         try:
             for names, fn in items:
                 for n in self._resolve(names):
-                    hp = self.get_submodule(n); hp.fns.append(fn); added.append((hp, fn))
+                    hp = self.get_submodule(n); hp.add_hook(fn); added.append((hp, fn))
             yield self
         finally:
             for hp, fn in reversed(added): hp.fns.remove(fn)
     def reset_hooks(self):
         "Remove every hook function (e.g. after an interrupted run)."
         for m in self.modules():
-            if isinstance(m, HookPoint): m.fns.clear()
-    def run_with_hooks(self, x, fwd_hooks=(), **kwargs):
-        "Output of `self(x, **kwargs)` with the hooks `[(name, fn), ...]` active (activation patching: `fn` returns the replacement)."
-        with self.hooks(fwd_hooks): return self(x, **kwargs)
-    def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
-                       detach:bool=True, **kwargs) -> tuple:
-        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
+            if isinstance(m, HookPoint): m.remove_hooks()
+    def run_with_hooks(self, *model_args, fwd_hooks=(), **model_kwargs):
+        "Output of `self(*model_args, **model_kwargs)` with the hooks `fwd_hooks=[(name or filter, fn), ...]` active (activation patching: `fn` returns the replacement)."
+        with self.hooks(fwd_hooks): return self(*model_args, **model_kwargs)
+    def run_with_cache(self, *model_args, names_filter=None, # None: every hook point that fires; a name, list of names or filter
+                       detach:bool=True, **model_kwargs) -> tuple:
+        "`(output, cache)`: the output of `self(*model_args, **model_kwargs)` and a dict name → activation of the selected hook points, in forward order."
+        if "names" in model_kwargs: raise TypeError("run_with_cache selects hook points with names_filter= (TransformerLens's name), not names=")
         cache = {}
-        def save(a, name): cache[name] = a.detach() if detach else a
-        with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
+        def save(a, hook): cache[hook.name] = a.detach() if detach else a
+        with self.hooks([(n, save) for n in self._resolve(names_filter)]): out = self(*model_args, **model_kwargs)
         return out, cache
 
 # %% ../nbs/core/02_models.ipynb #2844d932

@@ -280,31 +280,43 @@ test_eq(torch.get_num_threads(), _n)
 # %% [markdown]
 # ### Hook points
 #
-# A `HookPoint` is a parameter-free identity module placed on an activation, as in TransformerLens.
-# Functions registered on it are called as `fn(activation, name)`; a function that returns `None` only reads
-# (caching, probing), one that returns a tensor of the same shape replaces the activation from there on
-# (ablation, activation patching). `Hooked` gives a module with hook points a small API:
+# A `HookPoint` is a parameter-free identity module placed on an activation, with TransformerLens's calling
+# convention: a function registered on it is called as `fn(activation, hook=hook_point)` (the hook point's name is
+# `hook.name`); a function that returns `None` only reads (caching, probing), one that returns a tensor of the same
+# shape replaces the activation from there on (ablation, activation patching). `Hooked` gives a module with hook
+# points TransformerLens's API for them:
 #
-# - `hook_names()` — the hook points that fire in `forward`, in the order they fire;
-# - `with model.hooks({name: fn})` (or `[(name, fn), ...]`) — hooks active inside the block only; a name may
-#   also be a tuple of names or a predicate `lambda name: ...`;
-# - `model.run_with_hooks(x, fwd_hooks=[(name, fn)])` — one forward pass with hooks;
-# - `model.run_with_cache(x, names=None)` — `(output, cache)`, the cache a dict name → activation
-#   (detached) of every hook point, or of the selected ones.
+# - `hook_names()` — the hook points that fire in `forward`, in the order they fire; `hook_dict` — name → `HookPoint`;
+# - `with model.hooks(fwd_hooks=[(name, fn), ...])` — hooks active inside the block only; a name may also be a
+#   filter `lambda name: ...` (every hook point it accepts) or a list of names;
+# - `model.run_with_hooks(x, fwd_hooks=[(name, fn), ...])` — one forward pass with hooks;
+# - `model.run_with_cache(x, names_filter=None)` — `(output, cache)`, the cache a dict name → activation
+#   (detached) of every hook point that fires, or of those `names_filter` selects (a name, a list of names or a filter).
 #
 # Unknown names raise `KeyError`; names of hook points that do not fire under the model's current settings
-# raise `ValueError`, so a typo never silently caches nothing.
+# raise `ValueError`, so a typo never silently caches nothing. (TransformerLens also has backward hooks and
+# permanent hooks; these models do not need them.)
 
 # %%
 #| export
 class HookPoint(nn.Module):
-    "A parameter-free identity module naming an activation; hook functions `fn(activation, name)` read it or return a replacement."
+    "A parameter-free identity module naming an activation; hook functions `fn(activation, hook=self)` read it or return a replacement."
     def __init__(self):
         super().__init__()
         self.name, self.fns = None, []
+    def add_hook(self, fn, dir:str="fwd"):
+        "Register `fn(activation, hook)` (forward hooks only)."
+        if dir != "fwd": raise ValueError(f"only forward hooks are supported (dir='fwd'), got dir={dir!r}")
+        self.fns.append(fn)
+    def remove_hooks(self, dir:str="fwd"): self.fns.clear()
+    def layer(self) -> int:
+        "The block index in the hook point's name (`blocks.3.attn.hook_z` → 3), as TransformerLens's `HookPoint.layer()`."
+        parts = (self.name or "").split(".")
+        if len(parts) < 2 or parts[0] != "blocks" or not parts[1].isdigit(): raise ValueError(f"hook point {self.name!r} is not inside a block")
+        return int(parts[1])
     def forward(self, x):
         for fn in self.fns:
-            out = fn(x, self.name)
+            out = fn(x, hook=self)
             if out is not None:
                 if not isinstance(out, torch.Tensor) or out.shape != x.shape:
                     raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape {tuple(x.shape)}, got {getattr(out, 'shape', type(out))}")
@@ -314,63 +326,67 @@ class HookPoint(nn.Module):
 
 
 # %%
-hp = HookPoint(); hp.name = "demo"; xh = torch.arange(6.).view(2, 3)
+hp = HookPoint(); hp.name = "blocks.3.demo"; xh = torch.arange(6.).view(2, 3)
 test_eq(hp(xh), xh); test_eq(list(hp.parameters()), [])                     # an identity without parameters
 seen = []
-hp.fns += [lambda a, name: seen.append(name), lambda a, name: 2 * a]         # read, then replace
-test_eq(hp(xh), 2 * xh); test_eq(seen, ["demo"])
-hp.fns = [lambda a, name: a[:1]]
+hp.add_hook(lambda a, hook: seen.append((hook.name, hook.layer()))); hp.add_hook(lambda a, hook: 2 * a)   # read, then replace
+test_eq(hp(xh), 2 * xh); test_eq(seen, [("blocks.3.demo", 3)])
+hp.remove_hooks(); hp.add_hook(lambda a, hook: a[:1])
 test_fail(lambda: hp(xh), contains="must return None or a tensor of shape")
+test_fail(lambda: hp.add_hook(print, dir="bwd"), contains="only forward hooks")
 
 
 # %%
 #| export
 class Hooked:
-    "Hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
+    "TransformerLens's hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
     def _name_hook_points(self):
         for n, m in self.named_modules():
             if isinstance(m, HookPoint): m.name = n
     def hook_names(self) -> list[str]:
         "Names of the hook points that fire in `forward` (subclasses list them in the order they fire)."
         return [n for n, m in self.named_modules() if isinstance(m, HookPoint)]
+    @property
+    def hook_dict(self) -> dict:
+        "Every hook point by name."
+        return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
     def _resolve(self, names) -> list[str]:
-        "Hook names selected by a name, a list of names, or a predicate on names; unknown or inactive names raise."
+        "Hook names selected by a name, a list of names, or a filter on names; unknown or inactive names raise."
         active = self.hook_names()
         if names is None: return active
         if callable(names): return [n for n in active if names(n)]
         names = [names] if isinstance(names, str) else list(names)
         for n in names:
-            try: ok = isinstance(self.get_submodule(n), HookPoint)
-            except AttributeError: ok = False
-            if not ok: raise KeyError(f"no hook point {n!r}; see hook_names()")
+            if n not in self.hook_dict: raise KeyError(f"no hook point {n!r}; see hook_names()")
             if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
         return names
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager
-    def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
+    def hooks(self, fwd_hooks=()): # [(name or filter, fn), ...] (or {name: fn}); fn(activation, hook) returns None or a replacement
+        "Context manager: each `fn(activation, hook=hook_point)` runs at its selected hook points inside the block; returning a tensor replaces the activation."
         items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
         added = []
         try:
             for names, fn in items:
                 for n in self._resolve(names):
-                    hp = self.get_submodule(n); hp.fns.append(fn); added.append((hp, fn))
+                    hp = self.get_submodule(n); hp.add_hook(fn); added.append((hp, fn))
             yield self
         finally:
             for hp, fn in reversed(added): hp.fns.remove(fn)
     def reset_hooks(self):
         "Remove every hook function (e.g. after an interrupted run)."
         for m in self.modules():
-            if isinstance(m, HookPoint): m.fns.clear()
-    def run_with_hooks(self, x, fwd_hooks=(), **kwargs):
-        "Output of `self(x, **kwargs)` with the hooks `[(name, fn), ...]` active (activation patching: `fn` returns the replacement)."
-        with self.hooks(fwd_hooks): return self(x, **kwargs)
-    def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
-                       detach:bool=True, **kwargs) -> tuple:
-        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
+            if isinstance(m, HookPoint): m.remove_hooks()
+    def run_with_hooks(self, *model_args, fwd_hooks=(), **model_kwargs):
+        "Output of `self(*model_args, **model_kwargs)` with the hooks `fwd_hooks=[(name or filter, fn), ...]` active (activation patching: `fn` returns the replacement)."
+        with self.hooks(fwd_hooks): return self(*model_args, **model_kwargs)
+    def run_with_cache(self, *model_args, names_filter=None, # None: every hook point that fires; a name, list of names or filter
+                       detach:bool=True, **model_kwargs) -> tuple:
+        "`(output, cache)`: the output of `self(*model_args, **model_kwargs)` and a dict name → activation of the selected hook points, in forward order."
+        if "names" in model_kwargs: raise TypeError("run_with_cache selects hook points with names_filter= (TransformerLens's name), not names=")
         cache = {}
-        def save(a, name): cache[name] = a.detach() if detach else a
-        with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
+        def save(a, hook): cache[hook.name] = a.detach() if detach else a
+        with self.hooks([(n, save) for n in self._resolve(names_filter)]): out = self(*model_args, **model_kwargs)
         return out, cache
 
 
@@ -699,7 +715,7 @@ test_eq(cache['blocks.0.hook_resid_pre'], cache['hook_embed'] + cache['hook_pos_
 test_eq(cache['blocks.0.hook_resid_mid'], cache['blocks.0.hook_resid_pre'] + cache['blocks.0.hook_attn_out'])
 test_eq(cache['blocks.0.hook_resid_post'], cache['blocks.1.hook_resid_pre'])
 assert torch.equal(F.linear(cache['hook_ln_final'], tt.W_U), logits)
-test_eq(list(tt.run_with_cache(xt, names=lambda n: n.endswith('resid_post'))[1]), ['blocks.0.hook_resid_post', 'blocks.1.hook_resid_post'])
+test_eq(list(tt.run_with_cache(xt, names_filter=lambda n: n.endswith('resid_post'))[1]), ['blocks.0.hook_resid_post', 'blocks.1.hook_resid_post'])
 {n: tuple(a.shape) for n, a in cache.items() if not n.startswith('blocks.1.')}
 
 
@@ -710,19 +726,25 @@ test_eq(list(tt.run_with_cache(xt, names=lambda n: n.endswith('resid_post'))[1])
 
 # %%
 def zero_head(h):
-    def fn(z, name): z = z.clone(); z[:, :, h] = 0; return z
+    def fn(z, hook): z = z.clone(); z[:, :, h] = 0; return z
     return fn
-patched = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', zero_head(1))])
+patched = tt.run_with_hooks(xt, fwd_hooks=[('blocks.0.attn.hook_z', zero_head(1))])
 assert (patched - logits).detach().abs().max() > 1e-3                                  # head 0.1 matters
-clean = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', lambda z, name: cache['blocks.0.attn.hook_z'])])
+clean = tt.run_with_hooks(xt, fwd_hooks=[('blocks.0.attn.hook_z', lambda z, hook: cache[hook.name])])
 assert torch.equal(clean, logits)                                             # its own clean activation: bit-identical
 test_eq(tt.blocks[0].attn.hook_z.fns, [])                                     # hooks are removed after the call
 x2 = torch.randint(0, 50, (3, 10), generator=torch.Generator().manual_seed(1))
-_, c2 = tt.run_with_cache(x2, names=['blocks.1.hook_resid_pre'])
-with tt.hooks({'blocks.1.hook_resid_pre': lambda a, name: c2['blocks.1.hook_resid_pre']}):
+_, c2 = tt.run_with_cache(x2, names_filter=['blocks.1.hook_resid_pre'])
+with tt.hooks(fwd_hooks=[('blocks.1.hook_resid_pre', lambda a, hook: c2[hook.name])]):
     assert torch.equal(tt(xt), tt(x2))                                        # the rest of the pass is x2's
-test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_nothing'), contains="no hook point")
-test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.attn.hook_pattern'), contains="attn_impl='eager'")
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.hook_nothing'), contains="no hook point")
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.attn.hook_pattern'), contains="attn_impl='eager'")
+test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_z'), contains="names_filter=")
+# a filter in fwd_hooks selects every hook point it accepts; each call receives its hook point
+layers_ = []
+tt.run_with_hooks(xt, fwd_hooks=[(lambda n: n.endswith('hook_resid_post'), lambda a, hook: layers_.append((hook.name, hook.layer())))])
+test_eq(layers_, [('blocks.0.hook_resid_post', 0), ('blocks.1.hook_resid_post', 1)])
+test_eq(tt.hook_dict['blocks.1.attn.hook_z'], tt.blocks[1].attn.hook_z); test_eq(len(tt.hook_dict), len(tt.hook_names()) + 2 * 3)  # + scores, pattern, result
 float((patched - logits).detach().abs().max())
 
 # %% [markdown]
@@ -753,7 +775,7 @@ for impl in ATTN_IMPLS:
     test_close(a[:, :6], b[:, :6], eps=1e-6)                                  # positions ≤ 5 ignore tokens 6…9
     assert (a[:, 6:] - b[:, 6:]).abs().max() > 1e-3
 tt.attn_impl = "eager"
-le, ce = tt.run_with_cache(xt, names=lambda n: n.endswith('hook_pattern'))
+le, ce = tt.run_with_cache(xt, names_filter=lambda n: n.endswith('hook_pattern'))
 tt.attn_impl = "sdpa"
 test_eq(list(ce), ['blocks.0.attn.hook_pattern', 'blocks.1.attn.hook_pattern'])
 Pt = ce['blocks.0.attn.hook_pattern']; test_eq(Pt.shape, (3, 4, 10, 10))

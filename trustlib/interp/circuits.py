@@ -226,15 +226,15 @@ class _GraphRun:
         "The hook functions of block `l`."
         g, m, H, b0 = self.g, self.m, self.H, l * (3 * self.H + 1)
         blk, qkv = m.blocks[l], {}
-        def q_k_v(act, name):
-            which = "qkv".index(name[-1])
+        def q_k_v(act, hook):
+            which = "qkv".index(hook.name[-1])
             if not qkv:
                 z = F.layer_norm(self.slots(b0, b0 + 3 * H, l), (self.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
                 qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
             return qkv['x'][:, :, which * H:(which + 1) * H]
-        def result(act, name): return self.node_out(1 + l * (H + 1), act)
-        def mlp_in(act, name): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
-        def mlp_out(act, name): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        def result(act, hook): return self.node_out(1 + l * (H + 1), act)
+        def mlp_in(act, hook): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+        def mlp_out(act, hook): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
         hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
         if self.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
         if self.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
@@ -552,12 +552,12 @@ def resample_hooks(model:TinyTransformer, source, off) -> list:
     "Hooks that replace the outputs of the off-circuit nodes (`off`: bool `[n_fwd]`) by their outputs on `source` tokens."
     g, H = CircuitGraph(model.n_layers, model.n_heads), model.n_heads
     with torch.no_grad(), attn_results(model):
-        _, cache = model.run_with_cache(source, names=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
+        _, cache = model.run_with_cache(source, names_filter=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
     hooks = []
     for l in range(model.n_layers):
         heads = off[1 + l * (H + 1):1 + l * (H + 1) + H]
-        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, n, h=heads: torch.where(h[None, None, :, None], cache[n], a)))
-        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, n: cache[n]))
+        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, hook, h=heads: torch.where(h[None, None, :, None], cache[hook.name], a)))
+        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, hook: cache[hook.name]))
     return hooks
 
 def _output_blocks(model:TinyTransformer) -> list:

@@ -430,15 +430,15 @@ class _GraphRun:
         "The hook functions of block `l`."
         g, m, H, b0 = self.g, self.m, self.H, l * (3 * self.H + 1)
         blk, qkv = m.blocks[l], {}
-        def q_k_v(act, name):
-            which = "qkv".index(name[-1])
+        def q_k_v(act, hook):
+            which = "qkv".index(hook.name[-1])
             if not qkv:
                 z = F.layer_norm(self.slots(b0, b0 + 3 * H, l), (self.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
                 qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
             return qkv['x'][:, :, which * H:(which + 1) * H]
-        def result(act, name): return self.node_out(1 + l * (H + 1), act)
-        def mlp_in(act, name): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
-        def mlp_out(act, name): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        def result(act, hook): return self.node_out(1 + l * (H + 1), act)
+        def mlp_in(act, hook): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+        def mlp_out(act, hook): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
         hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
         if self.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
         if self.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
@@ -508,7 +508,7 @@ _m = TinyTransformer(len(_voc), 32, 2, 2, d_mlp=64, max_len=16, seed=1).eval(); 
 _d = make_ioi(8, np.random.default_rng(1), _voc)
 with torch.no_grad():
     _lo, _A = _gm(_d.clean, return_acts=True)
-    _, _cache = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_resid_pre"))
+    _, _cache = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_resid_pre"))
     test_close(_lo, _m(_d.clean), eps=1e-4)
     for _l in range(2):
         _n = 1 + _l * 3
@@ -958,12 +958,12 @@ def resample_hooks(model:TinyTransformer, source, off) -> list:
     "Hooks that replace the outputs of the off-circuit nodes (`off`: bool `[n_fwd]`) by their outputs on `source` tokens."
     g, H = CircuitGraph(model.n_layers, model.n_heads), model.n_heads
     with torch.no_grad(), attn_results(model):
-        _, cache = model.run_with_cache(source, names=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
+        _, cache = model.run_with_cache(source, names_filter=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
     hooks = []
     for l in range(model.n_layers):
         heads = off[1 + l * (H + 1):1 + l * (H + 1) + H]
-        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, n, h=heads: torch.where(h[None, None, :, None], cache[n], a)))
-        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, n: cache[n]))
+        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, hook, h=heads: torch.where(h[None, None, :, None], cache[hook.name], a)))
+        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, hook: cache[hook.name]))
     return hooks
 
 def _output_blocks(model:TinyTransformer) -> list:
@@ -1065,9 +1065,9 @@ test_eq(circuit_nodes(_g22).tolist(), [True, True, False, True, True, False, Fal
 test_eq(int(planted_truth(_g22).sum()), int((_g22.valid & circuit_nodes(_g22)[:7, None] & circuit_nodes(_g22)[_g22.slot_node][None]).sum()))
 _off = ~circuit_nodes(_g22)[:7]; _off[0] = False
 with torch.no_grad(), attn_results(_m):
-    _, _c0 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
-    with _m.hooks(resample_hooks(_m, _d.corrupt, _off)): _, _c1 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
-    _, _ck = _m.run_with_cache(_d.corrupt, names=lambda n: n.endswith("hook_result"))
+    _, _c0 = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_result"))
+    with _m.hooks(resample_hooks(_m, _d.corrupt, _off)): _, _c1 = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_result"))
+    _, _ck = _m.run_with_cache(_d.corrupt, names_filter=lambda n: n.endswith("hook_result"))
 test_close(_c1["blocks.0.attn.hook_result"][:, :, 1], _ck["blocks.0.attn.hook_result"][:, :, 1], eps=1e-6)   # off-circuit head: from the source
 test_close(_c1["blocks.0.attn.hook_result"][:, :, 0], _c0["blocks.0.attn.hook_result"][:, :, 0], eps=1e-6)   # circuit head: its own
 test_eq(float(zero_weight_scores(_m).min()), 0.0); test_eq(bool((zero_weight_scores(_m)[_G.valid] > 0.99).all()), True)
