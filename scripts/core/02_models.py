@@ -451,12 +451,14 @@ class LMInterface:
 # |---|---|---|
 # | `hook_embed`, `hook_pos_embed` | [B, T, D] | token and position embeddings (their sum is `blocks.0.hook_resid_pre`) |
 # | `blocks.{i}.hook_resid_pre` | [B, T, D] | residual stream entering block i |
+# | `blocks.{i}.hook_q_input`, `hook_k_input`, `hook_v_input` | [B, T, H, D] | each head's own copy of the residual stream that its query, key or value reads, before `ln1` (`use_split_qkv_input=True` only) |
 # | `blocks.{i}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, d_head] | per-head queries, keys, values |
 # | `blocks.{i}.attn.hook_attn_scores`, `hook_pattern` | [B, H, T_q, T_k] | scaled, masked scores and softmax pattern (`attn_impl="eager"` only) |
 # | `blocks.{i}.attn.hook_z` | [B, T, H, d_head] | **each head's output** before `W_O` (patch a head here) |
 # | `blocks.{i}.attn.hook_result` | [B, T, H, D] | each head's contribution to the residual stream, `z_h @ W_O[h]` (`use_attn_result=True` only) |
 # | `blocks.{i}.hook_attn_out` | [B, T, D] | attention output = Σ_h result_h + `b_O` |
 # | `blocks.{i}.hook_resid_mid` | [B, T, D] | resid_pre + attn_out |
+# | `blocks.{i}.hook_mlp_in` | [B, T, D] | the MLP's input before `ln2` (`use_hook_mlp_in=True` only) |
 # | `blocks.{i}.mlp.hook_pre`, `hook_post` | [B, T, d_mlp] | MLP neurons before / after the activation |
 # | `blocks.{i}.hook_mlp_out` | [B, T, D] | MLP output |
 # | `blocks.{i}.hook_resid_post` | [B, T, D] | resid_mid + mlp_out (= next block's resid_pre) |
@@ -471,7 +473,11 @@ class LMInterface:
 # with matrix products and a softmax and exposes them as hook points. The two agree to float32 rounding
 # (≈ 1e-7 in the logits, below); switch with `model.attn_impl = "eager"` whenever the pattern is needed.
 # With `use_attn_result=True` the attention output is computed as the sum of the per-head contributions,
-# which adds `hook_result` (and changes the logits only by rounding).
+# which adds `hook_result` (and changes the logits only by rounding). As in TransformerLens, `use_split_qkv_input=True`
+# gives every head's query, key and value its own input (`hook_q_input` …, the residual stream copied per head,
+# layer-normalised and projected per head: the same values up to rounding) and `use_hook_mlp_in=True` adds the MLP's
+# input as a hook point: patching one head's query input or the MLP input there changes that reader only, which is
+# what edge-level circuit discovery needs.
 #
 # **Initialisation.** `reset_parameters(seed)` draws GPT-2's initialisation (N(0, 0.02²) weights, the
 # two output projections of each block re-drawn with std 0.02/√(2·n_layers), zero biases, unit LayerNorms)
@@ -492,6 +498,11 @@ def _affine(x, W, b):
     "x @ W + b with W stored [in, out] (GPT-2's Conv1D layout), as one `addmm`."
     return torch.addmm(b, x.reshape(-1, x.shape[-1]), W).view(*x.shape[:-1], W.shape[1])
 
+def slot_weights(attn) -> torch.Tensor:
+    "The q, k and v weights of every head as `[3H, D, d_head]`: slot `s` = (q, k, v)[s // H] of head `s % H`."
+    D, H = attn.W_qkv.shape[0], attn.n_heads
+    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
+
 class Attention(nn.Module):
     "Causal multi-head self-attention, written out so that q, k, v and each head's output are hook points."
     def __init__(self, d_model:int, n_heads:int):
@@ -503,10 +514,14 @@ class Attention(nn.Module):
         self.hook_attn_scores, self.hook_pattern = HookPoint(), HookPoint()             # [B, H, T, T], 'eager' only
         self.hook_z = HookPoint()                                                        # [B, T, H, d_head]
         self.hook_result = HookPoint()                                                   # [B, T, H, d_model], use_attn_result only
-    def forward(self, x, mask, impl:str, use_result:bool):
-        B, T, D = x.shape; H, dh = self.n_heads, self.d_head
-        q, k, v = _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2)
-        q, k, v = (h(t.view(B, T, H, dh)).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
+    def forward(self, x, # [B, T, D], or [B, T, 3H, D]: a separate input for every head's q, k and v (split qkv input)
+                mask, impl:str, use_result:bool):
+        B, T, D = x.shape[0], x.shape[1], x.shape[-1]; H, dh = self.n_heads, self.d_head
+        if x.ndim == 4:
+            qkv = torch.einsum('btsd,sdk->btsk', x, slot_weights(self)) + self.b_qkv.view(3 * H, -1)
+            q, k, v = qkv[:, :, :H], qkv[:, :, H:2 * H], qkv[:, :, 2 * H:]
+        else: q, k, v = (t.view(B, T, H, dh) for t in _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2))
+        q, k, v = (h(t).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
         if impl == "sdpa":
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, scale=dh ** -0.5, is_causal=mask is None)
         else:
@@ -536,10 +551,16 @@ class TransformerBlock(nn.Module):
         self.ln2, self.mlp = nn.LayerNorm(d_model, eps=ln_eps), MLPBlock(d_model, d_mlp, act)
         self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_out, self.hook_resid_post = HookPoint(), HookPoint()
-    def forward(self, resid, mask, impl:str, use_result:bool):
+        self.hook_q_input, self.hook_k_input, self.hook_v_input = HookPoint(), HookPoint(), HookPoint()   # [B, T, H, D], split qkv input only
+        self.hook_mlp_in = HookPoint()                                                   # [B, T, D], use_hook_mlp_in only
+    def forward(self, resid, mask, impl:str, use_result:bool, split_qkv:bool=False, mlp_in:bool=False):
         resid = self.hook_resid_pre(resid)
-        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(self.ln1(resid), mask, impl, use_result)) + resid)
-        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(resid))))
+        if split_qkv:                                     # each head's q, k, v reads its own copy of the residual stream
+            x = resid[:, :, None].expand(-1, -1, self.attn.n_heads, -1)
+            attn_in = self.ln1(torch.cat([self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x)], 2))
+        else: attn_in = self.ln1(resid)
+        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(attn_in, mask, impl, use_result)) + resid)
+        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(self.hook_mlp_in(resid) if mlp_in else resid))))
 
 
 # %%
@@ -553,6 +574,8 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                  act:str="gelu_new", ln_eps:float=1e-5, init_range:float=0.02,
                  attn_impl:str="sdpa", # 'sdpa' (fused softmax(QKᵀ)V kernel) or 'eager' (exposes scores and pattern)
                  use_attn_result:bool=False, # compute each head's d_model-sized contribution (hook_result)
+                 use_split_qkv_input:bool=False, # a separate input per head for its q, k and v (hook_q_input, hook_k_input, hook_v_input)
+                 use_hook_mlp_in:bool=False, # the MLP's input as a hook point (hook_mlp_in)
                  seed:int|None=0): # initialisation seed (None: leave the weights uninitialised)
         super().__init__()
         if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
@@ -564,6 +587,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                         act=act, ln_eps=ln_eps, init_range=init_range)
         self.d_model, self.n_layers, self.n_heads, self.d_head, self.d_mlp, self.max_len = d_model, n_layers, n_heads, d_model // n_heads, d_mlp, max_len
         self.init_range, self.attn_impl, self.use_attn_result = init_range, attn_impl, use_attn_result
+        self.use_split_qkv_input, self.use_hook_mlp_in = use_split_qkv_input, use_hook_mlp_in
         self.embed = nn.Embedding(vocab_size, d_model, _weight=torch.empty(vocab_size, d_model))
         self.pos_embed = nn.Embedding(max_len, d_model, _weight=torch.empty(max_len, d_model))
         self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_mlp, act, ln_eps) for _ in range(n_layers))
@@ -615,7 +639,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         if T > self.max_len: raise ValueError(f"sequence length {T} exceeds max_len={self.max_len}")
         mask = self._mask(attention_mask, T)
         resid = self.hook_embed(self.embed(x)) + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=x.device)).expand(B, T, self.d_model))
-        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result)
+        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result, self.use_split_qkv_input, self.use_hook_mlp_in)
         return self.hook_ln_final(self.ln_final(resid))
 
     def forward(self, x, attention_mask=None):
@@ -629,13 +653,16 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         return h[torch.arange(len(lens), device=self.device), lens - 1]
 
     def hook_names(self) -> list[str]:
-        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result`, in the order they fire."
+        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result` / `use_split_qkv_input` / `use_hook_mlp_in`, in the order they fire."
         attn = ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'] + (['attn.hook_attn_scores', 'attn.hook_pattern'] if self.attn_impl == "eager" else []) \
                + ['attn.hook_z'] + (['attn.hook_result'] if self.use_attn_result else [])
-        per = ['hook_resid_pre', *attn, 'hook_attn_out', 'hook_resid_mid', 'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
+        split = ['hook_q_input', 'hook_k_input', 'hook_v_input'] if self.use_split_qkv_input else []
+        per = ['hook_resid_pre', *split, *attn, 'hook_attn_out', 'hook_resid_mid', *(['hook_mlp_in'] if self.use_hook_mlp_in else []),
+               'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
         return ['hook_embed', 'hook_pos_embed'] + [f"blocks.{i}.{n}" for i in range(self.n_layers) for n in per] + ['hook_ln_final', 'hook_logits']
     def _hook_settings(self) -> str:
-        return f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}; attention scores/pattern need attn_impl='eager', hook_result needs use_attn_result=True"
+        return (f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}, use_split_qkv_input={self.use_split_qkv_input}, use_hook_mlp_in={self.use_hook_mlp_in}; "
+                "attention scores/pattern need attn_impl='eager', hook_result use_attn_result=True, hook_q_input etc. use_split_qkv_input=True, hook_mlp_in use_hook_mlp_in=True")
 
     def _next_logits(self, x, lens): return F.linear(self.last_hidden(x, lens), self.W_U)
     def _all_logits(self, x, mask): return self(x, mask)
@@ -744,7 +771,7 @@ test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_z'), contains="name
 layers_ = []
 tt.run_with_hooks(xt, fwd_hooks=[(lambda n: n.endswith('hook_resid_post'), lambda a, hook: layers_.append((hook.name, hook.layer())))])
 test_eq(layers_, [('blocks.0.hook_resid_post', 0), ('blocks.1.hook_resid_post', 1)])
-test_eq(tt.hook_dict['blocks.1.attn.hook_z'], tt.blocks[1].attn.hook_z); test_eq(len(tt.hook_dict), len(tt.hook_names()) + 2 * 3)  # + scores, pattern, result
+test_eq(tt.hook_dict['blocks.1.attn.hook_z'], tt.blocks[1].attn.hook_z); test_eq(len(tt.hook_dict), len(tt.hook_names()) + 2 * 7)  # + scores, pattern, result, q/k/v inputs, mlp_in
 float((patched - logits).detach().abs().max())
 
 # %% [markdown]
@@ -762,6 +789,30 @@ dh = tr.d_head
 test_close(z[:, :, 2] @ tr.blocks[0].attn.W_O[2 * dh:3 * dh], res[:, :, 2], eps=1e-6)    # head 2 = z_2 @ its rows of W_O
 test_close(cr['blocks.0.hook_attn_out'], cache['blocks.0.hook_attn_out'], eps=1e-6)     # = the fused W_O product
 test_close(lr_.detach(), logits.detach(), eps=1e-5)
+
+# %% [markdown]
+# With `use_split_qkv_input=True` and `use_hook_mlp_in=True` (TransformerLens's options of the same names) every
+# head's query, key and value reads its own copy of the residual stream and the MLP's input is a hook point. The
+# logits equal the plain model's up to rounding; patching head 1's query input in block 1 with another input's
+# residual stream changes only that head's query (keys, values and the other heads' queries are untouched), and
+# the MLP input can be patched without touching the residual stream that flows past the MLP.
+
+# %%
+ts = tiny_gpt(50, 16, 2, 4, max_len=12, seed=0, use_split_qkv_input=True, use_hook_mlp_in=True)
+ls_, cs = ts.run_with_cache(xt)
+test_close(ls_.detach(), logits.detach(), eps=1e-5)
+test_eq(cs['blocks.1.hook_q_input'].shape, (3, 10, 4, 16)); assert torch.equal(cs['blocks.1.hook_k_input'][:, :, 2], cs['blocks.1.hook_resid_pre'])
+test_eq(ts.hook_names()[2:6], ['blocks.0.hook_resid_pre', 'blocks.0.hook_q_input', 'blocks.0.hook_k_input', 'blocks.0.hook_v_input'])
+_, c2s = ts.run_with_cache(x2, names_filter='blocks.1.hook_resid_pre')
+def patch_q1(a, hook): a = a.clone(); a[:, :, 1] = c2s['blocks.1.hook_resid_pre']; return a
+lq = ts.run_with_hooks(xt, fwd_hooks=[('blocks.1.hook_q_input', patch_q1)]); assert not torch.equal(lq, ls_)
+with ts.hooks(fwd_hooks=[('blocks.1.hook_q_input', patch_q1)]): _, cq = ts.run_with_cache(xt, names_filter=lambda n: n.startswith('blocks.1.attn.hook_'))
+assert not torch.equal(cq['blocks.1.attn.hook_q'][:, :, 1], cs['blocks.1.attn.hook_q'][:, :, 1])        # head 1's query moved
+for h_ in (0, 2, 3): assert torch.equal(cq['blocks.1.attn.hook_q'][:, :, h_], cs['blocks.1.attn.hook_q'][:, :, h_])
+assert torch.equal(cq['blocks.1.attn.hook_k'], cs['blocks.1.attn.hook_k']) and torch.equal(cq['blocks.1.attn.hook_v'], cs['blocks.1.attn.hook_v'])
+with ts.hooks(fwd_hooks=[('blocks.0.hook_mlp_in', lambda a, hook: torch.zeros_like(a))]): _, cm = ts.run_with_cache(xt, names_filter=lambda n: n.startswith('blocks.0.'))
+assert torch.equal(cm['blocks.0.hook_resid_mid'], cs['blocks.0.hook_resid_mid']) and not torch.equal(cm['blocks.0.hook_mlp_out'], cs['blocks.0.hook_mlp_out'])
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.hook_q_input'), contains="use_split_qkv_input=True")
 
 # %% [markdown]
 # Causality, in both attention implementations: the logits at position t do not depend on the tokens
