@@ -813,6 +813,8 @@ assert torch.equal(cq['blocks.1.attn.hook_k'], cs['blocks.1.attn.hook_k']) and t
 with ts.hooks(fwd_hooks=[('blocks.0.hook_mlp_in', lambda a, hook: torch.zeros_like(a))]): _, cm = ts.run_with_cache(xt, names_filter=lambda n: n.startswith('blocks.0.'))
 assert torch.equal(cm['blocks.0.hook_resid_mid'], cs['blocks.0.hook_resid_mid']) and not torch.equal(cm['blocks.0.hook_mlp_out'], cs['blocks.0.hook_mlp_out'])
 test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.hook_q_input'), contains="use_split_qkv_input=True")
+Ws_ = slot_weights(ts.blocks[0].attn); test_eq(Ws_.shape, (12, 16, 4))                     # 3H slots: q of heads 0-3, k of heads 0-3, v ...
+assert torch.equal(Ws_[1], ts.blocks[0].attn.W_qkv[:, 4:8]) and torch.equal(Ws_[4 + 2], ts.blocks[0].attn.W_qkv[:, 16 + 8:16 + 12])
 
 # %% [markdown]
 # Causality, in both attention implementations: the logits at position t do not depend on the tokens

@@ -973,7 +973,7 @@ def sae_lens_view(sae:SAE) -> tuple[str, dict, dict]:
 
 def save_pretrained(self:SAE, path) -> Path:
     "Write `sae` to the folder `path` in sae-lens's layout (`cfg.json`, `sae_weights.safetensors`) plus `trustlib_state.safetensors`; returns the folder."
-    from ..config import require
+    from trustlib.config import require
     save_file = require("safetensors.torch", "saving an SAE").save_file
     arch, extra, w = sae_lens_view(self)
     sd = {k: v.detach() for k, v in self.state_dict().items()}
@@ -1022,7 +1022,7 @@ def _foreign_cfg(cfg:dict) -> dict:
 def _from_pretrained(cls, path, # a folder written by `save_pretrained` or by sae-lens
                      device:str="cpu") -> SAE:
     "The SAE saved in `path` (its class, constructor arguments, weights and training state); `cls` must be a base class of it."
-    from ..config import require
+    from trustlib.config import require
     load_file = require("safetensors.torch", "loading an SAE").load_file
     path = Path(path)
     if not (path / SAE_CFG_FILE).is_file(): raise FileNotFoundError(f"no {SAE_CFG_FILE} in {path}")
@@ -1076,8 +1076,11 @@ test_eq(sorted(w_['jumprelu']), ['W_dec', 'W_enc', 'b_dec', 'b_enc', 'threshold'
 test_eq({k: tuple(v.shape) for k, v in w_['batchtopk'].items()}, dict(W_enc=(16, 64), W_dec=(64, 16), b_enc=(64,), b_dec=(16,), threshold=(64,)))
 assert all(v.dtype == torch.float32 for w in w_.values() for v in w.values()) and all(c['dtype'] == 'float32' for c in cfg_.values())
 test_eq(cfg_['topk']['k'], 3); test_eq([cfg_[a]['apply_b_dec_to_input'] for a in ('relu', 'jumprelu', 'gated')], [True, False, True])
-test_eq(float(w_['batchtopk']['threshold'][7]), float(make_sae('batchtopk', 16, 64).from_pretrained(tmp_ / 'batchtopk').threshold))
+test_eq(float(w_['batchtopk']['threshold'][7]), float(BatchTopKSAE.from_pretrained(tmp_ / 'batchtopk').threshold))
 test_eq(cfg_['matryoshka']['metadata']['trustlib']['init']['fractions'], [1/32, 1/16, 1/8, 1/4])
+arch_, extra_, wv_ = sae_lens_view(make_sae('gated', 16, 64, 0.05, seed=0))
+test_eq((arch_, extra_), ('gated', {'apply_b_dec_to_input': True})); test_eq(sorted(wv_), ['W_dec', 'W_enc', 'b_dec', 'b_gate', 'b_mag', 'r_mag'])
+test_eq(sae_lens_view(make_sae('topk', 16, 64, 5))[1], {'apply_b_dec_to_input': True, 'k': 5, 'rescale_acts_by_decoder_norm': False})
 
 # %% [markdown]
 # The saved files compute sae-lens's code: `_sae_lens_encode` below re-implements the `encode` of sae-lens's
@@ -1108,7 +1111,7 @@ bt_ = make_sae('batchtopk', 16, 64, 3, seed=0); bt_.save_pretrained(tmp_ / 'bt0'
 test_eq(json.loads((tmp_ / 'bt0' / SAE_CFG_FILE).read_text())['architecture'], 'batchtopk')
 test_eq(float(SAE.from_pretrained(tmp_ / 'bt0').threshold), -1.0)
 ref_ = make_sae('relu', 16, 64, 0.05, seed=4); (tmp_ / 'lens').mkdir()
-_save({'W_enc': ref_.W_enc.detach(), 'W_dec': ref_.W_dec.detach(), 'b_enc': ref_.b_enc.detach() + 0.1, 'b_dec': ref_.b_dec.detach() + 0.3}, str(tmp_ / 'lens' / SAE_WEIGHTS_FILE))
+_save({'W_enc': ref_.W_enc.detach().contiguous(), 'W_dec': ref_.W_dec.detach(), 'b_enc': ref_.b_enc.detach() + 0.1, 'b_dec': ref_.b_dec.detach() + 0.3}, str(tmp_ / 'lens' / SAE_WEIGHTS_FILE))
 lens_cfg_ = dict(d_in=16, d_sae=64, dtype='float32', device='cpu', apply_b_dec_to_input=False, normalize_activations='none',
                  reshape_activations='none', metadata=dict(sae_lens_version='6.18.0'), architecture='standard')
 (tmp_ / 'lens' / SAE_CFG_FILE).write_text(json.dumps(lens_cfg_))

@@ -534,7 +534,7 @@ def sae_lens_view(sae:SAE) -> tuple[str, dict, dict]:
 
 def save_pretrained(self:SAE, path) -> Path:
     "Write `sae` to the folder `path` in sae-lens's layout (`cfg.json`, `sae_weights.safetensors`) plus `trustlib_state.safetensors`; returns the folder."
-    from ..config import require
+    from trustlib.config import require
     save_file = require("safetensors.torch", "saving an SAE").save_file
     arch, extra, w = sae_lens_view(self)
     sd = {k: v.detach() for k, v in self.state_dict().items()}
@@ -577,7 +577,7 @@ def _foreign_cfg(cfg:dict) -> dict:
 def _from_pretrained(cls, path, # a folder written by `save_pretrained` or by sae-lens
                      device:str="cpu") -> SAE:
     "The SAE saved in `path` (its class, constructor arguments, weights and training state); `cls` must be a base class of it."
-    from ..config import require
+    from trustlib.config import require
     load_file = require("safetensors.torch", "loading an SAE").load_file
     path = Path(path)
     if not (path / SAE_CFG_FILE).is_file(): raise FileNotFoundError(f"no {SAE_CFG_FILE} in {path}")

@@ -505,6 +505,23 @@ def node_acts(gm:GraphModel, tokens):
 
 
 # %% [markdown]
+# `hook_settings` switches the model's hook-point settings for one block of code only. A masked graph pass turns on
+# the split q/k/v inputs and the MLP-input hook points of the model and writes every slot's input there (a hook of
+# our own on `blocks.1.hook_q_input`, registered with that setting on, sees the model's split input, one copy per head);
+# the settings are restored afterwards.
+
+# %%
+_mm = TinyTransformer(len(ioi_vocab()), 16, 2, 2, d_mlp=32, max_len=16, seed=0).eval()
+with hook_settings(_mm, use_attn_result=True, use_hook_mlp_in=True):
+    test_eq((_mm.use_attn_result, _mm.use_hook_mlp_in, _mm.use_split_qkv_input), (True, True, False))
+test_eq((_mm.use_attn_result, _mm.use_hook_mlp_in), (False, False))
+_gmm, _dm = GraphModel(_mm), make_ioi(3, np.random.default_rng(0))
+_seen = []
+with torch.no_grad(), hook_settings(_mm, use_split_qkv_input=True), _mm.hooks(fwd_hooks=[("blocks.1.hook_q_input", lambda a, hook: _seen.append(tuple(a.shape)))]):
+    _gmm(_dm.clean, mask=torch.ones(_gmm.graph.n_fwd, _gmm.graph.n_bwd), corrupt=node_acts(_gmm, _dm.corrupt))
+test_eq(_seen, [(3, 14, 2, 16)]); test_eq(_mm.use_split_qkv_input, False)
+
+# %% [markdown]
 # The decomposition reproduces the model: the graph run gives the model's logits, the sum of the upstream
 # outputs plus biases is the model's own residual stream before every block (read from its hook points),
 # patching every edge gives the corrupted run's logits, patching none gives the clean run's, a stack of two
