@@ -29,13 +29,15 @@ def _old_style_gpt2(V, D, L, H, max_len, seed):
         return GPT2LMHeadModel(cfg).eval()
 
 
-@pytest.mark.parametrize("impl,use_result", [("sdpa", False), ("eager", False), ("sdpa", True), ("eager", True)])
-def test_hook_names_complete_and_cache_shapes(impl, use_result):
-    m = _model(attn_impl=impl, use_attn_result=use_result)
+@pytest.mark.parametrize("impl,use_result,split", [("sdpa", False, False), ("eager", False, False), ("sdpa", True, False), ("eager", True, False),
+                                                   ("sdpa", True, True), ("eager", False, True)])
+def test_hook_names_complete_and_cache_shapes(impl, use_result, split):
+    m = _model(attn_impl=impl, use_attn_result=use_result, use_split_qkv_input=split, use_hook_mlp_in=split)
     logits, cache = m.run_with_cache(_x())
     names = m.hook_names()
     every = {n for n, mod in m.named_modules() if isinstance(mod, HookPoint)}
-    inactive = ({'attn.hook_attn_scores', 'attn.hook_pattern'} if impl == "sdpa" else set()) | (set() if use_result else {'attn.hook_result'})
+    inactive = ({'attn.hook_attn_scores', 'attn.hook_pattern'} if impl == "sdpa" else set()) | (set() if use_result else {'attn.hook_result'}) \
+               | (set() if split else {'hook_q_input', 'hook_k_input', 'hook_v_input', 'hook_mlp_in'})
     assert set(names) == {n for n in every if not any(n.endswith(s) for s in inactive)}
     assert list(cache) == names and len(names) == len(set(names))          # every active hook fires once, in order
     B, dh, dm = 3, D // H, 4 * D
@@ -47,6 +49,10 @@ def test_hook_names_complete_and_cache_shapes(impl, use_result):
         assert cache[p + "mlp.hook_pre"].shape == cache[p + "mlp.hook_post"].shape == (B, T, dm)
         if impl == "eager": assert cache[p + "attn.hook_pattern"].shape == cache[p + "attn.hook_attn_scores"].shape == (B, H, T, T)
         if use_result: assert cache[p + "attn.hook_result"].shape == (B, T, H, D)
+        if split:
+            for n in ("hook_q_input", "hook_k_input", "hook_v_input"): assert torch.equal(cache[p + n], cache[p + "hook_resid_pre"][:, :, None].expand(B, T, H, D))
+            assert torch.equal(cache[p + "hook_mlp_in"], cache[p + "hook_resid_mid"])
+    if split: torch.testing.assert_close(logits, _model(attn_impl=impl)(_x()), atol=1e-5, rtol=1e-5)   # same model up to rounding
     assert cache['hook_embed'].shape == cache['hook_pos_embed'].shape == cache['hook_ln_final'].shape == (B, T, D)
     assert cache['hook_logits'].shape == logits.shape == (B, T, V)
     assert torch.equal(cache['blocks.0.hook_resid_pre'], cache['hook_embed'] + cache['hook_pos_embed'])
