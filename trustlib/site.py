@@ -546,6 +546,13 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
     if (proc/'index.ipynb').is_file():
         nb = json.loads((proc/'index.ipynb').read_text(encoding='utf-8'))
         if polish_home(nb, home_results(vt, '.')): _write_nb(proc/'index.ipynb', nb); counts['home'] = 1
+    bench_page = proc/'core'/'13_bench.ipynb'   # the latest `make bench` results (runs/bench/) on the bench page
+    if bench_page.is_file():
+        from trustlib.bench import BENCH_MARKER, bench_markdown
+        nb = json.loads(bench_page.read_text(encoding='utf-8'))
+        hit = [c for c in nb.get('cells', []) if c.get('cell_type') == 'markdown' and BENCH_MARKER in _src(c)]
+        for c in hit: c['source'] = _src(c).replace(BENCH_MARKER, bench_markdown(runs_dir/'bench'))
+        if hit: _write_nb(bench_page, nb); counts['bench'] = 1
     # paper pages: API entries out, summary, parameters, audit trail, downloads
     api, pages = {}, {}
     for p in PAPERS:
