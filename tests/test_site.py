@@ -44,6 +44,9 @@ def _check_proc(root: Path):
     assert "## All claims" in dash and '<select data-key="verdict">' in dash and "\\|" not in dash.split("## All claims")[1]
     home = "\n".join("".join(c["source"]) for c in json.loads((proc / "index.ipynb").read_text())["cells"])
     assert 'class="tl-lead"' in home and "<!-- trustlib:results -->" not in home
+    from trustlib.bench import BENCH_MARKER
+    bench = (proc / "core" / "13_bench.ipynb").read_text()
+    assert BENCH_MARKER not in bench and ("make bench" in bench or "### " in bench)   # the latest runs/bench results, or how to get them
 
 
 @pytest.fixture(scope="module")
