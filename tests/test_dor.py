@@ -37,21 +37,16 @@ def test_condition_holds_on_the_published_run():
     for r in needing: assert "condition not met" not in r["reason"], (r["claim"], r["reason"])
 
 @pytest.mark.slow
-def test_stand_in_creates_the_papers_condition_on_part_of_the_cpu_configuration():
-    """Recomputed on a cheap part of the published configuration (the condition on its 10 graded seeds is read from the
-    published run above): the cpu profile's data, prompts, candidate steps and learning rate, with 2 pilot and 2 graded
-    seeds. On each graded seed CoOp raises new-class ECE over zero-shot and gains base accuracy — the two quantities of
-    the headline's condition — and the condition's own tests, given the differences the other way round, do not grade
-    them reproduced (the check can fail). The 10 seeds cost about a CPU minute; this part about a sixth of it."""
-    cfg = dor.Config.from_params("cpu").replace(n_seeds=2, n_pilot=2)
+def test_stand_in_creates_the_papers_condition_on_the_cpu_configuration():
+    """On the published configuration (the cpu profile: its pilot, its graded seeds, its number of steps), CoOp raises
+    new-class ECE over zero-shot and gains base accuracy, both with 95 % intervals above 0 — the headline's condition,
+    checked by the same tests the claims require."""
+    cfg = dor.Config.from_params("cpu")
     steps, m = dor.condition_metrics(cfg)
     assert steps in cfg.step_candidates
     for t in dor.CONDITION:
-        a, b = t.of.a, t.of.b
-        d = [x - y for x, y in zip(m[a], m[b])]
-        assert len(d) == 2 and all(x > 0 for x in d), (a, b, d)
-        swapped = {**m, a: m[b], b: m[a]}
-        assert t.evaluate(swapped).verdict != "reproduced", t.evaluate(swapped).note
+        o = t.evaluate(m)
+        assert o.verdict == "reproduced", o.note
 
 def test_tuning_is_deterministic(tower):
     names = ["Florida", "Texas", "Ohio", "Georgia"]
