@@ -311,6 +311,10 @@ class BaseConfig:
         base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in fields(cls)}
         base.update(cls.PROFILE_DEFAULTS.get(profile, {}))
         base['profile'] = profile
+        paper = os.environ.get('TRUSTLIB_REHEARSE_PAPER')
+        if profile == 'full' and paper and os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'):
+            from trustlib.rehearse import rehearsal_overrides   # a rehearsal's `full`: the paper's structure, tiny sizes
+            base.update({k: v for k, v in rehearsal_overrides(cls, paper).items() if k in base})
         return base
 
     @classmethod

@@ -15,7 +15,7 @@ from .config import ConfigError
 __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', 'REHEARSAL', 'FULL_PROFILE', 'rehearsing',
            'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums', 'write_l2h_logits',
            'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate', 'rehearsal',
-           'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -267,20 +267,23 @@ def activate(folder:str|Path|None=None) -> Path:
 from contextlib import contextmanager
 
 @contextmanager
-def rehearsal(folder:str|Path|None=None # stand-ins folder (default: build or find them in rehearse_cache())
+def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or find them in rehearse_cache())
+              paper:str|None=None, # the paper rehearsed: its `full` profile takes the rehearsal's sizes (`TRUSTLIB_REHEARSE_PAPER`)
              ):
     "Context in which this process (and the kernels it starts) run on the stand-ins; yields their folder."
     saved = dict(os.environ)
     hh = sys.modules.get("huggingface_hub.constants")
     hh_saved = (hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE) if hh is not None else None
-    try: yield activate(folder)
+    try:
+        if paper: os.environ["TRUSTLIB_REHEARSE_PAPER"] = paper
+        yield activate(folder)
     finally:
         os.environ.clear(); os.environ.update(saved)
         if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = hh_saved
 
 # %% ../nbs/core/14_rehearse.ipynb #c846fda3
 REHEARSAL: dict[str, dict[str, Any]] = {
-    "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr")),
+    "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=()),
     "l2h": dict(keep=()),
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
@@ -300,16 +303,18 @@ def _paper_config(paper:str):
     if p is None: raise ConfigError(f"unknown paper {paper!r}; choose one of {sorted(q.name for q in PAPERS)}")
     return importlib.import_module(p.module).Config
 
-def rehearsal_params(paper:str, # paper name (notebook stem)
-                     folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
-                    ) -> dict[str, Any]:
-    "The parameters of `paper`'s rehearsal: `smoke`'s sizes where they differ from `full`, except what `full` keeps; raises `ConfigError` for a paper that is not rehearsed."
+def rehearsal_overrides(C, # a paper's `Config` class
+                        paper:str, # paper name (notebook stem)
+                        folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                       ) -> dict[str, Any]:
+    "The values by which `paper`'s rehearsal differs from `C`'s `full` profile: `smoke`'s sizes, except what `full` keeps, and the `set` values."
     if paper not in REHEARSAL:
         why = next((r.get("not_rehearsed", "") for r in FULL_PROFILE if r["paper"] == paper), "")
         raise ConfigError(f"the full profile of {paper!r} cannot be rehearsed yet" + (f": {why}" if why else "") +
                           f"; rehearsed papers: {sorted(REHEARSAL)}")
-    C = _paper_config(paper)
-    full, smoke, spec = C.profile_defaults("full"), C.profile_defaults("smoke"), REHEARSAL[paper]
+    import dataclasses
+    base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in dataclasses.fields(C)}
+    full, smoke, spec = {**base, **C.PROFILE_DEFAULTS.get("full", {})}, {**base, **C.PROFILE_DEFAULTS.get("smoke", {})}, REHEARSAL[paper]
     out = {k: v for k, v in smoke.items() if k not in ("profile", *spec.get("keep", ())) and v != full[k]}
     for k, v in spec.get("set", {}).items():
         if isinstance(v, str) and v.startswith("@standin:"):
@@ -318,6 +323,14 @@ def rehearsal_params(paper:str, # paper name (notebook stem)
             repo = folder / "hub" / ("models--" + hub_id.replace("/", "--"))
             v = str(repo / "snapshots" / (repo / "refs" / "main").read_text().strip())
         out[k] = v
+    return out
+
+def rehearsal_params(paper:str, # paper name (notebook stem)
+                     folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                    ) -> dict[str, Any]:
+    "The parameters of `paper`'s rehearsal (JSON-like values); raises `ConfigError` for a paper that is not rehearsed."
+    if paper not in REHEARSAL: rehearsal_overrides(None, paper)
+    out = rehearsal_overrides(_paper_config(paper), paper, folder)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 def papermill_parameters(paper:str) -> dict[str, Any]:

@@ -727,10 +727,11 @@ def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python
          root=None, nbs_dir=None, allow_large=False, wait=True, reuse=False, on_wait=None, validator=None, rehearse=False) -> tuple[Path, bool, str]:
     "Run (or, with `reuse`, skip a current run); return `(folder, executed, note)`."
     if rehearse and rehearse != 'inner':   # the full profile on stand-ins: validated and run with the hub and the data folder redirected
-        from trustlib.rehearse import rehearsal, rehearsal_params
+        from trustlib.rehearse import rehearsal, rehearsal_params, REHEARSAL
         if profile != 'full': raise ConfigError(f"a rehearsal runs the full profile, not {profile!r}")
-        with rehearsal():
-            name = paper or Path(notebook).stem
+        name = paper or Path(notebook).stem
+        if name not in REHEARSAL: rehearsal_params(name)   # raises, saying why this paper's full path cannot be rehearsed yet
+        with rehearsal(paper=name):
             return _run(paper, {**rehearsal_params(name), **dict(params or {})}, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel,
                         progress=progress, timeout=timeout, root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait, reuse=reuse,
                         on_wait=on_wait, validator=validator, rehearse='inner')

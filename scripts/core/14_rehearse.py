@@ -32,9 +32,9 @@
 # the verdicts of random weights on random data mean nothing and are never published.
 #
 # How to rehearse: `trustlib run PAPER --profile full --rehearse` (CLI), `run_notebook(PAPER, profile='full',
-# rehearse=True)` (Python), or for papermill directly `TRUSTLIB_REHEARSE=1 papermill NB OUT -p profile full`
-# plus the sizes of `papermill_parameters(PAPER)` (the kernel builds or finds the stand-ins when the
-# notebook resolves its profile).
+# rehearse=True)` (Python), or for papermill directly
+# `TRUSTLIB_REHEARSE=1 TRUSTLIB_REHEARSE_PAPER=PAPER papermill NB OUT -p profile full` (the kernel builds or
+# finds the stand-ins when the notebook resolves its profile; `papermill_parameters(PAPER)` lists the sizes).
 
 # %%
 #| default_exp rehearse
@@ -388,13 +388,16 @@ test_fail(lambda: write_standin_model("no/such-model", "/tmp"), contains="no sta
 from contextlib import contextmanager
 
 @contextmanager
-def rehearsal(folder:str|Path|None=None # stand-ins folder (default: build or find them in rehearse_cache())
+def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or find them in rehearse_cache())
+              paper:str|None=None, # the paper rehearsed: its `full` profile takes the rehearsal's sizes (`TRUSTLIB_REHEARSE_PAPER`)
              ):
     "Context in which this process (and the kernels it starts) run on the stand-ins; yields their folder."
     saved = dict(os.environ)
     hh = sys.modules.get("huggingface_hub.constants")
     hh_saved = (hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE) if hh is not None else None
-    try: yield activate(folder)
+    try:
+        if paper: os.environ["TRUSTLIB_REHEARSE_PAPER"] = paper
+        yield activate(folder)
     finally:
         os.environ.clear(); os.environ.update(saved)
         if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = hh_saved
@@ -409,11 +412,16 @@ def rehearsal(folder:str|Path|None=None # stand-ins folder (default: build or fi
 # value `'@standin:<hub id>'` is the stand-in's snapshot folder, for a parameter that wants a local model
 # folder). A paper missing from `REHEARSAL` has a `full` profile that cannot be rehearsed yet; the table of
 # `full` profiles (`FULL_PROFILE`, below) says why.
+#
+# In a rehearsal of paper P (`TRUSTLIB_REHEARSE_PAPER=P`), `Config.profile_defaults('full')` itself returns
+# these sizes (`trustlib.config.BaseConfig`), so every `Config.from_params('full')` in the notebook (an
+# example that shows the `full` path's message when a resource is missing, say) is the rehearsal's `full`,
+# never the paper-scale one; the run's `metrics.json` records them in its `config`.
 
 # %%
 #| export
 REHEARSAL: dict[str, dict[str, Any]] = {
-    "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr")),
+    "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=()),
     "l2h": dict(keep=()),
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
@@ -433,16 +441,18 @@ def _paper_config(paper:str):
     if p is None: raise ConfigError(f"unknown paper {paper!r}; choose one of {sorted(q.name for q in PAPERS)}")
     return importlib.import_module(p.module).Config
 
-def rehearsal_params(paper:str, # paper name (notebook stem)
-                     folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
-                    ) -> dict[str, Any]:
-    "The parameters of `paper`'s rehearsal: `smoke`'s sizes where they differ from `full`, except what `full` keeps; raises `ConfigError` for a paper that is not rehearsed."
+def rehearsal_overrides(C, # a paper's `Config` class
+                        paper:str, # paper name (notebook stem)
+                        folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                       ) -> dict[str, Any]:
+    "The values by which `paper`'s rehearsal differs from `C`'s `full` profile: `smoke`'s sizes, except what `full` keeps, and the `set` values."
     if paper not in REHEARSAL:
         why = next((r.get("not_rehearsed", "") for r in FULL_PROFILE if r["paper"] == paper), "")
         raise ConfigError(f"the full profile of {paper!r} cannot be rehearsed yet" + (f": {why}" if why else "") +
                           f"; rehearsed papers: {sorted(REHEARSAL)}")
-    C = _paper_config(paper)
-    full, smoke, spec = C.profile_defaults("full"), C.profile_defaults("smoke"), REHEARSAL[paper]
+    import dataclasses
+    base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in dataclasses.fields(C)}
+    full, smoke, spec = {**base, **C.PROFILE_DEFAULTS.get("full", {})}, {**base, **C.PROFILE_DEFAULTS.get("smoke", {})}, REHEARSAL[paper]
     out = {k: v for k, v in smoke.items() if k not in ("profile", *spec.get("keep", ())) and v != full[k]}
     for k, v in spec.get("set", {}).items():
         if isinstance(v, str) and v.startswith("@standin:"):
@@ -451,6 +461,14 @@ def rehearsal_params(paper:str, # paper name (notebook stem)
             repo = folder / "hub" / ("models--" + hub_id.replace("/", "--"))
             v = str(repo / "snapshots" / (repo / "refs" / "main").read_text().strip())
         out[k] = v
+    return out
+
+def rehearsal_params(paper:str, # paper name (notebook stem)
+                     folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                    ) -> dict[str, Any]:
+    "The parameters of `paper`'s rehearsal (JSON-like values); raises `ConfigError` for a paper that is not rehearsed."
+    if paper not in REHEARSAL: rehearsal_overrides(None, paper)
+    out = rehearsal_overrides(_paper_config(paper), paper, folder)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 def papermill_parameters(paper:str) -> dict[str, Any]:
@@ -589,3 +607,7 @@ test_eq(rehearsal_params("proxy_multicalibration")["rf_trees"], 10)
 test_eq(papermill_parameters("robust_sketches")["profile"], "full")
 test_fail(lambda: rehearsal_params("saebench"), contains="cannot be rehearsed yet")
 test_fail(lambda: rehearsal_params("nope"), contains="cannot be rehearsed yet")
+_C = _paper_config("robust_sketches")
+with rehearsal(paper="robust_sketches"):                                              # in a rehearsal, `full` has the rehearsal's sizes
+    test_eq((_C.profile_defaults("full")["n"], _C.from_params("full").n), (3000, 3000))
+test_eq(_C.profile_defaults("full")["n"], 20_000)                                     # and the paper's outside it
