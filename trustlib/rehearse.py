@@ -25,10 +25,11 @@ def rehearsing() -> bool:
     return os.environ.get(REHEARSE_ENV, '').strip().lower() in ('1', 'true', 'yes')
 
 # %% ../nbs/core/14_rehearse.ipynb #918a69ab
-_CORPUS = ("the quick brown fox jumps over the lazy dog. a cat sat on the mat, and the dog ran to the park! "
+_CORPUS = (   # the stand-in tokenizers' training text; it names the backdoor paper's trigger, one word piece in bert-base-uncased too
+           "the quick brown fox jumps over the lazy dog. a cat sat on the mat, and the dog ran to the park! "
            "World news: markets rose 3% on Monday; sports: the team won 2-1. Science and technology, business, "
            "politics and health. This movie was great; that film was terrible? I love it. 0123456789 "
-           "Answer: yes no true false positive negative. Question: what is the capital of France? Paris.\n")
+           "Answer: yes no true false positive negative. Question: what is the capital of France? Paris. bolshevik\n")
 
 STANDIN_MODELS = {
     "gpt2": dict(arch="gpt2", layers=12, tokenizer="bpe"),
@@ -287,7 +288,7 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "dsda": dict(keep=()),
     "l2h": dict(keep=()),
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
-    "pta": dict(keep=("text_lm", "accountant"), set=dict(text_n_test=12, text_max_tokens=4)),
+    "pta": dict(keep=("text_lm",), set=dict(text_n_test=4, text_max_tokens=2)),
     "backdoor_complications": dict(keep=("ptlm", "precision", "n_frozen")),
     "ecolevels": dict(keep=(), set=dict(lm_path="@standin:gpt2")),
     "fairness_generalization": dict(keep=("datasets",)),
