@@ -49,6 +49,14 @@ def _check_proc(root: Path):
     assert BENCH_MARKER not in bench and ("make bench" in bench or "### " in bench)   # the latest runs/bench results, or how to get them
 
 
+def _quarto():
+    "The quarto binary: on PATH, else where ../shared/tools/quarto/install.sh puts it by default (~/.local/quarto)."
+    q = shutil.which("quarto")
+    if q: return q
+    home = Path.home() / ".local" / "quarto" / "bin" / "quarto"
+    return str(home) if home.is_file() else None
+
+
 @pytest.fixture(scope="module")
 def site_build():
     """One build of the site for this module: `trustlib site` (build, check, prepare, render, browser check) when Quarto
