@@ -15,11 +15,11 @@ __all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET
            'sae_codes', 'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy', 'ablate',
            'shift_score', 'tpp_score', 'SCRSets', 'SCRProbes', 'scr_from_codes', 'tpp_from_codes', 'Hierarchy',
            'make_hierarchy', 'sample_hierarchy', 'gt_absorption', 'attribute_sets', 'ravel_mask', 'ravel_scores',
-           'ravel_pairs', 'gt_ravel', 'name_key', 'fit_sae', 'init_thresholds', 'calibrate_threshold', 'encode_sparse',
-           'pooled_codes', 'EvalSets', 'eval_dataset_texts', 'generic_pool', 'vocabulary_words', 'eval_sets',
-           'letter_probe', 'main_latents', 'letter_absorption', 'fixed_probes', 'tpp_delta', 'evaluate_minilm',
-           'synthetic_seed', 'run_minilm', 'proxy_correlations', 'reliability', 'minilm_metrics', 'synthetic_metrics',
-           'run']
+           'ravel_pairs', 'gt_ravel', 'name_key', 'fit_sae', 'init_thresholds', 'calibrate_threshold',
+           'shift_thresholds', 'encode_sparse', 'pooled_codes', 'EvalSets', 'eval_dataset_texts', 'generic_pool',
+           'vocabulary_words', 'eval_sets', 'letter_probe', 'main_latents', 'letter_absorption', 'fixed_probes',
+           'tpp_delta', 'evaluate_minilm', 'synthetic_seed', 'run_minilm', 'proxy_correlations', 'reliability',
+           'minilm_metrics', 'synthetic_metrics', 'run']
 
 # %% ../../nbs/papers/interp/saebench.ipynb #0f15aa49
 ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshka")
@@ -415,6 +415,7 @@ def fit_sae(arch:str, X, *, d_sae:int, l0:int, steps:int, batch_size:int, lr:flo
               control_until=1.0, l0_rate=l0_rate, l0_max_step=l0_max_step, autocast=None if autocast == "float32" else autocast,
               seed=seed, progress=progress, desc=f"{arch} L0={l0}")
     if arch in ("batchtopk", "matryoshka"): calibrate_threshold(sae, X, l0, seed)
+    if arch == "jumprelu": shift_thresholds(sae, X, l0, seed)
     return sae
 
 def init_thresholds(sae, X, l0:int, seed:int, n:int=4096):
@@ -432,6 +433,20 @@ def calibrate_threshold(sae, X, l0:int, seed:int, n:int=8192):
     with torch.no_grad():
         z = torch.relu(sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32))).flatten()
         sae.threshold.fill_(float(z.topk(l0 * len(rows)).values[-1]))
+
+def shift_thresholds(sae, X, l0:int, seed:int, n:int=8192, iters:int=40):
+    "JumpReLU after training: add one common shift δ to every threshold, found by bisection, so that the mean L0 on `n` training rows is `l0`."
+    import torch
+    rows = np.random.default_rng(derive_seed(seed, "shift")).choice(len(X), min(n, len(X)), replace=False)
+    with torch.no_grad():
+        z = sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32)); th = sae.theta.detach().clone()
+        span = float(z.abs().max()) + float(th.abs().max()) + 1.0
+        lo, hi = -span, span                                   # L0(δ) falls as δ grows
+        for _ in range(iters):
+            mid = (lo + hi) / 2
+            if float((z > (th + mid).clamp_min(1e-6)).float().sum(1).mean()) > l0: lo = mid
+            else: hi = mid
+        sae.theta.copy_((th + hi).clamp_min(1e-6))
 
 def encode_sparse(sae, X, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
     "Codes f(X) as a float32 array, in batches, without gradients (under bfloat16 autocast if asked)."
