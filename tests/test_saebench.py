@@ -192,8 +192,9 @@ def test_hierarchy_creates_absorption_at_the_cpu_configuration():
     assert all(r["absorption_excess"] > 0.02 for r in rows), rows
 
 
-@pytest.mark.xfail(strict=True, reason="the published cpu run (2026-12-02) misses matched L0 (largest |L0/target − 1| = 11.5) and seed-to-seed rank "
-                   "agreement (0.315 < 0.5): every SAE claim is inconclusive, condition not met, on the page")
+@pytest.mark.xfail(strict=True, reason="the published cpu run is at matched L0 (largest |L0/target − 1| = 0.046) but misses the first-letter probe "
+                   "(4 letters < 10), seed-to-seed rank agreement (0.09 < 0.5) and TPP's class probes (0.585 < 0.7): those claims are inconclusive, "
+                   "condition not met, on the page")
 def test_conditions_hold_on_the_published_run():
     """The page is a cpu run, and every graded claim with a condition was graded with it met: the SAEs at matched L0,
     the first-letter probe, the SCR cue that misleads the biased probe, TPP's class probes, properly trained ReLU SAEs,
@@ -218,7 +219,7 @@ def _published_conditions() -> dict:
     from pathlib import Path
     nb = json.loads((Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "saebench.ipynb").read_text())
     for c in nb["cells"]:
-        if c["cell_type"] == "code" and '"minilm/l0_mismatch"' in "".join(c["source"]):
+        if c["cell_type"] == "code" and "".join(c["source"]).startswith("pd.Series(") and '"minilm/l0_mismatch"' in "".join(c["source"]):
             text = "".join("".join(o.get("data", {}).get("text/plain", o.get("text", ""))) for o in c.get("outputs", []))
             return {k: float(v) for k, v in (line.split()[:2] for line in text.splitlines() if line.startswith("minilm/"))}
     return {}
