@@ -119,12 +119,12 @@ def test_sparse_training_path_matches_the_dense_code(arch):
 def test_jumprelu_has_no_relu_after_the_jump():
     # pre-activations just below the threshold move it (the straight-through estimator), as in dictionary_learning
     sae = make_sae("jumprelu", 4, 8, 2, seed=0, bandwidth=0.01)
-    with torch.no_grad(): sae.theta.fill_(0.5)
+    with torch.no_grad(): sae.threshold.fill_(0.5)
     z = sae.pre(torch.zeros(1, 4)).detach()
     x = torch.zeros(1, 4)
     with torch.no_grad(): sae.b_enc.copy_(torch.full((8,), 0.497))             # every latent 0.003 below its threshold
     sae.encode(x).sum().backward()
-    assert torch.allclose(sae.theta.grad, torch.full((8,), -0.5 / 0.01))
+    assert torch.allclose(sae.threshold.grad, torch.full((8,), -0.5 / 0.01))
 
 
 # --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
