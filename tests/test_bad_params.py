@@ -13,14 +13,6 @@ from trustlib.config import PAPERS, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPLEMENTED = [p for p in PAPERS if (ROOT/'nbs'/p.notebook).exists()]
-# str parameters that name something the Config does not yet resolve before work (to do in the paper's validate or
-# its param declaration): a generated case here is an expected failure until the paper resolves it
-KNOWN_GAPS = {('l2h', 'logits_path'): "a .npz path, checked only when the full profile loads it",
-              ('backdoor_complications', 'trigger'): "a word-piece of the tokenizer, checked when the model is loaded",
-              ('pta', 'text_lm'): "a local model path or cached id, resolved when the text part runs",
-              ('pta', 'text_dataset'): "a sae-probes dataset name, resolved (with a message naming the dataset, not the parameter) only when text_lm is set",
-              ('saebench', 'scr_marker'): "free text appended to the SCR sentences: any string is a valid marker"}
-
 def outcome(paper, name, value) -> tuple[str, str]:
     "('early', message) if refused before work naming the parameter; ('unnamed', message) if refused without naming it; ('silent', '') if accepted."
     from trustlib.runs import validate_params
@@ -53,15 +45,9 @@ def test_bad_inputs_refused_before_work(paper):
     Config = importlib.import_module(paper.module).Config
     failing = []
     for name, kind, value in bad_cases(Config):
-        if (paper.name, name) in KNOWN_GAPS: continue
         res, msg = outcome(paper.name, name, value)
         if res != 'early': failing.append(f"{name} ({kind}) = {value!r:.40}: {res} {msg[:150]}")
     assert not failing, f"{paper.name}: {len(failing)} bad inputs not refused before work:\n" + '\n'.join(failing)
-
-@pytest.mark.parametrize('paper,name', sorted(KNOWN_GAPS), ids=lambda x: str(x))
-def test_known_gaps(paper, name):
-    "A gap the paper has not closed yet is an expected failure; once it is refused, remove it from KNOWN_GAPS."
-    if outcome(paper, name, NO_SUCH)[0] != 'early': pytest.xfail(f"{paper}.{name}: {KNOWN_GAPS[(paper, name)]}")
 
 def test_cli_refuses_before_any_run_folder(tmp_path, capsys):
     "Through the CLI: exit 2, a message naming the parameter, and no run folder, for one generated case per paper."
