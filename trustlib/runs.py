@@ -304,8 +304,13 @@ class ParamValidator:
             if params: raise ConfigError(f"notebook {self.nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)[:20]})")
             return {}
         unknown = sorted(set(params) - set(self.info))
-        if unknown: raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
-                                      f"allowed: {sorted(n for n in self.info if n != 'profile')}")
+        if unknown:
+            import difflib
+            names = sorted(n for n in self.info if n != 'profile')
+            close = {u: difflib.get_close_matches(u, names, n=3) for u in unknown[:20]}
+            hint = ', '.join(f"{c} for {short(u, 60)}" for u, c in close.items() if c)
+            raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
+                              f"allowed: {names}" + (f"; did you mean {hint}?" if hint else ''))
         fields = set(self.Config.param_names()) if self.Config is not None else set()
         vals = {k: check_value(k, v, allow_nonfinite=k in fields) for k, v in params.items()}
         canon = {}

@@ -461,8 +461,13 @@ class ParamValidator:
             if params: raise ConfigError(f"notebook {self.nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)[:20]})")
             return {}
         unknown = sorted(set(params) - set(self.info))
-        if unknown: raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
-                                      f"allowed: {sorted(n for n in self.info if n != 'profile')}")
+        if unknown:
+            import difflib
+            names = sorted(n for n in self.info if n != 'profile')
+            close = {u: difflib.get_close_matches(u, names, n=3) for u in unknown[:20]}
+            hint = ', '.join(f"{c} for {short(u, 60)}" for u, c in close.items() if c)
+            raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
+                              f"allowed: {names}" + (f"; did you mean {hint}?" if hint else ''))
         fields = set(self.Config.param_names()) if self.Config is not None else set()
         vals = {k: check_value(k, v, allow_nonfinite=k in fields) for k, v in params.items()}
         canon = {}
@@ -526,7 +531,7 @@ def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPE
 # %%
 test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1.0))
 test_eq(validate_params(notebook=TOY, params=dict(seed=0.0, fail=False)), {})      # defaults are left out
-test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']")
+test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']; did you mean ['seed'] for 'seeed'?")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seed='three')), contains="parameter 'seed': expected int")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(fail='yes')), contains="parameter 'fail': expected bool")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(sleep=float('inf'))), contains="parameter 'sleep': inf is not a finite number")

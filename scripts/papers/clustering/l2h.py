@@ -157,13 +157,15 @@ class Config(BaseConfig):
 
 
 # %%
+import tempfile as _tempfile
+
+# %%
 cfg = Config.from_namespace(globals())
 test_fail(lambda: Config.from_params("smoke", flat_models=("gmm", "dbscan")), contains="'flat_models'")
 test_fail(lambda: Config.from_params("smoke", watermark_pair=(3, 3)), contains="must differ")
 test_fail(lambda: Config.from_params("smoke", n_sub=1), contains="'n_sub': 1 is out of range")
 test_fail(lambda: Config.from_params("smoke", k_neighbours=3), contains="unknown parameter")
 test_fail(lambda: Config.from_params("smoke", logits_path="/no/such/logits.npz"), contains="parameter 'logits_path'")
-import tempfile as _tempfile
 _lp = Path(_tempfile.mkdtemp())
 np.savez(_lp/"ok.npz", logits=np.zeros((4, 2)), labels=np.zeros(4)); np.savez(_lp/"nolabels.npz", logits=np.zeros((4, 2))); (_lp/"bad.npz").write_text("x")
 test_eq(Config.from_params("smoke", logits_path=str(_lp/"ok.npz")).logits_path, str(_lp/"ok.npz"))
