@@ -479,3 +479,36 @@ def test_result_timings_are_carried_into_metrics(tmp_path):
         '''))
     d = R.run_notebook(notebook=nb, profile='smoke', runs_dir=tmp_path/'runs', progress=False)
     assert R.load_run(d)['timings'] == {'train_s': 1.5}
+
+
+@kernel
+def test_ctrl_c_of_a_two_worker_sweep_is_one_line_per_worker(tmp_path):
+    "ctrl-C (SIGINT to the whole process group) of `trustlib sweep --workers 2`: exit 130, at most one line per worker and no traceback, the complete run kept, the two stopped runs recorded as failed."
+    nb = toy_variant(tmp_path/'nb'/'toy.ipynb', 'import os, time, pathlib\nif seed != 5: pathlib.Path(os.environ["TOY_MARK"] + str(seed)).touch()\n'
+                     'time.sleep(0 if seed == 5 else float(os.environ["TOY_SLEEP"]))\n' + RECORD)
+    runs, mark = tmp_path/'runs', tmp_path/'mark'
+    done = R.run_notebook(notebook=nb, params=dict(seed=5), profile='smoke', runs_dir=runs, progress=False)
+    before = (done/'metrics.json').read_bytes()
+    spec = tmp_path/'s.yaml'; spec.write_text(f"notebook: {nb}\nprofile: smoke\ngrid:\n  seed: [5, 1, 2]\n")
+    proc = subprocess.Popen([*CLI, 'sweep', str(spec), '--workers', '2', '--runs-dir', str(runs)], env=env(TOY_SLEEP=300, TOY_MARK=mark),
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 600   # a hang guard, not a speed check
+        while not (Path(f"{mark}1").exists() and Path(f"{mark}2").exists()):   # both kernels are in the slow cell
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() < deadline; time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)   # what the terminal does on ctrl-C
+        out, err = proc.communicate(timeout=600)
+    finally:
+        try: os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError: pass
+    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    assert 'Traceback' not in err and 'Process trustlib-sweep-worker' not in err, err[-3000:]
+    assert len(re.findall(r'^sweep worker \d+: run toy/\S+ stopped by ctrl-C$', err, re.M)) <= 2, err
+    assert err.rstrip().endswith('interrupted'), err[-500:]
+    assert (done/'metrics.json').read_bytes() == before and R.is_complete(done)          # the complete run is kept
+    stopped = [p for p in published(runs/'toy') if p != done.name]
+    assert len(stopped) == 2 and all(R.load_run(runs/'toy'/p)['status'] == 'failed' for p in stopped), stopped
+    assert not list((runs/'toy').glob('.lock-*'))

@@ -15,15 +15,15 @@ from .results import write_json
 
 # %% auto #0
 __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'MAX_SPEC_BYTES',
-           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'RAY_CONNECT_TIMEOUT_S',
-           'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks', 'nbs_path',
-           'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short', 'check_value',
-           'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params', 'decode_params',
-           'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock',
-           'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain', 'drop_empty_tags',
-           'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs',
-           'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress',
-           'sweep']
+           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'SWEEP_STOP_S',
+           'RAY_CONNECT_TIMEOUT_S', 'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks',
+           'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short',
+           'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
+           'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
+           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
+           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run',
+           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
+           'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -1129,12 +1129,27 @@ class _InlineBackend:
     def close(self): self.q.clear()
 
 def _pool_worker(conn):
-    "A local worker process: run the jobs it is sent, one at a time, until the pipe closes."
-    while True:
-        try: job = conn.recv()
-        except (EOFError, OSError): return
-        if job is None: return
-        conn.send(_sweep_job(job))
+    """A local worker process: run the jobs it is sent, one at a time, until the pipe closes. ctrl-C (SIGINT, which the
+    terminal sends to the whole process group) or SIGTERM stops the run it holds, which is recorded as failed while
+    further signals are ignored; the worker then says so in one line and exits (130 or 143), with no traceback."""
+    def _stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second signal must not cut the recording short
+        if signum == signal.SIGINT: raise KeyboardInterrupt
+        raise Terminated("the run received SIGTERM")
+    signal.signal(signal.SIGINT, _stop); signal.signal(signal.SIGTERM, _stop)
+    job = None
+    try:
+        while True:
+            try: job = conn.recv()
+            except (EOFError, OSError): return
+            if job is None: return
+            conn.send(_sweep_job(job)); job = None
+    except KeyboardInterrupt as e:   # Terminated included
+        how = 'SIGTERM' if isinstance(e, Terminated) else 'ctrl-C'
+        if job is not None: print(f"sweep worker {os.getpid()}: run {job.get('name')}/{job.get('run_id')} stopped by {how}", file=sys.stderr, flush=True)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+
+SWEEP_STOP_S = 60   # how long an interrupted sweep waits for a stopped worker to record its run as failed
 
 class _PoolBackend:
     "`n` spawned worker processes; a worker that dies is replaced and its grid point reported lost."
@@ -1180,7 +1195,10 @@ class _PoolBackend:
             except (OSError, EOFError): pass
         for p, c in self.idle: p.join(5)
         for p, c in list(self.busy.values()) + self.idle:   # interrupted: workers still running are stopped (their runs are recorded as failed)
-            if p.is_alive(): p.terminate(); p.join(5)
+            if p.is_alive(): p.terminate()                   # a worker already stopping (ctrl-C reached it too) ignores this
+        for p, c in list(self.busy.values()) + self.idle:
+            p.join(SWEEP_STOP_S)                             # time to record the stopped run as failed
+            if p.is_alive(): p.kill(); p.join(5)             # stuck: its run stays a hidden temp folder, cleaned by the next run
             c.close()
         self.idle, self.busy = [], {}
 

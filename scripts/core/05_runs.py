@@ -1597,12 +1597,27 @@ class _InlineBackend:
     def close(self): self.q.clear()
 
 def _pool_worker(conn):
-    "A local worker process: run the jobs it is sent, one at a time, until the pipe closes."
-    while True:
-        try: job = conn.recv()
-        except (EOFError, OSError): return
-        if job is None: return
-        conn.send(_sweep_job(job))
+    """A local worker process: run the jobs it is sent, one at a time, until the pipe closes. ctrl-C (SIGINT, which the
+    terminal sends to the whole process group) or SIGTERM stops the run it holds, which is recorded as failed while
+    further signals are ignored; the worker then says so in one line and exits (130 or 143), with no traceback."""
+    def _stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second signal must not cut the recording short
+        if signum == signal.SIGINT: raise KeyboardInterrupt
+        raise Terminated("the run received SIGTERM")
+    signal.signal(signal.SIGINT, _stop); signal.signal(signal.SIGTERM, _stop)
+    job = None
+    try:
+        while True:
+            try: job = conn.recv()
+            except (EOFError, OSError): return
+            if job is None: return
+            conn.send(_sweep_job(job)); job = None
+    except KeyboardInterrupt as e:   # Terminated included
+        how = 'SIGTERM' if isinstance(e, Terminated) else 'ctrl-C'
+        if job is not None: print(f"sweep worker {os.getpid()}: run {job.get('name')}/{job.get('run_id')} stopped by {how}", file=sys.stderr, flush=True)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+
+SWEEP_STOP_S = 60   # how long an interrupted sweep waits for a stopped worker to record its run as failed
 
 class _PoolBackend:
     "`n` spawned worker processes; a worker that dies is replaced and its grid point reported lost."
@@ -1648,7 +1663,10 @@ class _PoolBackend:
             except (OSError, EOFError): pass
         for p, c in self.idle: p.join(5)
         for p, c in list(self.busy.values()) + self.idle:   # interrupted: workers still running are stopped (their runs are recorded as failed)
-            if p.is_alive(): p.terminate(); p.join(5)
+            if p.is_alive(): p.terminate()                   # a worker already stopping (ctrl-C reached it too) ignores this
+        for p, c in list(self.busy.values()) + self.idle:
+            p.join(SWEEP_STOP_S)                             # time to record the stopped run as failed
+            if p.is_alive(): p.kill(); p.join(5)             # stuck: its run stays a hidden temp folder, cleaned by the next run
             c.close()
         self.idle, self.busy = [], {}
 
