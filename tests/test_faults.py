@@ -296,6 +296,24 @@ def test_sweep_reruns_when_the_notebook_source_or_params_changed(tmp_path):
 
 
 @kernel
+def test_sweep_reruns_when_package_versions_changed(tmp_path, monkeypatch):
+    "A torch (or numpy, python, trustlib …) upgrade since the recorded run makes the sweep run the grid point again; papermill's does not."
+    nb = toy_variant(tmp_path/'nb'/'toy.ipynb', RECORD)
+    spec = dict(notebook=str(nb), profile='smoke', grid=dict(seed=[1]))
+    runs = tmp_path/'runs'
+    assert not R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
+    real = R.versions()
+    monkeypatch.setattr(R, 'versions', lambda: {**real, 'papermill': '0.0.1'})
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]      # the executor's version does not change results
+    monkeypatch.setattr(R, 'versions', lambda: {**real, 'torch': '99.0'})
+    df = R.sweep(spec, runs_dir=runs, progress=False)
+    assert not df.skipped[0] and df.note[0] == f"re-run: package versions changed since the recorded run (torch {real.get('torch') or 'absent'} → 99.0)", df.note[0]
+    assert R.load_run(df.path[0])['versions']['torch'] == '99.0'   # the new run records the versions it ran with
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
+
+
+@kernel
 def test_equivalent_parameters_give_one_run(tmp_path, capsys):
     runs = tmp_path/'runs'
     for p in ([], ['-p', 'seed', '0'], ['-p', 'seed', '0.0'], ['-p', 'fail', 'false', '-p', 'sleep', '0']):

@@ -21,9 +21,9 @@ __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOC
            'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
            'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
            'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
-           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run',
-           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
-           'WorkerDied', 'SweepProgress', 'sweep']
+           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'changed_versions', 'run_notebook', 'mount_of',
+           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
+           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -715,8 +715,17 @@ def _prepare_base(runs_dir:Path, name:str) -> Path:
                           "(or set TRUSTLIB_RUNS) to a writable folder") from None
     return base
 
+# the recorded versions that can change a run's numbers or figures (not papermill / nbformat / ipykernel, which only execute it)
+_RESULT_VERSIONS = ('python', 'trustlib-icml25', 'trustlib_build_commit', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn')
+
+def changed_versions(recorded:dict|None, current:dict|None=None) -> list[str]:
+    "'name old → new' for each of `_RESULT_VERSIONS` that differs between a run's recorded `versions` and `current` (default: this environment's)."
+    current = versions() if current is None else current
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return [f"{k} {recorded.get(k) or 'absent'} → {current.get(k) or 'absent'}" for k in _RESULT_VERSIONS if recorded.get(k) != current.get(k)]
+
 def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tuple[bool, str]:
-    "Whether `final` is a complete run of this notebook source with these parameters, and why not."
+    "Whether `final` is a complete run of this notebook source with these parameters and package versions, and why not."
     if not final.exists(): return False, 'no run yet'
     if not is_complete(final): return False, 're-run: the recorded run did not complete'
     try: m = load_run(final)
@@ -726,6 +735,8 @@ def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tu
         if rec != src_sha: return False, 're-run: the notebook source changed since the recorded run'
     elif m.get('source_sha1') != file_sha: return False, 're-run: the notebook changed since the recorded run'
     if not _same(decode_params(m.get('params') or {}), params): return False, 're-run: the recorded parameters differ'
+    changed = changed_versions(m.get('versions'))
+    if changed: return False, f"re-run: package versions changed since the recorded run ({_cap_msg(', '.join(changed), 200)})"
     return True, 'already complete'
 
 def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,

@@ -1057,8 +1057,17 @@ def _prepare_base(runs_dir:Path, name:str) -> Path:
                           "(or set TRUSTLIB_RUNS) to a writable folder") from None
     return base
 
+# the recorded versions that can change a run's numbers or figures (not papermill / nbformat / ipykernel, which only execute it)
+_RESULT_VERSIONS = ('python', 'trustlib-icml25', 'trustlib_build_commit', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn')
+
+def changed_versions(recorded:dict|None, current:dict|None=None) -> list[str]:
+    "'name old → new' for each of `_RESULT_VERSIONS` that differs between a run's recorded `versions` and `current` (default: this environment's)."
+    current = versions() if current is None else current
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return [f"{k} {recorded.get(k) or 'absent'} → {current.get(k) or 'absent'}" for k in _RESULT_VERSIONS if recorded.get(k) != current.get(k)]
+
 def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tuple[bool, str]:
-    "Whether `final` is a complete run of this notebook source with these parameters, and why not."
+    "Whether `final` is a complete run of this notebook source with these parameters and package versions, and why not."
     if not final.exists(): return False, 'no run yet'
     if not is_complete(final): return False, 're-run: the recorded run did not complete'
     try: m = load_run(final)
@@ -1068,6 +1077,8 @@ def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tu
         if rec != src_sha: return False, 're-run: the notebook source changed since the recorded run'
     elif m.get('source_sha1') != file_sha: return False, 're-run: the notebook changed since the recorded run'
     if not _same(decode_params(m.get('params') or {}), params): return False, 're-run: the recorded parameters differ'
+    changed = changed_versions(m.get('versions'))
+    if changed: return False, f"re-run: package versions changed since the recorded run ({_cap_msg(', '.join(changed), 200)})"
     return True, 'already complete'
 
 def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,
