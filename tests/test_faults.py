@@ -133,6 +133,19 @@ def test_rename_failure_while_replacing_restores_the_old_run(tmp_path, monkeypat
 
 
 @kernel
+def test_death_between_the_two_renames_of_a_swap_loses_no_run(tmp_path):
+    "A process killed after `_swap_in` set the old run aside and before the new one took its place: the next run or sweep puts the old run back instead of deleting it."
+    runs = tmp_path/'runs'
+    d = R.run_notebook(notebook=TOY, params=dict(seed=1), profile='smoke', runs_dir=runs, progress=False)
+    before = (d/'metrics.json').read_bytes()
+    aside = d.with_name(f".tmp-{d.name}-old-0123abcd"); os.rename(d, aside)
+    (d.parent/f".tmp-{d.name}-4567cdef").mkdir()              # the new run's folder, never renamed in
+    assert R.clean_stale(d.parent) and (d/'metrics.json').read_bytes() == before
+    assert [p.name for p in d.parent.iterdir()] == [d.name]
+    assert R.sweep(dict(notebook=str(TOY), profile='smoke', grid=dict(seed=[1])), runs_dir=runs, progress=False).skipped[0]
+
+
+@kernel
 def test_disk_full_leaves_no_truncated_notebook(tmp_path, monkeypatch):
     import papermill.iorw as io_
     real, calls = io_.LocalHandler.write, []

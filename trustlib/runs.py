@@ -485,7 +485,9 @@ def _pid_alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
     except (OverflowError, ValueError): return False
-    return True
+    try:   # a killed process that its parent has not reaped yet (a zombie: Ray's raylet, under load) answers signal 0 but holds nothing
+        with open(f'/proc/{pid}/stat', 'rb') as f: return f.read().rsplit(b')', 1)[1].split()[0] not in (b'Z', b'X')
+    except (OSError, IndexError): return True   # no /proc (macOS): alive, as signal 0 says
 
 class RunLock:
     "A lock file per run id, across processes and hosts (see above). Use `acquire`/`release` or `with`."
@@ -582,13 +584,20 @@ def clean_stale(base:str|Path, rid:str|None=None, holding:str|None=None) -> list
     for tmp in entries:
         m = _TMP.match(tmp.name)
         if not m or not tmp.is_dir() or str(tmp) in _ACTIVE or (rid is not None and m['rid'] != rid): continue
-        if m['rid'] == holding: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp); continue
+        if m['rid'] == holding: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp); continue
         lock = RunLock(base, m['rid'])
         if not lock.acquire(wait=False): continue   # that run is in progress somewhere
         try:
-            if str(tmp) not in _ACTIVE: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+            if str(tmp) not in _ACTIVE: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp)
         finally: lock.release()
     return removed
+
+def _drop_or_restore(tmp:Path, final:Path):
+    "Delete a stale temporary folder, except a run `_swap_in` had set aside (`.tmp-<rid>-old-*`) when its process died before the new one took its place: that one is put back."
+    if '-old-' in tmp.name and not final.exists() and (tmp/'metrics.json').is_file():
+        try: _rename(tmp, final); return
+        except OSError: pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 def _swap_in(tmp:Path, final:Path):
     "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder or losing it."

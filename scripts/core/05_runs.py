@@ -741,7 +741,9 @@ def _pid_alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
     except (OverflowError, ValueError): return False
-    return True
+    try:   # a killed process that its parent has not reaped yet (a zombie: Ray's raylet, under load) answers signal 0 but holds nothing
+        with open(f'/proc/{pid}/stat', 'rb') as f: return f.read().rsplit(b')', 1)[1].split()[0] not in (b'Z', b'X')
+    except (OSError, IndexError): return True   # no /proc (macOS): alive, as signal 0 says
 
 class RunLock:
     "A lock file per run id, across processes and hosts (see above). Use `acquire`/`release` or `with`."
@@ -841,6 +843,12 @@ test_eq(_l1.acquire(wait=False), False)                    # another host, fresh
 os.utime(_lb/'.lock-cpu-x', (time.time() - LOCK_STALE_S - 1,) * 2)
 test_eq(_l1.acquire(wait=False), True); _l1.release()      # another host, not refreshed for LOCK_STALE_S: stale
 test_eq(sorted(p.name for p in _lb.iterdir()), [])
+if Path('/proc/self/stat').exists():                       # a killed but not yet reaped process (a zombie) holds no lock
+    _z = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); _z.kill()
+    for _ in range(1000):
+        if not _pid_alive(_z.pid): break
+        time.sleep(0.01)
+    test_eq((_pid_alive(_z.pid), _z.poll() is None or _z.returncode), (False, -9)); _z.wait()
 
 # %% [markdown]
 # ## Atomic run folders
@@ -873,13 +881,20 @@ def clean_stale(base:str|Path, rid:str|None=None, holding:str|None=None) -> list
     for tmp in entries:
         m = _TMP.match(tmp.name)
         if not m or not tmp.is_dir() or str(tmp) in _ACTIVE or (rid is not None and m['rid'] != rid): continue
-        if m['rid'] == holding: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp); continue
+        if m['rid'] == holding: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp); continue
         lock = RunLock(base, m['rid'])
         if not lock.acquire(wait=False): continue   # that run is in progress somewhere
         try:
-            if str(tmp) not in _ACTIVE: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+            if str(tmp) not in _ACTIVE: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp)
         finally: lock.release()
     return removed
+
+def _drop_or_restore(tmp:Path, final:Path):
+    "Delete a stale temporary folder, except a run `_swap_in` had set aside (`.tmp-<rid>-old-*`) when its process died before the new one took its place: that one is put back."
+    if '-old-' in tmp.name and not final.exists() and (tmp/'metrics.json').is_file():
+        try: _rename(tmp, final); return
+        except OSError: pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 def _swap_in(tmp:Path, final:Path):
     "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder or losing it."
