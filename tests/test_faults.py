@@ -145,6 +145,24 @@ def test_death_between_the_two_renames_of_a_swap_loses_no_run(tmp_path):
     assert R.sweep(dict(notebook=str(TOY), profile='smoke', grid=dict(seed=[1])), runs_dir=runs, progress=False).skipped[0]
 
 
+def test_lost_run_is_recorded_while_its_killed_worker_is_not_reaped_yet(tmp_path):
+    """A worker SIGKILLed while it holds a run lock is a zombie until its parent reaps it (Ray's raylet may take a while
+    on a busy machine); it answers signal 0, but it holds nothing: the sweep records the lost run as failed at once
+    (before, the lock looked held, the run was 'not recorded' and left with no run folder at all)."""
+    if not Path('/proc/self/stat').exists(): pytest.skip('zombie detection reads /proc (Linux)')
+    base = tmp_path/'runs'/'toy'; base.mkdir(parents=True)
+    z = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        (base/'.lock-smoke-x').write_text(json.dumps(dict(host=R.socket.gethostname(), pid=z.pid, started=R._now(), token='t')))
+        z.kill(); time.sleep(0.2)
+        state = Path(f'/proc/{z.pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        assert state == 'Z' and z.returncode is None          # killed, not reaped: signal 0 still reaches it
+        job = dict(runs_dir=str(tmp_path/'runs'), name='toy', run_id='smoke-x', nb=str(TOY), params=dict(seed=1), profile='smoke')
+        row = R._record_lost(job, 'WorkerDied: the worker running it died 1 time(s)')
+        assert row['status'] == 'failed' and row['path'] == str(base/'smoke-x'), row
+        assert R.load_run(base/'smoke-x')['status'] == 'failed' and not list(base.glob('.lock-*'))
+    finally: z.kill(); z.wait()
+
 @kernel
 def test_disk_full_leaves_no_truncated_notebook(tmp_path, monkeypatch):
     import papermill.iorw as io_
