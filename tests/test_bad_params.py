@@ -60,7 +60,15 @@ def test_cli_refuses_before_any_run_folder(tmp_path, capsys):
         assert not any(tmp_path.iterdir()), (p.name, list(tmp_path.iterdir()))
 
 if __name__ == '__main__':
+    # the closing-note table: tried / early / late / silent per paper. The check is the one `trustlib run` / `sweep` make
+    # before any run folder exists, so a case is early or not refused before work; only a case of the second kind would
+    # need a run to tell late (fails during the run) from silent (accepted): printed as 'late or silent'.
     t = tally()
+    size = {p.name: sum(k == 'soft max' for _, k, _ in bad_cases(importlib.import_module(p.module).Config)) for p in IMPLEMENTED}
+    print('| paper | tried | early | late or silent | refused without naming the parameter | of which size bombs (soft max) |')
+    print('|---|---:|---:|---:|---:|---:|')
+    for p, r in t.items(): print(f"| {p} | {r['tried']} | {r['early']} | {r['silent']} | {r['unnamed']} | {size[p]} |")
     tot = {k: sum(r[k] for r in t.values()) for k in ('tried', 'early', 'unnamed', 'silent')}
-    for p, r in t.items(): print(f"{p:24s} tried {r['tried']:4d}  early {r['early']:4d}  unnamed {r['unnamed']}  silent {r['silent']}", *r['failing'], sep='\n    ' if r['failing'] else '')
-    print('all', tot)
+    print(f"| all {len(t)} | {tot['tried']} | {tot['early']} | {tot['silent']} | {tot['unnamed']} | {sum(size.values())} |")
+    for p, r in t.items():
+        for f in r['failing']: print(p, *f, sep='  ')
