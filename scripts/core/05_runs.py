@@ -18,7 +18,9 @@
 #   ever replaced by another complete run of the same id. A failed or interrupted re-run is recorded beside
 #   it, in `<run_id>.failed-<UTC time>/`.
 # - A *sweep* runs a grid of parameters and skips grid points whose complete run was made from the same
-#   notebook source with the same parameters, so it can be restarted after a kill.
+#   notebook source with the same parameters and the same versions of the packages that can change results
+#   (`_RESULT_VERSIONS`: python, trustlib, numpy, scipy, torch, pandas, scikit-learn, matplotlib, seaborn), so it
+#   can be restarted after a kill, and an upgrade runs the grid again.
 
 # %%
 #| default_exp runs
@@ -1556,8 +1558,11 @@ def _record_lost(job:dict, error:str) -> dict:
 #
 # The backends: `_InlineBackend` (`workers=1`: in this process), `_PoolBackend` (`workers=N`: N spawned worker
 # processes, each running one grid point at a time; a worker that dies is replaced, and the grid point it held
-# is the one reported lost) and `_RayBackend` (one Ray task per grid point, with the spec's `resources`;
-# Ray's own retries are off, so `_drive` decides).
+# is the one reported lost; ctrl-C, which the terminal sends to the workers too, makes each record its run as
+# failed, say so in one line and exit, and the sweep waits up to `SWEEP_STOP_S` for them, then exits 130) and
+# `_RayBackend` (one Ray task per grid point, with the spec's `resources`; Ray's own retries are off, so `_drive`
+# decides). A worker killed while it holds a run lock may stay a zombie until its parent reaps it (Ray's raylet, on
+# a busy machine); `_pid_alive` counts a zombie as dead, so the lost run is recorded at once.
 
 # %%
 #| export
