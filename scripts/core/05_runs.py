@@ -985,6 +985,7 @@ def _machine_paths(*extra) -> list[str]:
     ps = {str(Path.home()), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(), os.getcwd(), *map(str, extra)}
     try: ps.add(str(find_root()))
     except ConfigError: pass
+    ps |= {os.path.realpath(p) for p in ps if p}   # a symlinked venv (a worktree's): the kernel reports the resolved path
     return sorted((p for p in ps if p and p not in ('/', '.') and len(p) > 4), key=len, reverse=True)
 
 _BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.]+[kMGT]?)\s*(?:[A-Za-z]+/s|s/[A-Za-z]+)\]')   # tqdm bars
