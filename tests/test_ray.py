@@ -142,7 +142,8 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
     t = threading.Thread(target=lambda: local.update(df=R.sweep(tmp_path/'one.yaml', runs_dir=tmp_path/'local', progress=False)))
     t.start()
     try: assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray')]) == 0
-    finally: t.join(300)
+    finally: t.join(600)   # a hang guard, generous for a busy machine
+    assert not t.is_alive() and 'df' in local, 'the local sweep did not end'
     df = local['df']
     out, err = capsys.readouterr()
     assert '1 grid point(s): 1 complete (0 skipped: already complete), 0 failed; 1 executed by this sweep' in out, out
