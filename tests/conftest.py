@@ -25,12 +25,37 @@ def _skip_without_sns_bench():
         pytest.fail(why + " (TRUSTLIB_REQUIRE_SNS_BENCH=1: not skipping)", pytrace=False)
     pytest.skip(why)
 
+def sae_probes_skip_reason() -> str | None:
+    "None when the sae-probes datasets are found (trustlib.data.sae_probes_source); else the reason to skip."
+    import trustlib.data as td
+    return td.sae_probes_missing("these tests")
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "requires_sns_bench: needs SNS-Bench's licensed JSON files "
                             "(skipped with the reason when they are not found; TRUSTLIB_REQUIRE_SNS_BENCH=1 makes that a failure)")
+    config.addinivalue_line("markers", "requires_sae_probes: reads the sae-probes text datasets (the wheel that `make install` "
+                            "downloads); skipped with the reason when it is not found, a failure when TRUSTLIB_REQUIRE_SAE_PROBES=1")
 
 def pytest_runtest_setup(item):
     if item.get_closest_marker("requires_sns_bench"): _skip_without_sns_bench()
+    if item.get_closest_marker("requires_sae_probes") and (why := sae_probes_skip_reason()) is not None:
+        if os.environ.get("TRUSTLIB_REQUIRE_SAE_PROBES") == "1": pytest.fail(why + " (TRUSTLIB_REQUIRE_SAE_PROBES=1: not skipping)", pytrace=False)
+        pytest.skip(why)
+
+_SAE_MISSING_TEXT = "the sae-probes text datasets is not available"
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that stops because the sae-probes datasets are absent (their DataUnavailable, raised directly, inside a
+    ConfigError's message or a notebook's error) is reported as skipped with the reason, not failed, unless
+    TRUSTLIB_REQUIRE_SAE_PROBES=1. Tests known to need the data carry the `requires_sae_probes` marker instead."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when != "call" or not rep.failed or call.excinfo is None or os.environ.get("TRUSTLIB_REQUIRE_SAE_PROBES") == "1": return
+    if _SAE_MISSING_TEXT not in str(call.excinfo.value) and _SAE_MISSING_TEXT not in str(rep.longrepr): return
+    why = sae_probes_skip_reason()
+    if why is None: return
+    rep.outcome, rep.longrepr = "skipped", (str(item.path), item.location[1] or 0, "Skipped: " + why)
 
 @pytest.fixture
 def requires_sns_bench() -> Path:

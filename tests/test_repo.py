@@ -1,6 +1,6 @@
 """Repository invariants that CI enforces: the library is exactly what the notebooks export, notebooks are
 clean, every notebook's py:percent pair is in sync, and the wheel carries every subpackage."""
-import filecmp, json, os, shutil, subprocess, sys, zipfile
+import filecmp, json, os, re, shutil, subprocess, sys, zipfile
 from pathlib import Path
 import pytest
 
@@ -64,6 +64,7 @@ def test_wheel_contains_every_subpackage(tmp_path):
     missing = sorted(expected - names)
     assert not missing, f"wheel lacks {missing}"
     assert "trustlib/fairness/disparate_benefits.py" in names
+    assert {"trustlib/resources/wordnet_nouns_zipf.tsv.gz", "trustlib/resources/LICENSE-wordnet_nouns_zipf.txt"} <= names   # DOR's word table and its licences
     meta = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(whl).read(meta).decode()
     assert "Name: trustlib-icml25" in text
@@ -190,3 +191,19 @@ def test_constraints_pin_every_declared_requirement_inside_its_range():
         assert norm(r.name) in pins, f"{r.name} is declared in settings.ini but not pinned in constraints.txt"
         assert r.specifier.contains(pins[norm(r.name)], prereleases=True), f"constraints.txt pins {r.name}=={pins[norm(r.name)]}, outside {r}"
     assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
+
+
+def test_install_leaves_a_consistent_environment():
+    """The README's and make install's steps never install the sae-probes wheel (its metadata asks for sae-lens,
+    transformer-lens, xgboost and pandas<3): they download the file, which trustlib reads as a zip archive. This
+    environment passes `pip check`; lines about a leftover `pip install --no-deps sae-probes` from an older
+    make install (which the current one uninstalls) are the only ones tolerated."""
+    readme, make = (ROOT / "README.md").read_text(), (ROOT / "Makefile").read_text()
+    for name, text in (("README.md", readme), ("Makefile", make)):
+        assert not re.search(r"pip install[^\n]*sae-probes", text), f"{name} installs sae-probes"
+        assert re.search(r'pip download --no-deps "sae-probes==[\d.]+"|fetch_sae_probes\(\)', text), f"{name} does not fetch the sae-probes wheel"
+    assert "pip check" in readme and "-m pip check" in make and "pip uninstall -q -y sae-probes" in make
+    assert "sae-probes" not in (ROOT / "constraints.txt").read_text()
+    r = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    bad = [l for l in r.stdout.splitlines() if l.strip() and not l.startswith("sae-probes ") and l != "No broken requirements found."]
+    assert not bad, r.stdout

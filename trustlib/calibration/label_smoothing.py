@@ -13,11 +13,11 @@ from .. import metrics as M
 
 # %% auto #0
 __all__ = ['REDUCTIONS', 'BENCH_IMPLS', 'BENCH_DTYPES', 'ATTRIBUTES', 'TEMPLATES', 'LETTERS', 'TOY_TOL', 'KERNEL_TOL', 'CLAIMS',
-           'Config', 'check_beta', 'soft_cap', 'smoothed_cross_entropy', 'ls_gradient', 'ls_optimal_target_prob',
-           'ls_optimal_gap', 'auto_chunk_size', 'acc_dtype', 'linear_smooth_ce', 'bench_memory', 'bench_times',
-           'benchmark', 'option_probs', 'mcq_calibration', 'world_vocab_size', 'World', 'make_world', 'fact_text',
-           'question_text', 'split_pairs', 'question_set', 'pretrain_batch', 'pretrain', 'sft', 'answer_probs',
-           'run_toy', 'summarize', 'make_figures', 'run']
+           'Config', 'check_beta', 'soft_cap', 'smoothed_cross_entropy', 'ls_gradient', 'LabelSmoothedCrossEntropyLoss',
+           'ls_optimal_target_prob', 'ls_optimal_gap', 'auto_chunk_size', 'acc_dtype', 'linear_smooth_ce',
+           'bench_memory', 'bench_times', 'benchmark', 'option_probs', 'mcq_calibration', 'world_vocab_size', 'World',
+           'make_world', 'fact_text', 'question_text', 'split_pairs', 'question_set', 'pretrain_batch', 'pretrain',
+           'sft', 'answer_probs', 'run_toy', 'summarize', 'make_figures', 'run']
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #0e228516
 @dataclass
@@ -123,6 +123,81 @@ def ls_gradient(logits, y, beta:float=0.0, ignore_index:int=-100):
     q = torch.full_like(logits, beta / V, dtype=torch.float32)
     q[valid] = q[valid].scatter_add(1, y[valid][:, None], torch.full((int(valid.sum()), 1), 1 - beta))
     return torch.where(valid[:, None], torch.softmax(logits.float(), -1) - q, 0.0)
+
+# %% ../../nbs/papers/calibration/label_smoothing.ipynb #91fa683f
+import torch
+
+class _LSCEFunction(torch.autograd.Function):
+    "Fused label-smoothed CE over rows `z [R, C]`: forward keeps one LSE per row; backward forms (a + bW)·softmax(z) − a·onehot(y) − b·w."
+    @staticmethod
+    def forward(ctx, z, y, w, beta:float, ignore_index:int, reduction:str):
+        adt = torch.float64 if z.dtype == torch.float64 else torch.float32; C = z.shape[1]   # acc_dtype (section 2)
+        valid = y != ignore_index; ys = torch.where(valid, y, torch.zeros_like(y))
+        za = z.to(adt); lse = torch.logsumexp(za, 1)
+        zy = za.gather(1, ys[:, None])[:, 0]
+        if w is None:
+            wy = valid.to(adt); W = float(C); wz = za.sum(1)
+        else:
+            wa = w.to(adt); wy = torch.where(valid, wa[ys], 0.0); W = wa.sum(); wz = za @ wa
+        a, b = (1 - beta) * wy, (beta / C) * valid.to(adt)
+        loss = a * (lse - zy) + b * (W * lse - wz)
+        denom = wy.sum().clamp(min=torch.finfo(adt).tiny) if reduction == "mean" else None
+        ctx.save_for_backward(z, ys, lse, a, b, w if w is not None else torch.empty(0))
+        ctx.beta, ctx.reduction, ctx.W, ctx.denom, ctx.weighted = beta, reduction, W, denom, w is not None
+        ctx.mark_non_differentiable(y)
+        out = loss if reduction == "none" else loss.sum() if reduction == "sum" else torch.where(wy.sum() > 0, loss.sum() / denom, loss.sum() * 0)
+        return out.to(z.dtype)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        z, ys, lse, a, b, w = ctx.saved_tensors
+        adt = lse.dtype; g = g.to(adt)
+        scale = g if ctx.reduction == "none" else (g / ctx.denom if ctx.reduction == "mean" else g).expand(len(a))
+        P = torch.exp(z.to(adt) - lse[:, None])
+        dz = P * (a + b * ctx.W)[:, None]
+        dz.scatter_add_(1, ys[:, None], -a[:, None])
+        dz -= b[:, None] * (w.to(adt)[None, :] if ctx.weighted else 1.0)
+        dz *= scale[:, None]
+        return dz.to(z.dtype), None, None, None, None, None
+
+class LabelSmoothedCrossEntropyLoss(torch.nn.Module):
+    """`nn.CrossEntropyLoss(weight, ignore_index, reduction, label_smoothing)` as the fused label-smoothed loss: classes on dim 1,
+    loss and gradient in the input's dtype (float64 computed in float64, others accumulated in float32), PyTorch's weighted
+    smoothing semantics; a 'mean' over only ignored rows is 0 (PyTorch: NaN) and only class-index targets are accepted."""
+    def __init__(self, weight=None, # class weights `[C]` (a constant; moved with the module as a buffer)
+                 ignore_index:int=-100, # targets equal to it contribute nothing (and are not counted by 'mean')
+                 reduction:str="mean", # 'mean' (divided by Σ w_{y_i} over kept rows), 'sum' or 'none'
+                 label_smoothing:float=0.0, # β ∈ [0, 1]: the target is (1 − β)·onehot(y) + β/C
+                 ):
+        super().__init__()
+        _check_reduction(reduction); self.label_smoothing = check_beta(label_smoothing)
+        if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)): raise ValueError(f"ignore_index must be an int, got {ignore_index!r}")
+        if weight is not None:
+            weight = torch.as_tensor(weight)
+            if weight.ndim != 1 or not weight.is_floating_point(): raise ValueError(f"weight must be a 1-d floating tensor of class weights, got {tuple(weight.shape)} {weight.dtype}")
+        self.register_buffer("weight", weight); self.ignore_index, self.reduction = int(ignore_index), reduction
+
+    def extra_repr(self) -> str: return f"ignore_index={self.ignore_index}, reduction={self.reduction!r}, label_smoothing={self.label_smoothing}"
+
+    def forward(self, input, # logits: (C,), (N, C) or (N, C, d1, ...); float64, float32, bfloat16 or float16
+                target, # class indices: (), (N,) or (N, d1, ...)
+                ):
+        if not input.is_floating_point(): raise TypeError(f"input must be floating-point logits, got {input.dtype}")
+        if target.is_floating_point() or target.dtype == torch.bool: raise TypeError(f"target must hold class indices (an integer tensor), got {target.dtype}; class-probability targets are not supported")
+        unbatched = input.ndim == 1
+        x = input[None] if unbatched else input
+        t = target.reshape(1) if unbatched else target
+        if x.ndim < 2 or t.shape != (x.shape[0], *x.shape[2:]):
+            raise ValueError(f"expected target of shape {(x.shape[0], *x.shape[2:]) if x.ndim >= 2 else '()'} for input of shape {tuple(input.shape)} (classes on dim 1), got {tuple(target.shape)}")
+        C = x.shape[1]
+        if self.weight is not None and self.weight.shape[0] != C: raise ValueError(f"weight has {self.weight.shape[0]} entries, the input has {C} classes")
+        z = x.movedim(1, -1).reshape(-1, C); y = t.reshape(-1).long()
+        if y.device.type == "cpu" and bool(((y < 0) | (y >= C))[y != self.ignore_index].any()):
+            raise ValueError(f"targets must lie in 0..{C - 1} or equal ignore_index={self.ignore_index}")
+        out = _LSCEFunction.apply(z, y, self.weight, self.label_smoothing, self.ignore_index, self.reduction)
+        if self.reduction != "none": return out
+        return out.reshape(()) if unbatched else out.reshape(t.shape)
 
 # %% ../../nbs/papers/calibration/label_smoothing.ipynb #cd9db3a9
 def ls_optimal_target_prob(vocab_size:int, beta:float) -> float:

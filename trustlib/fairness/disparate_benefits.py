@@ -159,35 +159,41 @@ def roc_hull(s, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pts[keep, 0], pts[keep, 1], thr[keep]
 
 def _lp_thresholds(R, constraint, tol) -> tuple[list[np.ndarray], float]:
-    "Solve the LP over the two groups' ROC hulls `R[g] = (fpr, tpr, thr, P_g, N_g)`; returns each group's hull weights and the expected #correct."
+    """Solve the LP over the groups' ROC hulls `R[g] = (fpr, tpr, thr, P_g, N_g)` (two or more groups); returns each group's hull
+    weights and the expected #correct. The constraint holds for every pair of groups (so max − min of a rate <= tol)."""
     from scipy.optimize import linprog
-    K = [len(R[g][0]) for g in (0, 1)]; nv = K[0] + K[1] + (2 if constraint == "equalized_odds" else 0)
-    c = np.zeros(nv); sl = [slice(0, K[0]), slice(K[0], K[0] + K[1])]
-    for g in (0, 1):
+    G = len(R); K = [len(R[g][0]) for g in range(G)]; pairs = [(h, g) for g in range(G) for h in range(g)]
+    off = np.r_[0, np.cumsum(K)]; sl = [slice(int(off[g]), int(off[g + 1])) for g in range(G)]
+    nv = int(off[-1]) + (2 * len(pairs) if constraint == "equalized_odds" else 0)      # + (u, v) per pair for equalized odds
+    c = np.zeros(nv)
+    for g in range(G):
         fpr, tpr, _, P, N = R[g]; c[sl[g]] = -(P * tpr - N * fpr)           # maximise TP + TN = P·TPR + N·(1 − FPR)
-    A_eq = np.zeros((2, nv)); A_eq[0, sl[0]] = 1; A_eq[1, sl[1]] = 1
-    def row(kind, sign1):   # coefficients of sign1·(rate of group 1 − rate of group 0)
+    A_eq = np.zeros((G, nv))
+    for g in range(G): A_eq[g, sl[g]] = 1
+    def row(kind, sign1, h, g):   # coefficients of sign1·(rate of group g − rate of group h)
         r = np.zeros(nv)
-        for g, sgn in ((1, sign1), (0, -sign1)):
-            fpr, tpr, _, P, N = R[g]
-            r[sl[g]] = sgn * dict(pr=(P * tpr + N * fpr) / max(P + N, 1), tpr=tpr, fpr=fpr)[kind]
+        for k, sgn in ((g, sign1), (h, -sign1)):
+            fpr, tpr, _, P, N = R[k]
+            r[sl[k]] = sgn * dict(pr=(P * tpr + N * fpr) / max(P + N, 1), tpr=tpr, fpr=fpr)[kind]
         return r
     A, b = [], []
     if np.isfinite(tol):
-        if constraint in ("demographic_parity", "true_positive_rate_parity"):
-            kind = "pr" if constraint == "demographic_parity" else "tpr"
-            A += [row(kind, 1), row(kind, -1)]; b += [tol, tol]
-        else:                                                              # |ΔTPR| <= u, |ΔFPR| <= v, (u + v)/2 <= tol
-            for kind, j in (("tpr", nv - 2), ("fpr", nv - 1)):
-                for sgn in (1, -1):
-                    r = row(kind, sgn); r[j] = -1; A.append(r); b.append(0.0)
-            r = np.zeros(nv); r[nv - 2:] = 0.5; A.append(r); b.append(tol)
-    res = linprog(c, A_ub=np.array(A) if A else None, b_ub=np.array(b) if b else None, A_eq=A_eq, b_eq=np.ones(2),
+        for i, (h, g) in enumerate(pairs):
+            if constraint in ("demographic_parity", "true_positive_rate_parity"):
+                kind = "pr" if constraint == "demographic_parity" else "tpr"
+                A += [row(kind, 1, h, g), row(kind, -1, h, g)]; b += [tol, tol]
+            else:                                                          # |ΔTPR| <= u, |ΔFPR| <= v, (u + v)/2 <= tol
+                ju = int(off[-1]) + 2 * i
+                for kind, j in (("tpr", ju), ("fpr", ju + 1)):
+                    for sgn in (1, -1):
+                        r = row(kind, sgn, h, g); r[j] = -1; A.append(r); b.append(0.0)
+                r = np.zeros(nv); r[ju:ju + 2] = 0.5; A.append(r); b.append(tol)
+    res = linprog(c, A_ub=np.array(A) if A else None, b_ub=np.array(b) if b else None, A_eq=A_eq, b_eq=np.ones(G),
                   bounds=[(0, None)] * nv, method="highs")
     if res.status != 0: raise RuntimeError(f"RelaxedThresholdOptimizer: the linear programme failed ({res.message})")
-    w = [np.clip(res.x[sl[g]], 0, None) for g in (0, 1)]
+    w = [np.clip(res.x[sl[g]], 0, None) for g in range(G)]
     w = [np.where(v > 1e-10, v, 0.0) / np.where(v > 1e-10, v, 0.0).sum() for v in w]
-    return w, float(-res.fun) + R[0][4] + R[1][4]                      # + N₀ + N₁: the constant part of TP + TN
+    return w, float(-res.fun) + sum(R[g][4] for g in range(G))          # + Σ N_g: the constant part of TP + TN
 
 class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
     "Group-specific (randomised) thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
@@ -229,20 +235,24 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
             raise ValueError(f"random_state must be an int or None, got {self.random_state!r}")
 
     def _groups(self, sensitive_features, n, method):
-        "Group index (0/1) of every row; the labels are those seen in fit (`groups_`)."
-        a = check_sensitive_features(sensitive_features, n, method=method, form="one group label per row (exactly two groups)")
+        "Group index (0, 1, ...) of every row; the labels are those seen in fit (`groups_`), read by `trustlib.metrics.group_labels`."
+        a = check_sensitive_features(sensitive_features, n, method=method, convert=M.group_labels,
+                                     form="one group label per row (a list, array, (n, 1) array, Series or DataFrame; two groups or more)")
         if method == "fit":
             self.groups_, idx = np.unique(a, return_inverse=True)
-            if len(self.groups_) != 2: raise ValueError(f"sensitive_features must contain exactly two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            if len(self.groups_) < 2: raise ValueError(f"sensitive_features must contain at least two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            if len(self.groups_) > 2 and not self.randomized:
+                raise ValueError(f"randomized=False searches every pair of per-group thresholds and supports exactly two groups; sensitive_features "
+                                 f"has {len(self.groups_)} ({self.groups_.tolist()[:10]}): use randomized=True (the LP, any number of groups)")
             return idx.reshape(-1)
-        idx = np.searchsorted(self.groups_, a).clip(0, 1)
+        idx = np.searchsorted(self.groups_, a).clip(0, len(self.groups_) - 1)
         unseen = self.groups_[idx] != a
         if unseen.any(): raise ValueError(f"sensitive_features holds groups not seen in fit: {np.unique(a[unseen]).tolist()[:10]} (fit saw {self.groups_.tolist()})")
         return idx
 
     def fit(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
             y, # binary labels (two classes; the larger one is the positive class)
-            *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
+            *, sensitive_features=None, # the protected attribute: one label per row (list, array, (n, 1) array, Series; a DataFrame or (n, k) array: each row's combination of values), two groups or more
             ):
         "Fit the thresholds: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
         from sklearn.utils.validation import column_or_1d
@@ -257,6 +267,14 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         self.classes_, y = np.unique(y, return_inverse=True); y = y.reshape(-1)
         self.n_features_in_ = 1
         key = lambda v: v.item() if isinstance(v, np.generic) else v
+        size = np.bincount(a, minlength=len(self.groups_))
+        if size.min() < 2: raise ValueError(f"sensitive_features: {int((size < 2).sum())} of {len(self.groups_)} groups have a single row "
+                                            f"({[key(v) for v in self.groups_[size < 2][:5]]}); were scores passed as sensitive_features?")
+        need = {"true_positive_rate_parity": (1,), "equalized_odds": (1, 0)}.get(self.constraint, ())
+        for cls in need:   # the rates the constraint reads must exist in every group
+            miss = [key(v) for g, v in enumerate(self.groups_) if not np.any(y[a == g] == cls)]
+            if miss: raise ValueError(f"sensitive_features: {self.constraint} needs {'positive' if cls else 'negative'} rows in every group; "
+                                      f"{len(miss)} of {len(self.groups_)} groups have none ({miss[:5]})")
         if self.randomized: self._fit_lp(s, y, a, key)
         else: self._fit_grid(s, y, a, key)
         if not self.feasible_:
@@ -268,26 +286,31 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         del self._npos
         return self
 
-    def _gap(self, r0, r1):
-        "The constraint's gap from each group's rates dict(pr=, tpr=, fpr=)."
-        if self.constraint == "demographic_parity": return abs(r1['pr'] - r0['pr'])
-        if self.constraint == "true_positive_rate_parity": return abs(r1['tpr'] - r0['tpr'])
-        return 0.5 * abs(r1['tpr'] - r0['tpr']) + 0.5 * abs(r1['fpr'] - r0['fpr'])
+    def _gap(self, *rates):
+        "The constraint's gap from each group's rates dict(pr=, tpr=, fpr=): the largest over pairs of groups (max − min of a rate)."
+        def pair(r0, r1):
+            if self.constraint == "demographic_parity": return abs(r1['pr'] - r0['pr'])
+            if self.constraint == "true_positive_rate_parity": return abs(r1['tpr'] - r0['tpr'])
+            return 0.5 * abs(r1['tpr'] - r0['tpr']) + 0.5 * abs(r1['fpr'] - r0['fpr'])
+        gaps = [pair(rates[h], rates[g]) for g in range(len(rates)) for h in range(g)]
+        out = gaps[0]
+        for x in gaps[1:]: out = np.maximum(out, x)
+        return out
 
     def _fit_lp(self, s, y, a, key):
-        R = {}
-        for g in (0, 1):
+        G = len(self.groups_); R = []
+        for g in range(G):
             fpr, tpr, thr = roc_hull(s[a == g], y[a == g])
-            R[g] = (fpr, tpr, thr, int((y[a == g] == 1).sum()), int((y[a == g] == 0).sum()))
+            R.append((fpr, tpr, thr, int((y[a == g] == 1).sum()), int((y[a == g] == 0).sum())))
         def solve(tol):
             w, correct = _lp_thresholds(R, self.constraint, tol)
-            rates = [dict(fpr=float(w[g] @ R[g][0]), tpr=float(w[g] @ R[g][1])) for g in (0, 1)]
-            for g in (0, 1): rates[g]['pr'] = (R[g][3] * rates[g]['tpr'] + R[g][4] * rates[g]['fpr']) / max(R[g][3] + R[g][4], 1)
-            return w, correct / len(s), self._gap(*rates)
+            rates = [dict(fpr=float(w[g] @ R[g][0]), tpr=float(w[g] @ R[g][1])) for g in range(G)]
+            for g in range(G): rates[g]['pr'] = (R[g][3] * rates[g]['tpr'] + R[g][4] * rates[g]['fpr']) / max(R[g][3] + R[g][4], 1)
+            return w, correct / len(s), float(self._gap(*rates))
         w, self.val_accuracy_, self.val_gap_ = solve(float(self.tolerance))
         _, self.free_accuracy_, self.free_gap_ = solve(np.inf) if np.isfinite(self.tolerance) else (w, self.val_accuracy_, self.val_gap_)
         self.binds_ = bool(self.free_gap_ > self.tolerance + 1e-9)
-        self.thresholds_ = {key(self.groups_[g]): [(float(t), float(p)) for t, p in zip(R[g][2], w[g]) if p > 0] for g in (0, 1)}
+        self.thresholds_ = {key(self.groups_[g]): [(float(t), float(p)) for t, p in zip(R[g][2], w[g]) if p > 0] for g in range(G)}
         self.feasible_ = bool(self.val_gap_ <= self.tolerance + 1e-7)
         p1 = self._pmf(s, a)
         self._npos = float(p1.sum()); self.degenerate_ = bool(p1.max() <= 0 or p1.min() >= 1)
@@ -323,7 +346,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         return np.clip(p1, 0, 1)
 
     def pmf_predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-                    *, sensitive_features=None, # one group label per row, among the two seen in fit
+                    *, sensitive_features=None, # one group label per row (the same form as in fit), among the groups seen in fit
                     ) -> np.ndarray:
         "Probabilities `[n, 2]` with which `predict` returns `classes_[0]` and `classes_[1]` (0/1 for deterministic thresholds)."
         check_is_fitted(self, "thresholds_")
@@ -332,7 +355,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         return np.stack([1 - p1, p1], 1)
 
     def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-                *, sensitive_features=None, # one group label per row, among the two seen in fit
+                *, sensitive_features=None, # one group label per row (the same form as in fit), among the groups seen in fit
                 ) -> np.ndarray:
         "Class predictions: the positive class where the score >= the row's (drawn) threshold of its group."
         check_is_fitted(self, "thresholds_")

@@ -335,25 +335,30 @@ def newton_lr_class():
     class NewtonLogisticRegression(ClassifierMixin, BaseEstimator):
         "L2 logistic regression (scikit-learn's objective, C·Σ w_i ℓ_i + ½‖β‖²) by Newton's method; fast on small data."
         def __init__(self, C:float=1.0, max_iter:int=50, tol:float=1e-8): self.C, self.max_iter, self.tol = C, max_iter, tol
+        def __sklearn_tags__(self):
+            t = super().__sklearn_tags__(); t.classifier_tags.multi_class = False; return t
         def fit(self, X, y, sample_weight=None):
             from sklearn.utils.multiclass import check_classification_targets
-            X = np.asarray(X, float); y = np.asarray(y); check_classification_targets(y)
-            if X.ndim != 2 or len(X) != len(y): raise ValueError(f"X must be 2-d with one row per label, got shapes {X.shape} and {y.shape}")
+            from sklearn.utils.validation import validate_data, _check_sample_weight
+            X, y = validate_data(self, X, y, dtype=np.float64); check_classification_targets(y)   # finite, dense, 2-d, one row per label
             self.classes_, y = np.unique(y, return_inverse=True)           # any two labels; the second is the positive class
-            if len(self.classes_) > 2: raise ValueError(f"NewtonLogisticRegression is binary; got {len(self.classes_)} classes")
+            if len(self.classes_) > 2: raise ValueError(f"Only binary classification is supported: NewtonLogisticRegression is binary; got {len(self.classes_)} classes")
             if len(self.classes_) == 1: self.classes_ = np.r_[self.classes_, self.classes_]   # one class seen: predict it
-            y = y.astype(float); self.n_features_in_ = X.shape[1]
-            w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+            y = y.astype(float)
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if not w.sum() > 0: raise ValueError("Sample weights must contain at least one non-zero number.")
             pos, neg = (w * y).sum(), (w * (1 - y)).sum()
             if pos <= 0 or neg <= 0:   # one class only: a constant classifier
-                self.coef_ = np.zeros((1, X.shape[1])); self.intercept_ = np.array([10.0 if pos > 0 else -10.0]); return self
-            th, _, _ = _newton_logreg(np.hstack([X, np.ones((len(X), 1))])[None], y[None], w=w[None], C=self.C, max_iter=self.max_iter, tol=self.tol)
+                self.coef_ = np.zeros((1, X.shape[1])); self.intercept_ = np.array([10.0 if pos > 0 else -10.0]); self.n_iter_ = np.array([0]); return self
+            th, it, _ = _newton_logreg(np.hstack([X, np.ones((len(X), 1))])[None], y[None], w=w[None], C=self.C, max_iter=self.max_iter, tol=self.tol)
             self.coef_, self.intercept_ = th[:, :-1], th[0, -1:]
+            self.n_iter_ = np.atleast_1d(np.asarray(it)).astype(np.int32)[:1]
             return self
         def decision_function(self, X):
-            from sklearn.utils.validation import check_is_fitted
+            from sklearn.utils.validation import check_is_fitted, validate_data
             check_is_fitted(self, "coef_")                                   # NotFittedError before fit, as scikit-learn's estimators
-            return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+            return X @ self.coef_[0] + self.intercept_[0]
         def predict_proba(self, X): p = _sigmoid(self.decision_function(X)); return np.stack([1 - p, p], 1)
         def predict(self, X): d = self.decision_function(X); return self.classes_[(d >= 0).astype(int)]
     NewtonLogisticRegression.__module__, NewtonLogisticRegression.__qualname__ = __name__, "NewtonLogisticRegression"

@@ -12,11 +12,11 @@ from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive
 from ..results import Result
 
 # %% auto #0
-__all__ = ['SEGMENTS', 'SEVEN_SEGMENTS', 'TODAY', 'NOISE_HURTS', 'NOISE_HURTS_DIGITS', 'WHY', 'CLAIMS', 'Config', 'estimate_cost',
-           'ConceptBottleneck', 'concept_log_prob', 'bce_concept_loss', 'sample_concepts', 'cpo_concept_loss',
-           'prior_logits', 'fit_cbm', 'cbm_predict', 'CBMData', 'synthetic_cbm', 'seven_segment_concepts', 'digits_cbm',
-           'flip_concepts', 'systematic_flips', 'concept_metrics', 'intervene', 'intervention_curve', 'train_eval',
-           'loss_summary', 'measurements', 'run', 'make_figures']
+__all__ = ['SEGMENTS', 'SEVEN_SEGMENTS', 'TODAY', 'NOISE_HURTS', 'NOISE_HURTS_DIGITS', 'WHY', 'ECE_CHANGE', 'CLAIMS', 'Config',
+           'estimate_cost', 'ConceptBottleneck', 'concept_log_prob', 'bce_concept_loss', 'sample_concepts',
+           'cpo_concept_loss', 'prior_logits', 'fit_cbm', 'cbm_predict', 'CBMData', 'synthetic_cbm',
+           'seven_segment_concepts', 'digits_cbm', 'flip_concepts', 'systematic_flips', 'concept_metrics', 'intervene',
+           'intervention_curve', 'train_eval', 'loss_summary', 'measurements', 'run', 'make_figures']
 
 # %% ../../nbs/papers/interp/cpo.ipynb #bc49d36a
 @dataclass
@@ -280,10 +280,10 @@ def systematic_flips(C, y, n_per_class:int, rng:np.random.Generator) -> tuple[np
 def concept_metrics(probs, C, n_bins:int=15) -> dict[str, float]:
     "Concept accuracy, AUC (pooled over concepts) and ECE of concept probabilities `probs` `[N, K]` against 0/1 concepts `C`."
     from sklearn.metrics import roc_auc_score
-    from trustlib.metrics import ece
+    from trustlib.metrics import binary_ece
     p, c = np.asarray(probs, dtype=np.float64).ravel(), np.asarray(C).ravel().astype(np.int64)
     auc = float(roc_auc_score(c, p)) if 0 < c.mean() < 1 else float("nan")
-    return dict(concept_acc=float(np.mean((p > 0.5) == c)), concept_auc=auc, concept_ece=ece(c, p, n_bins))
+    return dict(concept_acc=float(np.mean((p > 0.5) == c)), concept_auc=auc, concept_ece=binary_ece(c, p, n_bins))
 
 def intervene(probs, C_true, r:float, rng:np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     "Replace `round(r·K)` randomly chosen concept probabilities of every example by the true concepts; returns (concepts, mask)."
@@ -397,9 +397,18 @@ def _legacy(what:str, t:float) -> str:
             "seeds); reproduced if reproduced at every length, partially if reproduced or partially at one length at least, inconclusive if "
             "inconclusive at one at least")
 
-def _claim(id, claim, paper, rule, legacy, reason, requires=(), headline=False, ours=""):
+def _claim(id, claim, paper, rule, legacy, reason, requires=(), headline=False, ours="", log=(), was=None):
+    "A graded claim whose log starts with the conversion from the legacy rule (to `was`, the rule then, if it changed since)."
     return Claim(id, claim, paper, rule, requires=requires, headline=headline, reason=reason, ours=ours,
-                 log=[Change(TODAY, legacy, _text(rule), WHY)])
+                 log=[Change(TODAY, legacy, _text(was or rule), WHY), *log])
+
+_ECE_RULE = _gap("synthetic/bce/ece_noisy", "synthetic/cpo/ece_noisy", "BCE − CPO concept ECE (noisy)", 0.005)
+_ECE_BINARY = _gap("synthetic/bce/ece_noisy", "synthetic/cpo/ece_noisy", "BCE − CPO binary concept ECE (noisy)", 0.005)
+ECE_CHANGE = Change("2026-12-02", _text(_ECE_RULE), _text(_ECE_BINARY),
+                    "the rule is unchanged in substance (same comparison, same thresholds), but the metric definition changes: the concept "
+                    "ECE was top-label ECE (confidence max(p, 1 − p) against the accuracy of the rounded prediction); it is now the binary "
+                    "calibration error of P(c = 1) against the fraction of positive concepts per bin, torchmetrics' binary_calibration_error, "
+                    "which is what calibration of a concept posterior means")
 
 _S = "synthetic/{}/{}"
 CLAIMS = [
@@ -429,8 +438,9 @@ CLAIMS = [
            requires=NOISE_HURTS),
     _claim("ece_noisy", "CPO optimises the concept posterior: its concept probabilities are better calibrated than BCE's under noise",
            "analysis in the paper (posterior; details not checked)",
-           _gap(_S.format("bce", "ece_noisy"), _S.format("cpo", "ece_noisy"), "BCE − CPO concept ECE (noisy)", 0.005),
-           _legacy("BCE − CPO concept ECE (noisy)", 0.005), "binary ECE of the concept probabilities (15 bins); synthetic data", requires=NOISE_HURTS),
+           _ECE_BINARY, _legacy("BCE − CPO concept ECE (noisy)", 0.005),
+           "binary ECE of the concept probabilities P(c = 1) (torchmetrics' binary_calibration_error, 15 bins); synthetic data",
+           requires=NOISE_HURTS, log=[ECE_CHANGE], was=_ECE_RULE),
     _claim("digits", "CPO outperforms BCE under concept noise on a second dataset (digits, 7-segment concepts)", "three real datasets",
            _gap("digits/cpo/concept_acc_noisy", "digits/bce/concept_acc_noisy", "CPO − BCE concept accuracy on digits (noisy)", 0.01),
            "reproduced if CPO − BCE concept accuracy on digits (noisy) > 0.01; partially if CPO − BCE concept accuracy on digits (noisy) > 0; "

@@ -123,8 +123,9 @@ class Config(BaseConfig):
         from trustlib.data import _sae_path, DataUnavailable
         try: _sae_path(self.text_dataset)
         except ConfigError as e: raise ConfigError(f"parameter 'text_dataset': {e}") from None
-        except DataUnavailable:                 # the sae-probes package is not installed: only the text path needs it
-            if self.text_lm not in ("", "none"): raise ConfigError("parameter 'text_dataset': cannot check it: the sae-probes datasets are not installed") from None
+        except DataUnavailable as e:            # the sae-probes datasets are not installed: a name other than the profile's cannot be checked
+            if self.text_dataset != type(self).profile_defaults(self.profile)["text_dataset"]:
+                raise ConfigError(f"parameter 'text_dataset': cannot check {self.text_dataset!r}: {str(e)[:300]}") from None
         lm = self.text_lm
         if lm in ("", "none"): return
         pathlike = lm.startswith(("/", ".", "~")) or os.sep in lm.strip("/").replace("/", "", 1) or " " in lm

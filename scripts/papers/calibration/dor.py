@@ -275,7 +275,8 @@ test_eq(Config.from_params("cpu").dor_k_fracs, (0.015, 0.04))
 # entries). We keep lower-case alphabetic nouns of at least three letters that are common enough
 # (`wordfreq` Zipf frequency ≥ `min_zipf`) and that MiniLM's tokenizer reads as one word piece, sorted
 # from most to least frequent, and drop every noun that equals, contains or is contained in a class name.
-# The list is read from the installed package at run time.
+# The nouns and their frequencies are read from the small table `trustlib.data.wordnet_noun_zipf` ships
+# (274 kB; the values those two packages give, checked by a test), so neither package is needed.
 
 # %%
 #| export
@@ -283,7 +284,7 @@ def wordnet_nouns(min_zipf:float=3.5, # wordfreq Zipf frequency a noun needs (3.
                   min_len:int=3, # shortest noun kept
                   tokenizer=None, # keep only nouns this tokenizer reads as one token (None: no such filter)
                   ) -> list[str]:
-    "Common WordNet nouns from `spacy-lookups-data`, most frequent first (memoised per process)."
+    "Common WordNet nouns (the spacy-lookups-data 1.0.5 index with wordfreq 3.1.1 frequencies, shipped in trustlib), most frequent first (memoised per process)."
     key = (min_zipf, min_len, None if tokenizer is None else (type(tokenizer).__name__, getattr(tokenizer, "name_or_path", ""), len(tokenizer)))
     if key not in _NOUNS: _NOUNS[key] = _wordnet_nouns(min_zipf, min_len, tokenizer)
     return list(_NOUNS[key])
@@ -291,16 +292,8 @@ def wordnet_nouns(min_zipf:float=3.5, # wordfreq Zipf frequency a noun needs (3.
 _NOUNS: dict = {}
 
 def _wordnet_nouns(min_zipf, min_len, tokenizer) -> list[str]:
-    import gzip, json
-    from pathlib import Path
-    try:
-        import spacy_lookups_data
-        from wordfreq import zipf_frequency
-    except ImportError as e:
-        raise ResourceUnavailable('the outlier vocabulary needs `spacy-lookups-data` and `wordfreq`: pip install "trustlib-icml25[text]"') from e
-    path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_index.json.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f: nouns = json.load(f)["noun"]
-    keep = [(w, zipf_frequency(w, "en")) for w in nouns if w.isalpha() and w.islower() and len(w) >= min_len]
+    from trustlib.data import wordnet_noun_zipf
+    keep = [(w, z) for w, z in wordnet_noun_zipf().items() if w.isalpha() and w.islower() and len(w) >= min_len]
     keep = [(w, z) for w, z in keep if z >= min_zipf]
     if tokenizer is not None: keep = [(w, z) for w, z in keep if len(tokenizer.tokenize(w)) == 1]
     return [w for w, _ in sorted(keep, key=lambda t: (-t[1], t[0]))]

@@ -262,6 +262,142 @@ test_eq(float(smoothed_cross_entropy(Z[:3], torch.full((3,), -100), 0.1)), 0.0) 
 for bad in (-0.1, 1.5, float('nan'), True, "0.1"): test_fail(lambda: check_beta(bad), contains="beta must be")
 test_fail(lambda: smoothed_cross_entropy(Z, Y, 0.1, reduction="avg"), contains="reduction must be")
 
+# %% [markdown]
+# **As a drop-in `nn.Module`.** `LabelSmoothedCrossEntropyLoss` is the same fused loss with
+# `nn.CrossEntropyLoss`'s interface: `weight=`, `ignore_index=`, `reduction=` and `label_smoothing=`, the
+# classes on dim 1 of an `(N, C)`, `(N, C, d1, ...)` or unbatched `(C,)` input with integer targets of shape
+# `(N,)`, `(N, d1, ...)` or `()`. It computes $\mathrm{LSE}(z)$ once per row, in float64 for float64 input
+# and in float32 otherwise, never materialises $\log\mathrm{softmax}$ or the smoothed target, keeps only
+# the input and one LSE per row for the backward pass, and returns the loss and the gradient in the
+# input's dtype (float64, float32, bfloat16, float16). With class weights $w$ it follows PyTorch's
+# semantics exactly: row $i$ costs $(1-\beta)\,w_{y_i}(\mathrm{LSE} - z_{y_i}) + \tfrac{\beta}{C}\sum_c w_c(\mathrm{LSE} - z_c)$,
+# and `'mean'` divides the sum by $\sum_i w_{y_i}$ over the rows that are not ignored (not by the number
+# of rows, and not by a smoothed weight). Two deliberate differences from PyTorch: a `'mean'` over a batch
+# whose every row is ignored is 0 instead of NaN (as `smoothed_cross_entropy`), and targets must be class
+# indices (PyTorch's class-probability targets are refused); the weight is a constant (no gradient).
+
+# %%
+#| export
+import torch
+
+class _LSCEFunction(torch.autograd.Function):
+    "Fused label-smoothed CE over rows `z [R, C]`: forward keeps one LSE per row; backward forms (a + bW)·softmax(z) − a·onehot(y) − b·w."
+    @staticmethod
+    def forward(ctx, z, y, w, beta:float, ignore_index:int, reduction:str):
+        adt = torch.float64 if z.dtype == torch.float64 else torch.float32; C = z.shape[1]   # acc_dtype (section 2)
+        valid = y != ignore_index; ys = torch.where(valid, y, torch.zeros_like(y))
+        za = z.to(adt); lse = torch.logsumexp(za, 1)
+        zy = za.gather(1, ys[:, None])[:, 0]
+        if w is None:
+            wy = valid.to(adt); W = float(C); wz = za.sum(1)
+        else:
+            wa = w.to(adt); wy = torch.where(valid, wa[ys], 0.0); W = wa.sum(); wz = za @ wa
+        a, b = (1 - beta) * wy, (beta / C) * valid.to(adt)
+        loss = a * (lse - zy) + b * (W * lse - wz)
+        denom = wy.sum().clamp(min=torch.finfo(adt).tiny) if reduction == "mean" else None
+        ctx.save_for_backward(z, ys, lse, a, b, w if w is not None else torch.empty(0))
+        ctx.beta, ctx.reduction, ctx.W, ctx.denom, ctx.weighted = beta, reduction, W, denom, w is not None
+        ctx.mark_non_differentiable(y)
+        out = loss if reduction == "none" else loss.sum() if reduction == "sum" else torch.where(wy.sum() > 0, loss.sum() / denom, loss.sum() * 0)
+        return out.to(z.dtype)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        z, ys, lse, a, b, w = ctx.saved_tensors
+        adt = lse.dtype; g = g.to(adt)
+        scale = g if ctx.reduction == "none" else (g / ctx.denom if ctx.reduction == "mean" else g).expand(len(a))
+        P = torch.exp(z.to(adt) - lse[:, None])
+        dz = P * (a + b * ctx.W)[:, None]
+        dz.scatter_add_(1, ys[:, None], -a[:, None])
+        dz -= b[:, None] * (w.to(adt)[None, :] if ctx.weighted else 1.0)
+        dz *= scale[:, None]
+        return dz.to(z.dtype), None, None, None, None, None
+
+class LabelSmoothedCrossEntropyLoss(torch.nn.Module):
+    """`nn.CrossEntropyLoss(weight, ignore_index, reduction, label_smoothing)` as the fused label-smoothed loss: classes on dim 1,
+    loss and gradient in the input's dtype (float64 computed in float64, others accumulated in float32), PyTorch's weighted
+    smoothing semantics; a 'mean' over only ignored rows is 0 (PyTorch: NaN) and only class-index targets are accepted."""
+    def __init__(self, weight=None, # class weights `[C]` (a constant; moved with the module as a buffer)
+                 ignore_index:int=-100, # targets equal to it contribute nothing (and are not counted by 'mean')
+                 reduction:str="mean", # 'mean' (divided by Σ w_{y_i} over kept rows), 'sum' or 'none'
+                 label_smoothing:float=0.0, # β ∈ [0, 1]: the target is (1 − β)·onehot(y) + β/C
+                 ):
+        super().__init__()
+        _check_reduction(reduction); self.label_smoothing = check_beta(label_smoothing)
+        if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)): raise ValueError(f"ignore_index must be an int, got {ignore_index!r}")
+        if weight is not None:
+            weight = torch.as_tensor(weight)
+            if weight.ndim != 1 or not weight.is_floating_point(): raise ValueError(f"weight must be a 1-d floating tensor of class weights, got {tuple(weight.shape)} {weight.dtype}")
+        self.register_buffer("weight", weight); self.ignore_index, self.reduction = int(ignore_index), reduction
+
+    def extra_repr(self) -> str: return f"ignore_index={self.ignore_index}, reduction={self.reduction!r}, label_smoothing={self.label_smoothing}"
+
+    def forward(self, input, # logits: (C,), (N, C) or (N, C, d1, ...); float64, float32, bfloat16 or float16
+                target, # class indices: (), (N,) or (N, d1, ...)
+                ):
+        if not input.is_floating_point(): raise TypeError(f"input must be floating-point logits, got {input.dtype}")
+        if target.is_floating_point() or target.dtype == torch.bool: raise TypeError(f"target must hold class indices (an integer tensor), got {target.dtype}; class-probability targets are not supported")
+        unbatched = input.ndim == 1
+        x = input[None] if unbatched else input
+        t = target.reshape(1) if unbatched else target
+        if x.ndim < 2 or t.shape != (x.shape[0], *x.shape[2:]):
+            raise ValueError(f"expected target of shape {(x.shape[0], *x.shape[2:]) if x.ndim >= 2 else '()'} for input of shape {tuple(input.shape)} (classes on dim 1), got {tuple(target.shape)}")
+        C = x.shape[1]
+        if self.weight is not None and self.weight.shape[0] != C: raise ValueError(f"weight has {self.weight.shape[0]} entries, the input has {C} classes")
+        z = x.movedim(1, -1).reshape(-1, C); y = t.reshape(-1).long()
+        if y.device.type == "cpu" and bool(((y < 0) | (y >= C))[y != self.ignore_index].any()):
+            raise ValueError(f"targets must lie in 0..{C - 1} or equal ignore_index={self.ignore_index}")
+        out = _LSCEFunction.apply(z, y, self.weight, self.label_smoothing, self.ignore_index, self.reduction)
+        if self.reduction != "none": return out
+        return out.reshape(()) if unbatched else out.reshape(t.shape)
+
+
+# %% [markdown]
+# Checks against `nn.CrossEntropyLoss(label_smoothing=β)` on the same inputs: values and gradients for the
+# three reductions, with and without class weights and ignored rows, on `(N, C)` and `(N, C, d1, d2)` inputs,
+# and the dtype of loss and gradient for every input dtype.
+
+# %%
+def _pair_ls(shape, beta, red, weight, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    C = shape[1] if len(shape) > 1 else shape[0]
+    x = (torch.randn(*shape, generator=g, dtype=torch.float64) * 3)
+    t = torch.randint(0, C, (shape[0], *shape[2:]) if len(shape) > 1 else (), generator=g)
+    if t.ndim: t.view(-1)[::5] = -100
+    out = []
+    for m in (LabelSmoothedCrossEntropyLoss(weight, reduction=red, label_smoothing=beta), torch.nn.CrossEntropyLoss(weight, reduction=red, label_smoothing=beta)):
+        xi = x.detach().to(dtype).clone().requires_grad_(); l = m(xi, t); (l * torch.linspace(0.5, 1.5, l.numel(), dtype=l.dtype).reshape(l.shape)).sum().backward()
+        out.append((l.detach(), xi.grad))
+    return out
+
+_wts = torch.rand(7, generator=torch.Generator().manual_seed(1), dtype=torch.float64) + 0.2
+_maxdiff = 0.0
+for shape in ((40, 7), (6, 7, 3, 4), (7,)):
+    for beta in (0.0, 0.1, 0.6):
+        for red in REDUCTIONS:
+            for w in (None, _wts):
+                (l1, g1), (l2, g2) = _pair_ls(shape, beta, red, w)
+                test_eq((l1.dtype, l1.shape, g1.dtype), (torch.float64, l2.shape, torch.float64))
+                test_close(l1, l2, eps=1e-10); test_close(g1, g2, eps=1e-10)
+                _maxdiff = max(_maxdiff, float((l1 - l2).abs().max()), float((g1 - g2).abs().max()))
+_x, _t = torch.randn(40, 7, dtype=torch.float64) * 3, torch.randint(0, 7, (40,))
+for dtype in (torch.float32, torch.bfloat16, torch.float16):
+    _xd = _x.to(dtype).requires_grad_(); _l = LabelSmoothedCrossEntropyLoss(_wts.to(dtype), label_smoothing=0.1)(_xd, _t); _l.backward()
+    test_eq((_l.dtype, _xd.grad.dtype), (dtype, dtype))                         # float64/bf16/fp16 in, the same dtype out
+    _ref = torch.nn.CrossEntropyLoss(_wts, label_smoothing=0.1)(_x.to(dtype).double(), _t)   # float64 on the same rounded inputs
+    test_close(float(_l), float(_ref), eps={torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}[dtype] * float(_ref))
+_all_ignored = LabelSmoothedCrossEntropyLoss(label_smoothing=0.1)(torch.randn(3, 5), torch.full((3,), -100))
+test_eq(float(_all_ignored), 0.0)                                               # PyTorch: NaN
+test_fail(lambda: LabelSmoothedCrossEntropyLoss()(torch.randn(4, 5), torch.rand(4, 5)), contains="class indices")
+test_fail(lambda: LabelSmoothedCrossEntropyLoss()(torch.randn(4, 5, 2), torch.zeros(4, 5, dtype=torch.long)), contains="classes on dim 1")
+test_fail(lambda: LabelSmoothedCrossEntropyLoss()(torch.randn(4, 5), torch.tensor([0, 1, 5, 2])), contains="targets must lie in 0..4")
+test_fail(lambda: LabelSmoothedCrossEntropyLoss(reduction="avg"), contains="reduction must be")
+test_fail(lambda: LabelSmoothedCrossEntropyLoss(label_smoothing=1.5), contains="beta must be")
+test_fail(lambda: LabelSmoothedCrossEntropyLoss(torch.ones(3))(torch.randn(4, 5), torch.zeros(4, dtype=torch.long)), contains="weight has 3 entries")
+test_close(LabelSmoothedCrossEntropyLoss(label_smoothing=0.1)(Z, Y), smoothed_cross_entropy(Z, Y, 0.1), eps=1e-6)   # the same loss as the function
+_maxdiff
+
 
 # %% [markdown]
 # **The LS optimum and its logit gap.** For a free logit vector, the smoothed loss is minimised by the

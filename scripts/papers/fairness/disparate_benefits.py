@@ -286,15 +286,19 @@ test_eq(np.isnan(ttest_delta([0.3])[2]), True)
 # - each group's achievable (FPR, TPR) points are the convex hull of its ROC points (all thresholds on the
 #   scores, including "nothing positive" and "everything positive"); a point of the hull is realised by
 #   drawing, row by row, one of the hull's vertex thresholds with the hull weights;
-# - a `scipy.optimize.linprog` (HiGHS) over the two groups' hull weights maximises the expected accuracy
-#   on the fitting data subject to the constraint:
-#   - `demographic_parity`: |PR₁ − PR₀| ≤ τ;
-#   - `true_positive_rate_parity`: |TPR₁ − TPR₀| ≤ τ;
-#   - `equalized_odds`: ½|ΔTPR| + ½|ΔFPR| ≤ τ (AOD ≤ τ; the paper's l1 form with tolerance 2τ).
+# - a `scipy.optimize.linprog` (HiGHS) over the groups' hull weights maximises the expected accuracy
+#   on the fitting data subject to the constraint, for every pair of groups (the paper has two):
+#   - `demographic_parity`: |PR₁ − PR₀| ≤ τ (with more groups: max − min of the positive rates ≤ τ, the
+#     gap fairlearn's `demographic_parity_difference` reports and its `ThresholdOptimizer(tol=τ)` bounds);
+#   - `true_positive_rate_parity`: |TPR₁ − TPR₀| ≤ τ (max − min of the TPRs ≤ τ);
+#   - `equalized_odds`: ½|ΔTPR| + ½|ΔFPR| ≤ τ (AOD ≤ τ; the paper's l1 form with tolerance 2τ; with more
+#     groups, the largest AOD over pairs ≤ τ. fairlearn's `equalized_odds_difference` is max(ΔTPR, ΔFPR)
+#     instead, and its `ThresholdOptimizer` has no relaxed equalized odds; at τ = 0 both mean equal TPRs and
+#     equal FPRs in every group).
 #
 # The problem is always feasible (the diagonal of random classifiers meets every constraint), τ = 0 means
 # exact parity, and the solution is the exact optimum, not a grid approximation. `randomized=False` keeps
-# a deterministic variant: one threshold per group, found by exhaustive search over a grid
+# a deterministic variant for two groups: one threshold per group, found by exhaustive search over a grid
 # (`grid_size` thresholds per group, every pair evaluated with cumulative counts); with it exact parity is
 # generally unreachable, so τ = 0 is rejected. On that grid a feasible pair always exists (both thresholds
 # at 0 predict all positives, gap 0), so a constraint that only such a trivial answer meets shows up as a
@@ -307,9 +311,11 @@ test_eq(np.isnan(ttest_delta([0.3])[2]), True)
 # It is a scikit-learn classifier: hyperparameters are only stored by `__init__` (checked in `fit`), it can
 # be cloned, and the fitted state ends in `_`. Like fairlearn's post-processors it takes
 # `fit(X, y, *, sensitive_features=...)` and `predict(X, *, sensitive_features=...)`, with `X` the scores
-# P(y=1) in [0, 1] (1-d or one column) and group labels of any type (exactly two groups; `thresholds_` is
-# keyed by them: one threshold per group, or with `randomized=True` a list of (threshold, probability)
-# pairs per group). The randomised predictions are drawn from `random_state` (an int gives the same
+# P(y=1) in [0, 1] (1-d or one column) and `sensitive_features` in any form fairlearn takes (a list, array,
+# (n, 1) array, Series, or a DataFrame / (n, k) array whose rows' combinations of values are the groups),
+# read by `trustlib.metrics.group_labels`: group labels of any type, two groups or more (each with the rows
+# the constraint's rates need: positives for TPR parity, positives and negatives for equalized odds). `thresholds_` is keyed by them: one threshold per group, or with `randomized=True` a list of
+# (threshold, probability) pairs per group. The randomised predictions are drawn from `random_state` (an int gives the same
 # predictions on every call); `pmf_predict` gives their probabilities, the expectation that `predict` samples.
 
 # %%
@@ -347,35 +353,41 @@ def roc_hull(s, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pts[keep, 0], pts[keep, 1], thr[keep]
 
 def _lp_thresholds(R, constraint, tol) -> tuple[list[np.ndarray], float]:
-    "Solve the LP over the two groups' ROC hulls `R[g] = (fpr, tpr, thr, P_g, N_g)`; returns each group's hull weights and the expected #correct."
+    """Solve the LP over the groups' ROC hulls `R[g] = (fpr, tpr, thr, P_g, N_g)` (two or more groups); returns each group's hull
+    weights and the expected #correct. The constraint holds for every pair of groups (so max − min of a rate <= tol)."""
     from scipy.optimize import linprog
-    K = [len(R[g][0]) for g in (0, 1)]; nv = K[0] + K[1] + (2 if constraint == "equalized_odds" else 0)
-    c = np.zeros(nv); sl = [slice(0, K[0]), slice(K[0], K[0] + K[1])]
-    for g in (0, 1):
+    G = len(R); K = [len(R[g][0]) for g in range(G)]; pairs = [(h, g) for g in range(G) for h in range(g)]
+    off = np.r_[0, np.cumsum(K)]; sl = [slice(int(off[g]), int(off[g + 1])) for g in range(G)]
+    nv = int(off[-1]) + (2 * len(pairs) if constraint == "equalized_odds" else 0)      # + (u, v) per pair for equalized odds
+    c = np.zeros(nv)
+    for g in range(G):
         fpr, tpr, _, P, N = R[g]; c[sl[g]] = -(P * tpr - N * fpr)           # maximise TP + TN = P·TPR + N·(1 − FPR)
-    A_eq = np.zeros((2, nv)); A_eq[0, sl[0]] = 1; A_eq[1, sl[1]] = 1
-    def row(kind, sign1):   # coefficients of sign1·(rate of group 1 − rate of group 0)
+    A_eq = np.zeros((G, nv))
+    for g in range(G): A_eq[g, sl[g]] = 1
+    def row(kind, sign1, h, g):   # coefficients of sign1·(rate of group g − rate of group h)
         r = np.zeros(nv)
-        for g, sgn in ((1, sign1), (0, -sign1)):
-            fpr, tpr, _, P, N = R[g]
-            r[sl[g]] = sgn * dict(pr=(P * tpr + N * fpr) / max(P + N, 1), tpr=tpr, fpr=fpr)[kind]
+        for k, sgn in ((g, sign1), (h, -sign1)):
+            fpr, tpr, _, P, N = R[k]
+            r[sl[k]] = sgn * dict(pr=(P * tpr + N * fpr) / max(P + N, 1), tpr=tpr, fpr=fpr)[kind]
         return r
     A, b = [], []
     if np.isfinite(tol):
-        if constraint in ("demographic_parity", "true_positive_rate_parity"):
-            kind = "pr" if constraint == "demographic_parity" else "tpr"
-            A += [row(kind, 1), row(kind, -1)]; b += [tol, tol]
-        else:                                                              # |ΔTPR| <= u, |ΔFPR| <= v, (u + v)/2 <= tol
-            for kind, j in (("tpr", nv - 2), ("fpr", nv - 1)):
-                for sgn in (1, -1):
-                    r = row(kind, sgn); r[j] = -1; A.append(r); b.append(0.0)
-            r = np.zeros(nv); r[nv - 2:] = 0.5; A.append(r); b.append(tol)
-    res = linprog(c, A_ub=np.array(A) if A else None, b_ub=np.array(b) if b else None, A_eq=A_eq, b_eq=np.ones(2),
+        for i, (h, g) in enumerate(pairs):
+            if constraint in ("demographic_parity", "true_positive_rate_parity"):
+                kind = "pr" if constraint == "demographic_parity" else "tpr"
+                A += [row(kind, 1, h, g), row(kind, -1, h, g)]; b += [tol, tol]
+            else:                                                          # |ΔTPR| <= u, |ΔFPR| <= v, (u + v)/2 <= tol
+                ju = int(off[-1]) + 2 * i
+                for kind, j in (("tpr", ju), ("fpr", ju + 1)):
+                    for sgn in (1, -1):
+                        r = row(kind, sgn, h, g); r[j] = -1; A.append(r); b.append(0.0)
+                r = np.zeros(nv); r[ju:ju + 2] = 0.5; A.append(r); b.append(tol)
+    res = linprog(c, A_ub=np.array(A) if A else None, b_ub=np.array(b) if b else None, A_eq=A_eq, b_eq=np.ones(G),
                   bounds=[(0, None)] * nv, method="highs")
     if res.status != 0: raise RuntimeError(f"RelaxedThresholdOptimizer: the linear programme failed ({res.message})")
-    w = [np.clip(res.x[sl[g]], 0, None) for g in (0, 1)]
+    w = [np.clip(res.x[sl[g]], 0, None) for g in range(G)]
     w = [np.where(v > 1e-10, v, 0.0) / np.where(v > 1e-10, v, 0.0).sum() for v in w]
-    return w, float(-res.fun) + R[0][4] + R[1][4]                      # + N₀ + N₁: the constant part of TP + TN
+    return w, float(-res.fun) + sum(R[g][4] for g in range(G))          # + Σ N_g: the constant part of TP + TN
 
 class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
     "Group-specific (randomised) thresholds on a score maximising accuracy subject to |fairness gap| <= tolerance (a scikit-learn estimator)."
@@ -417,20 +429,24 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
             raise ValueError(f"random_state must be an int or None, got {self.random_state!r}")
 
     def _groups(self, sensitive_features, n, method):
-        "Group index (0/1) of every row; the labels are those seen in fit (`groups_`)."
-        a = check_sensitive_features(sensitive_features, n, method=method, form="one group label per row (exactly two groups)")
+        "Group index (0, 1, ...) of every row; the labels are those seen in fit (`groups_`), read by `trustlib.metrics.group_labels`."
+        a = check_sensitive_features(sensitive_features, n, method=method, convert=M.group_labels,
+                                     form="one group label per row (a list, array, (n, 1) array, Series or DataFrame; two groups or more)")
         if method == "fit":
             self.groups_, idx = np.unique(a, return_inverse=True)
-            if len(self.groups_) != 2: raise ValueError(f"sensitive_features must contain exactly two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            if len(self.groups_) < 2: raise ValueError(f"sensitive_features must contain at least two groups, got {len(self.groups_)}: {self.groups_.tolist()[:10]}")
+            if len(self.groups_) > 2 and not self.randomized:
+                raise ValueError(f"randomized=False searches every pair of per-group thresholds and supports exactly two groups; sensitive_features "
+                                 f"has {len(self.groups_)} ({self.groups_.tolist()[:10]}): use randomized=True (the LP, any number of groups)")
             return idx.reshape(-1)
-        idx = np.searchsorted(self.groups_, a).clip(0, 1)
+        idx = np.searchsorted(self.groups_, a).clip(0, len(self.groups_) - 1)
         unseen = self.groups_[idx] != a
         if unseen.any(): raise ValueError(f"sensitive_features holds groups not seen in fit: {np.unique(a[unseen]).tolist()[:10]} (fit saw {self.groups_.tolist()})")
         return idx
 
     def fit(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
             y, # binary labels (two classes; the larger one is the positive class)
-            *, sensitive_features=None, # the protected attribute: one label per row, exactly two distinct values (any hashable type)
+            *, sensitive_features=None, # the protected attribute: one label per row (list, array, (n, 1) array, Series; a DataFrame or (n, k) array: each row's combination of values), two groups or more
             ):
         "Fit the thresholds: maximise accuracy on (X, y) subject to the constraint's gap <= tolerance."
         from sklearn.utils.validation import column_or_1d
@@ -445,6 +461,14 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         self.classes_, y = np.unique(y, return_inverse=True); y = y.reshape(-1)
         self.n_features_in_ = 1
         key = lambda v: v.item() if isinstance(v, np.generic) else v
+        size = np.bincount(a, minlength=len(self.groups_))
+        if size.min() < 2: raise ValueError(f"sensitive_features: {int((size < 2).sum())} of {len(self.groups_)} groups have a single row "
+                                            f"({[key(v) for v in self.groups_[size < 2][:5]]}); were scores passed as sensitive_features?")
+        need = {"true_positive_rate_parity": (1,), "equalized_odds": (1, 0)}.get(self.constraint, ())
+        for cls in need:   # the rates the constraint reads must exist in every group
+            miss = [key(v) for g, v in enumerate(self.groups_) if not np.any(y[a == g] == cls)]
+            if miss: raise ValueError(f"sensitive_features: {self.constraint} needs {'positive' if cls else 'negative'} rows in every group; "
+                                      f"{len(miss)} of {len(self.groups_)} groups have none ({miss[:5]})")
         if self.randomized: self._fit_lp(s, y, a, key)
         else: self._fit_grid(s, y, a, key)
         if not self.feasible_:
@@ -456,26 +480,31 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         del self._npos
         return self
 
-    def _gap(self, r0, r1):
-        "The constraint's gap from each group's rates dict(pr=, tpr=, fpr=)."
-        if self.constraint == "demographic_parity": return abs(r1['pr'] - r0['pr'])
-        if self.constraint == "true_positive_rate_parity": return abs(r1['tpr'] - r0['tpr'])
-        return 0.5 * abs(r1['tpr'] - r0['tpr']) + 0.5 * abs(r1['fpr'] - r0['fpr'])
+    def _gap(self, *rates):
+        "The constraint's gap from each group's rates dict(pr=, tpr=, fpr=): the largest over pairs of groups (max − min of a rate)."
+        def pair(r0, r1):
+            if self.constraint == "demographic_parity": return abs(r1['pr'] - r0['pr'])
+            if self.constraint == "true_positive_rate_parity": return abs(r1['tpr'] - r0['tpr'])
+            return 0.5 * abs(r1['tpr'] - r0['tpr']) + 0.5 * abs(r1['fpr'] - r0['fpr'])
+        gaps = [pair(rates[h], rates[g]) for g in range(len(rates)) for h in range(g)]
+        out = gaps[0]
+        for x in gaps[1:]: out = np.maximum(out, x)
+        return out
 
     def _fit_lp(self, s, y, a, key):
-        R = {}
-        for g in (0, 1):
+        G = len(self.groups_); R = []
+        for g in range(G):
             fpr, tpr, thr = roc_hull(s[a == g], y[a == g])
-            R[g] = (fpr, tpr, thr, int((y[a == g] == 1).sum()), int((y[a == g] == 0).sum()))
+            R.append((fpr, tpr, thr, int((y[a == g] == 1).sum()), int((y[a == g] == 0).sum())))
         def solve(tol):
             w, correct = _lp_thresholds(R, self.constraint, tol)
-            rates = [dict(fpr=float(w[g] @ R[g][0]), tpr=float(w[g] @ R[g][1])) for g in (0, 1)]
-            for g in (0, 1): rates[g]['pr'] = (R[g][3] * rates[g]['tpr'] + R[g][4] * rates[g]['fpr']) / max(R[g][3] + R[g][4], 1)
-            return w, correct / len(s), self._gap(*rates)
+            rates = [dict(fpr=float(w[g] @ R[g][0]), tpr=float(w[g] @ R[g][1])) for g in range(G)]
+            for g in range(G): rates[g]['pr'] = (R[g][3] * rates[g]['tpr'] + R[g][4] * rates[g]['fpr']) / max(R[g][3] + R[g][4], 1)
+            return w, correct / len(s), float(self._gap(*rates))
         w, self.val_accuracy_, self.val_gap_ = solve(float(self.tolerance))
         _, self.free_accuracy_, self.free_gap_ = solve(np.inf) if np.isfinite(self.tolerance) else (w, self.val_accuracy_, self.val_gap_)
         self.binds_ = bool(self.free_gap_ > self.tolerance + 1e-9)
-        self.thresholds_ = {key(self.groups_[g]): [(float(t), float(p)) for t, p in zip(R[g][2], w[g]) if p > 0] for g in (0, 1)}
+        self.thresholds_ = {key(self.groups_[g]): [(float(t), float(p)) for t, p in zip(R[g][2], w[g]) if p > 0] for g in range(G)}
         self.feasible_ = bool(self.val_gap_ <= self.tolerance + 1e-7)
         p1 = self._pmf(s, a)
         self._npos = float(p1.sum()); self.degenerate_ = bool(p1.max() <= 0 or p1.min() >= 1)
@@ -511,7 +540,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         return np.clip(p1, 0, 1)
 
     def pmf_predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-                    *, sensitive_features=None, # one group label per row, among the two seen in fit
+                    *, sensitive_features=None, # one group label per row (the same form as in fit), among the groups seen in fit
                     ) -> np.ndarray:
         "Probabilities `[n, 2]` with which `predict` returns `classes_[0]` and `classes_[1]` (0/1 for deterministic thresholds)."
         check_is_fitted(self, "thresholds_")
@@ -520,7 +549,7 @@ class RelaxedThresholdOptimizer(ClassifierMixin, BaseEstimator):
         return np.stack([1 - p1, p1], 1)
 
     def predict(self, X, # scores P(y=1) in [0, 1], shape (n,) or (n, 1)
-                *, sensitive_features=None, # one group label per row, among the two seen in fit
+                *, sensitive_features=None, # one group label per row (the same form as in fit), among the groups seen in fit
                 ) -> np.ndarray:
         "Class predictions: the positive class where the score >= the row's (drawn) threshold of its group."
         check_is_fitted(self, "thresholds_")
@@ -611,7 +640,9 @@ test_fail(lambda: strict.predict(sc, sensitive_features=aa[:10]), contains="does
 # a scikit-learn estimator: validation in fit, NotFittedError before fit, clone-able, labels of any type
 test_fail(lambda: RelaxedThresholdOptimizer(tolerance=0, randomized=False).fit(sc, yy, sensitive_features=aa), contains="randomized=True")
 test_fail(lambda: RelaxedThresholdOptimizer().fit(sc * 2, yy, sensitive_features=aa), contains="[0, 1]")   # scores are probabilities
-test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=rng.integers(0, 3, n)), contains="exactly two groups")
+test_fail(lambda: RelaxedThresholdOptimizer(tolerance=0.01, randomized=False).fit(sc, yy, sensitive_features=rng.integers(0, 3, n)), contains="exactly two groups")
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=sc), contains="single row")   # scores passed as groups
+test_fail(lambda: RelaxedThresholdOptimizer().fit(sc, yy, sensitive_features=aa[:-1, None]), contains="one entry per prediction (4000), got shape (3999, 1)")
 test_fail(lambda: RelaxedThresholdOptimizer().predict(sc, sensitive_features=aa), exc=NotFittedError)
 test_eq(clone(strict).fit(sc, yy, sensitive_features=aa).thresholds_, strict.thresholds_)
 test_eq(clone(yr).fit(sc, yy, sensitive_features=aa).thresholds_, yr.thresholds_)
@@ -621,6 +652,32 @@ test_eq((list(_s.thresholds_), list(_s.thresholds_.values())), (["men", "women"]
 test_eq(_s.predict(sc, sensitive_features=_lab), ystrict)
 test_close(strict.score(sc, yy, sensitive_features=aa), M.accuracy(yy, ystrict))
 dict(lp_vs_fairlearn=cmp, lp_thresholds=yr.thresholds_)
+
+# %% [markdown]
+# Any number of groups, in any form fairlearn takes: three groups given as a DataFrame of two columns
+# (each row's combination of values is its group, as in fairlearn), an (n, 1) array, or a Series give the
+# same fit; at τ = 0 every group gets the same positive rate, and fairlearn's `ThresholdOptimizer` on the
+# same inputs satisfies the same constraint with an expected accuracy at most ours (its rates lie on a grid).
+
+# %%
+import pandas as pd
+
+# %%
+_g3 = np.where(aa == 1, np.where(np.arange(n) % 3 == 0, "b2", "b1"), "a")
+_df = pd.DataFrame({"sex": np.where(_g3 == "a", "F", "M"), "band": np.where(_g3 == "b2", "y2", "y1")})   # the groups a, b1, b2 in this order
+h3 = RelaxedThresholdOptimizer('demographic_parity', 0.0).fit(sc, yy, sensitive_features=_df)
+test_eq(list(h3.thresholds_), ["F,y1", "M,y1", "M,y2"])
+test_eq(RelaxedThresholdOptimizer('demographic_parity', 0.0).fit(sc, yy, sensitive_features=_g3[:, None]).thresholds_.values(), h3.thresholds_.values())
+test_eq(RelaxedThresholdOptimizer('demographic_parity', 0.0).fit(sc, yy, sensitive_features=pd.Series(_g3)).thresholds_.values(), h3.thresholds_.values())
+_p3 = h3.pmf_predict(sc, sensitive_features=_df)[:, 1]
+_rates3 = [_p3[_g3 == g].mean() for g in ("a", "b1", "b2")]
+assert max(_rates3) - min(_rates3) < 1e-6 and h3.val_gap_ < 1e-7, _rates3
+_fl3 = ThresholdOptimizer(estimator=_Score().fit(sc[:, None], yy), constraints="demographic_parity", prefit=True,
+                          predict_method='predict_proba').fit(sc[:, None], yy, sensitive_features=_df)
+_pf3 = _fl3._pmf_predict(sc[:, None], sensitive_features=_df)[:, 1]
+_acc_fl3 = float(np.mean(np.where(yy == 1, _pf3, 1 - _pf3)))
+assert _acc_fl3 <= h3.val_accuracy_ + 1e-6 and h3.val_accuracy_ - _acc_fl3 < 2e-3, (h3.val_accuracy_, _acc_fl3)
+dict(ours=h3.val_accuracy_, fairlearn=_acc_fl3, fairlearn_rate_range=float(np.ptp([_pf3[_g3 == g].mean() for g in ("a", "b1", "b2")])))
 
 # %%
 #| export

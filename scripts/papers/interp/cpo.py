@@ -107,7 +107,7 @@ n_threads: Optional[int] = None  # torch CPU threads used for training
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `1dcfa46`, 2236 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run cpo --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b195d1e`, 583 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run cpo --profile cpu` repeats the run shown here.
 
 # %%
 #| export
@@ -579,8 +579,9 @@ test_fail(lambda: flip_concepts(_C, 1.5, np.random.default_rng(0)), contains="p 
 # ## Metrics and test-time interventions
 #
 # Concept accuracy (threshold 0.5) and concept AUC (all test concepts pooled) on **clean** test concepts,
-# concept ECE over all (example, concept) pairs with `trustlib.metrics.ece` (binary, top-label, 15 equal-width
-# bins), task accuracy. An intervention replaces, for every test example, a random `round(r·K)` of its
+# concept ECE over all (example, concept) pairs with `trustlib.metrics.binary_ece` (the calibration error of the
+# positive-class probability, torchmetrics' `binary_calibration_error`: 15 equal-width bins over P(c = 1), each
+# bin's mean probability against its fraction of positive concepts), task accuracy. An intervention replaces, for every test example, a random `round(r·K)` of its
 # predicted concept probabilities by the true concept values and re-runs the head; at r = 100 % the head
 # sees the oracle concepts.
 
@@ -589,10 +590,10 @@ test_fail(lambda: flip_concepts(_C, 1.5, np.random.default_rng(0)), contains="p 
 def concept_metrics(probs, C, n_bins:int=15) -> dict[str, float]:
     "Concept accuracy, AUC (pooled over concepts) and ECE of concept probabilities `probs` `[N, K]` against 0/1 concepts `C`."
     from sklearn.metrics import roc_auc_score
-    from trustlib.metrics import ece
+    from trustlib.metrics import binary_ece
     p, c = np.asarray(probs, dtype=np.float64).ravel(), np.asarray(C).ravel().astype(np.int64)
     auc = float(roc_auc_score(c, p)) if 0 < c.mean() < 1 else float("nan")
-    return dict(concept_acc=float(np.mean((p > 0.5) == c)), concept_auc=auc, concept_ece=ece(c, p, n_bins))
+    return dict(concept_acc=float(np.mean((p > 0.5) == c)), concept_auc=auc, concept_ece=binary_ece(c, p, n_bins))
 
 def intervene(probs, C_true, r:float, rng:np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     "Replace `round(r·K)` randomly chosen concept probabilities of every example by the true concepts; returns (concepts, mask)."
@@ -624,14 +625,13 @@ _none, _ = intervene(_p, _c, 0.0, _rng); test_eq(_none, _p)
 _half, _mk = intervene(_p, _c, 3 / 7, _rng); test_eq(set(_mk.sum(1)), {3})       # exactly round(r·K) per example
 
 # %%
-import torchmetrics.functional.classification as TMF   # cross-checks: AUC, and ECE as 2-class top-label calibration error
+import torchmetrics.functional.classification as TMF   # cross-checks: AUC, and the binary (positive-class) calibration error
 
 # %%
 _pp = np.clip(_c * 0.7 + _rng.random(_c.shape) * 0.3, 0, 1)
 _cm = concept_metrics(_pp, _c, n_bins=15)
 test_close(_cm["concept_auc"], float(TMF.binary_auroc(torch.tensor(_pp.ravel()), torch.tensor(_c.ravel()).long())), eps=1e-6)
-_two = torch.tensor(np.stack([1 - _pp.ravel(), _pp.ravel()], 1))
-test_close(_cm["concept_ece"], float(TMF.multiclass_calibration_error(_two, torch.tensor(_c.ravel()).long(), num_classes=2, n_bins=15)), eps=1e-5)
+test_close(_cm["concept_ece"], float(TMF.binary_calibration_error(torch.tensor(_pp.ravel()), torch.tensor(_c.ravel()).long(), n_bins=15)), eps=1e-6)
 test_close(_cm["concept_acc"], float(((_pp > 0.5) == _c).mean()), eps=1e-12)
 _cm
 
@@ -810,9 +810,18 @@ def _legacy(what:str, t:float) -> str:
             "seeds); reproduced if reproduced at every length, partially if reproduced or partially at one length at least, inconclusive if "
             "inconclusive at one at least")
 
-def _claim(id, claim, paper, rule, legacy, reason, requires=(), headline=False, ours=""):
+def _claim(id, claim, paper, rule, legacy, reason, requires=(), headline=False, ours="", log=(), was=None):
+    "A graded claim whose log starts with the conversion from the legacy rule (to `was`, the rule then, if it changed since)."
     return Claim(id, claim, paper, rule, requires=requires, headline=headline, reason=reason, ours=ours,
-                 log=[Change(TODAY, legacy, _text(rule), WHY)])
+                 log=[Change(TODAY, legacy, _text(was or rule), WHY), *log])
+
+_ECE_RULE = _gap("synthetic/bce/ece_noisy", "synthetic/cpo/ece_noisy", "BCE − CPO concept ECE (noisy)", 0.005)
+_ECE_BINARY = _gap("synthetic/bce/ece_noisy", "synthetic/cpo/ece_noisy", "BCE − CPO binary concept ECE (noisy)", 0.005)
+ECE_CHANGE = Change("2026-12-02", _text(_ECE_RULE), _text(_ECE_BINARY),
+                    "the rule is unchanged in substance (same comparison, same thresholds), but the metric definition changes: the concept "
+                    "ECE was top-label ECE (confidence max(p, 1 − p) against the accuracy of the rounded prediction); it is now the binary "
+                    "calibration error of P(c = 1) against the fraction of positive concepts per bin, torchmetrics' binary_calibration_error, "
+                    "which is what calibration of a concept posterior means")
 
 _S = "synthetic/{}/{}"
 CLAIMS = [
@@ -842,8 +851,9 @@ CLAIMS = [
            requires=NOISE_HURTS),
     _claim("ece_noisy", "CPO optimises the concept posterior: its concept probabilities are better calibrated than BCE's under noise",
            "analysis in the paper (posterior; details not checked)",
-           _gap(_S.format("bce", "ece_noisy"), _S.format("cpo", "ece_noisy"), "BCE − CPO concept ECE (noisy)", 0.005),
-           _legacy("BCE − CPO concept ECE (noisy)", 0.005), "binary ECE of the concept probabilities (15 bins); synthetic data", requires=NOISE_HURTS),
+           _ECE_BINARY, _legacy("BCE − CPO concept ECE (noisy)", 0.005),
+           "binary ECE of the concept probabilities P(c = 1) (torchmetrics' binary_calibration_error, 15 bins); synthetic data",
+           requires=NOISE_HURTS, log=[ECE_CHANGE], was=_ECE_RULE),
     _claim("digits", "CPO outperforms BCE under concept noise on a second dataset (digits, 7-segment concepts)", "three real datasets",
            _gap("digits/cpo/concept_acc_noisy", "digits/bce/concept_acc_noisy", "CPO − BCE concept accuracy on digits (noisy)", 0.01),
            "reproduced if CPO − BCE concept accuracy on digits (noisy) > 0.01; partially if CPO − BCE concept accuracy on digits (noisy) > 0; "
