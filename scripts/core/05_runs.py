@@ -533,7 +533,7 @@ def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPE
 # %%
 test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1.0))
 test_eq(validate_params(notebook=TOY, params=dict(seed=0.0, fail=False)), {})      # defaults are left out
-test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']; did you mean ['seed'] for 'seeed'?")
+test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']; did you mean ['seed', 'sleep'] for 'seeed'?")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seed='three')), contains="parameter 'seed': expected int")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(fail='yes')), contains="parameter 'fail': expected bool")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(sleep=float('inf'))), contains="parameter 'sleep': inf is not a finite number")
