@@ -70,4 +70,5 @@ sync: install
 # Benchmarks report (CPU time, interleaved repeats, a reference probe of the machine); tests never assert time.
 bench: install
 	$(BIN)/python tools/bench_smoke.py --out runs/bench
-	$(BIN)/python tools/bench_runs.py --out runs/bench/runs.json
+	$(BIN)/python tools/bench_sweep_cpu.py --out-dir runs/bench
+	$(BIN)/python tools/bench_import.py --out runs/bench

@@ -88,7 +88,21 @@
 # |---|---|---|
 # | `smoke` | tests and CI; tiny sizes | < 60 s on 2 CPU cores |
 # | `cpu` | the published results in the notebooks and the dashboard | a few minutes on 2 CPU cores |
-# | `full` | the paper's own scale (GPU, downloaded datasets) | fails early and clearly when a resource is missing |
+# | `full` | the paper's own experiment (its models and datasets through their standard loaders, GPU when present) | fails early and clearly when a resource is missing |
+#
+# `trustlib run PAPER --profile full --rehearse` runs the `full` code path offline, end to end, on tiny stand-ins
+# in the real formats (randomly initialised checkpoints of the same architecture classes in the Hugging Face hub
+# layout, dataset files in the loaders' formats; `trustlib.rehearse`). A rehearsal checks the code, not the
+# paper: it is marked `rehearsal: true` in `metrics.json` and never published. The test suite rehearses every
+# paper whose `full` path can be rehearsed (`tests/test_rehearse.py`, network blocked).
+#
+# ### What `full` runs, per paper
+#
+# The paper's setup, what our `full` profile runs, the resources a real run needs, an estimate of its time on
+# one modern GPU (not measured: the machines that build trustlib have none), and whether its code path is
+# rehearsed offline. Where `full` is not the paper's experiment, the row says so.
+#
+# <!-- trustlib:full-profile -->
 #
 # ## Installing
 #

@@ -109,3 +109,29 @@ def offline_env(monkeypatch):
     "Apply kernel_env() to this process (kernels started from here inherit it)."
     for k, v in kernel_env().items(): monkeypatch.setenv(k, v)
     yield
+
+# --- Opt-in CPU accounting per test item (TRUSTLIB_TEST_CPU_CSV=path): user+sys CPU seconds of this process and of
+# its reaped children (papermill kernels, subprocess CLIs, quarto, Chromium) for setup+call+teardown of each item.
+# Session fixtures are charged to the first item that uses them. Children are counted once waited for.
+_CPU_CSV = os.environ.get("TRUSTLIB_TEST_CPU_CSV")
+
+def _cpu_now():
+    import resource, time
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime, time.time()
+
+if _CPU_CSV:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        s0, c0, w0 = _cpu_now()
+        yield
+        s1, c1, w1 = _cpu_now()
+        new = not Path(_CPU_CSV).exists()
+        with open(_CPU_CSV, "a") as f:
+            if new: f.write("nodeid,self_cpu_s,children_cpu_s,total_cpu_s,wall_s,load1\n")
+            f.write(f'"{item.nodeid}",{s1-s0:.2f},{c1-c0:.2f},{s1-s0+c1-c0:.2f},{w1-w0:.1f},{os.getloadavg()[0]:.2f}\n')
+
+    def pytest_sessionfinish(session, exitstatus):
+        s, c, w = _cpu_now()
+        with open(_CPU_CSV, "a") as f:
+            f.write(f'"<session end: process total>",{s:.2f},{c:.2f},{s+c:.2f},,{os.getloadavg()[0]:.2f}\n')

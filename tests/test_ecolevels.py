@@ -105,18 +105,22 @@ def test_headline_condition_holds_on_the_published_run():
     assert row.get("conditions") and "condition not met" not in row["reason"], row
 
 @pytest.mark.slow
-def test_headline_condition_on_the_cpu_configuration():
-    """On the published configuration: the resume audit's positive control shows a gap above 0.1 (interval over the cpu
-    seeds) and the Bias-in-Bios occupation classifiers are well above chance — the headline's conditions, checked by the
-    same tests the claim requires."""
+def test_headline_condition_on_part_of_the_cpu_configuration():
+    """Recomputed on a cheap part of the published configuration (the condition on all cpu seeds is read from the
+    published run above): on the first cpu seed, with the cpu sizes, the resume audit's positive control shows a gap
+    above the condition's 0.1 — and the same audit with no bias put into the labels does not, so the check can fail;
+    the Bias-in-Bios classifier of the cpu configuration's first occupation is well above chance. Checked by the same
+    tests the claim requires. (The whole condition costs about two CPU minutes, most of it encoding every occupation's
+    biographies; the encodings of the resume seed are shared by both audits.)"""
     cfg = eco.Config.from_params("cpu")
     encode = eco.load_encoder(cfg)
-    import numpy as np
     from trustlib.config import derive_seed
-    ctrl = [eco.resume_probe(encode, cfg.n_train_resumes, cfg.n_test_resumes, cfg.positive_bias, derive_seed(cfg.seed, "resume", s))["control"]["gap"]
-            for s in range(cfg.n_seeds)]
-    data, _ = eco.bios_data(cfg.bios_occupations, cfg.bios_train, cfg.bios_max_test, cfg.bios_min_per_gender, cfg.seed)
+    ctrl, nobias = [eco.resume_probe(encode, cfg.n_train_resumes, cfg.n_test_resumes, b, derive_seed(cfg.seed, "resume", 0))["control"]["gap"]
+                    for b in (cfg.positive_bias, 0.0)]
+    data, _ = eco.bios_data(cfg.bios_occupations[:1], cfg.bios_train, cfg.bios_max_test, cfg.bios_min_per_gender, cfg.seed)
     bios = eco.bios_probe(encode, data, 200, cfg.seed, cfg.bios_max_length)
-    m = {"resume/control/gap": ctrl, "bios/balanced_accuracy": bios["balanced_accuracy"]}
-    for t in next(c for c in eco.CLAIMS if c.headline).requires:
-        assert t.evaluate(m).verdict == "reproduced", t.evaluate(m).note
+    control, accuracy = next(c for c in eco.CLAIMS if c.headline).requires
+    assert control.evaluate({"resume/control/gap": ctrl}).verdict == "reproduced", (ctrl, control.evaluate({"resume/control/gap": ctrl}).note)
+    assert control.evaluate({"resume/control/gap": nobias}).verdict != "reproduced", nobias      # the check can fail
+    o = accuracy.evaluate({"bios/balanced_accuracy": bios["balanced_accuracy"]})
+    assert o.verdict == "reproduced", o.note

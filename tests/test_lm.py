@@ -29,13 +29,15 @@ def _old_style_gpt2(V, D, L, H, max_len, seed):
         return GPT2LMHeadModel(cfg).eval()
 
 
-@pytest.mark.parametrize("impl,use_result", [("sdpa", False), ("eager", False), ("sdpa", True), ("eager", True)])
-def test_hook_names_complete_and_cache_shapes(impl, use_result):
-    m = _model(attn_impl=impl, use_attn_result=use_result)
+@pytest.mark.parametrize("impl,use_result,split", [("sdpa", False, False), ("eager", False, False), ("sdpa", True, False), ("eager", True, False),
+                                                   ("sdpa", True, True), ("eager", False, True)])
+def test_hook_names_complete_and_cache_shapes(impl, use_result, split):
+    m = _model(attn_impl=impl, use_attn_result=use_result, use_split_qkv_input=split, use_hook_mlp_in=split)
     logits, cache = m.run_with_cache(_x())
     names = m.hook_names()
     every = {n for n, mod in m.named_modules() if isinstance(mod, HookPoint)}
-    inactive = ({'attn.hook_attn_scores', 'attn.hook_pattern'} if impl == "sdpa" else set()) | (set() if use_result else {'attn.hook_result'})
+    inactive = ({'attn.hook_attn_scores', 'attn.hook_pattern'} if impl == "sdpa" else set()) | (set() if use_result else {'attn.hook_result'}) \
+               | (set() if split else {'hook_q_input', 'hook_k_input', 'hook_v_input', 'hook_mlp_in'})
     assert set(names) == {n for n in every if not any(n.endswith(s) for s in inactive)}
     assert list(cache) == names and len(names) == len(set(names))          # every active hook fires once, in order
     B, dh, dm = 3, D // H, 4 * D
@@ -47,6 +49,10 @@ def test_hook_names_complete_and_cache_shapes(impl, use_result):
         assert cache[p + "mlp.hook_pre"].shape == cache[p + "mlp.hook_post"].shape == (B, T, dm)
         if impl == "eager": assert cache[p + "attn.hook_pattern"].shape == cache[p + "attn.hook_attn_scores"].shape == (B, H, T, T)
         if use_result: assert cache[p + "attn.hook_result"].shape == (B, T, H, D)
+        if split:
+            for n in ("hook_q_input", "hook_k_input", "hook_v_input"): assert torch.equal(cache[p + n], cache[p + "hook_resid_pre"][:, :, None].expand(B, T, H, D))
+            assert torch.equal(cache[p + "hook_mlp_in"], cache[p + "hook_resid_mid"])
+    if split: torch.testing.assert_close(logits, _model(attn_impl=impl)(_x()), atol=1e-5, rtol=1e-5)   # same model up to rounding
     assert cache['hook_embed'].shape == cache['hook_pos_embed'].shape == cache['hook_ln_final'].shape == (B, T, D)
     assert cache['hook_logits'].shape == logits.shape == (B, T, V)
     assert torch.equal(cache['blocks.0.hook_resid_pre'], cache['hook_embed'] + cache['hook_pos_embed'])
@@ -59,9 +65,9 @@ def test_patching_a_head(impl):
     clean, cache = m.run_with_cache(x)
     for layer in range(L):
         for h in range(H):
-            def zero(z, name, h=h): z = z.clone(); z[:, :, h] = 0; return z
-            assert (m.run_with_hooks(x, [(f"blocks.{layer}.attn.hook_z", zero)]) - clean).abs().max() > 1e-4
-    same = m.run_with_hooks(x, [(n, lambda a, name: cache[name]) for n in m.hook_names()])
+            def zero(z, hook, h=h): z = z.clone(); z[:, :, h] = 0; return z
+            assert (m.run_with_hooks(x, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", zero)]) - clean).abs().max() > 1e-4
+    same = m.run_with_hooks(x, fwd_hooks=[(n, lambda a, hook: cache[hook.name]) for n in m.hook_names()])
     assert torch.equal(same, clean)                                       # clean activations everywhere: bit-identical
     assert all(not mod.fns for mod in m.modules() if isinstance(mod, HookPoint))
 
@@ -69,12 +75,12 @@ def test_patching_a_head(impl):
 def test_hooks_context_removes_hooks_even_on_error():
     m = _model(); calls = []
     with pytest.raises(RuntimeError):
-        with m.hooks({"blocks.0.hook_resid_pre": lambda a, n: calls.append(n)}):
+        with m.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", lambda a, hook: calls.append(hook.name))]):
             m(_x()); raise RuntimeError("stop")
     assert calls == ["blocks.0.hook_resid_pre"] and not m.blocks[0].hook_resid_pre.fns
-    with pytest.raises(KeyError, match="no hook point"): m.run_with_cache(_x(), names="blocks.0.hook_nope")
-    with pytest.raises(ValueError, match="attn_impl='eager'"): m.run_with_cache(_x(), names="blocks.0.attn.hook_pattern")
-    with pytest.raises(ValueError, match="must return None or a tensor"): m.run_with_hooks(_x(), [("hook_embed", lambda a, n: a[:1])])
+    with pytest.raises(KeyError, match="no hook point"): m.run_with_cache(_x(), names_filter="blocks.0.hook_nope")
+    with pytest.raises(ValueError, match="attn_impl='eager'"): m.run_with_cache(_x(), names_filter="blocks.0.attn.hook_pattern")
+    with pytest.raises(ValueError, match="must return None or a tensor"): m.run_with_hooks(_x(), fwd_hooks=[("hook_embed", lambda a, hook: a[:1])])
 
 
 def test_per_head_contributions_sum_to_attn_out():

@@ -28,7 +28,7 @@ def test_decomposition_full_and_empty(setup):
     with torch.no_grad():
         lo, A = gm(d.clean, return_acts=True)
         torch.testing.assert_close(lo, m(d.clean), atol=1e-4, rtol=1e-4)
-        _, cache = m.run_with_cache(d.clean, names=lambda n: n.endswith("hook_resid_post"))
+        _, cache = m.run_with_cache(d.clean, names_filter=lambda n: n.endswith("hook_resid_post"))
         for l in range(4):
             resid = A[:, :, :1 + (l + 1) * 5].sum(2) + sum(m.blocks[i].attn.b_O for i in range(l + 1))
             torch.testing.assert_close(resid, cache[f"blocks.{l}.hook_resid_post"], atol=1e-5, rtol=1e-5)
@@ -89,14 +89,14 @@ def test_graph_model_uses_the_models_hook_points(setup):
     seen = []
     m.attn_impl = "eager"
     try:
-        with torch.no_grad(), m.hooks([("blocks.1.attn.hook_pattern", lambda a, n: seen.append(a.shape))]): gm(d.clean)
+        with torch.no_grad(), m.hooks([("blocks.1.attn.hook_pattern", lambda a, hook: seen.append(a.shape))]): gm(d.clean)
     finally: m.attn_impl = "sdpa"
     assert seen == [(12, 4, 14, 14)]
     with torch.no_grad():
         A = C.node_acts(gm, d.clean)
         zero = torch.zeros_like(A[:, :, 1:5])
         out = gm(d.clean, replace=(slice(1, 5), zero))                                          # the 4 heads of layer 0 silenced
-        with C.attn_results(m), m.hooks([("blocks.0.attn.hook_result", lambda a, n: torch.zeros_like(a))]): ref = m(d.clean)
+        with C.attn_results(m), m.hooks([("blocks.0.attn.hook_result", lambda a, hook: torch.zeros_like(a))]): ref = m(d.clean)
     torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
 
 @pytest.fixture(scope="module")
@@ -151,3 +151,73 @@ def test_conditions_hold_on_the_published_run():
     r = by[next(c for c in C.CLAIMS if c.id == "planted_auroc").claim]
     assert r.get("conditions")
     if "condition not met" in r["reason"]: assert r["verdict"] == "inconclusive", r
+
+
+# ---- The graph pass through the model's split q/k/v inputs vs the earlier pass that projected q/k/v itself ----------------
+# The reference below is the graph pass as published before the split-input hook points existed: the circuits code
+# applied ln1 and each head's slice of W_qkv to every slot's input itself and replaced attn.hook_q/k/v, and it fed the
+# MLP's input through hook_resid_mid. Every published number came from it; the new pass must give the same numbers.
+
+def _old_slot_weights(attn, H):
+    D = attn.W_qkv.shape[0]
+    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
+
+def _old_hooks(run, l):
+    H, b0 = run.H, l * (3 * run.H + 1)
+    blk, qkv = run.m.blocks[l], {}
+    def q_k_v(act, hook):
+        which = "qkv".index(hook.name[-1])
+        if not qkv:
+            z = torch.nn.functional.layer_norm(run.slots(b0, b0 + 3 * H, l), (run.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
+            qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _old_slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
+        return qkv['x'][:, :, which * H:(which + 1) * H]
+    def result(act, hook): return run.node_out(1 + l * (H + 1), act)
+    def mlp_in(act, hook): return run.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+    def mlp_out(act, hook): return run.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+    hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
+    if run.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
+    if run.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
+    return hk
+
+class _OldGraphModel(C.GraphModel):
+    def forward(self, tokens, mask=None, corrupt=None, input_embeds=None, replace=None, delta=None, return_acts=False,
+                return_inputs=False, cache=None, start_layer:int=0):
+        m, g = self.model, self.graph; L, H = m.n_layers, m.n_heads
+        run = C._GraphRun(self, mask, corrupt, replace, delta, return_inputs, tokens.shape[0])
+        if start_layer == 0:
+            x = self.embed(tokens) if input_embeds is None else input_embeds
+            resid = run.node_out(0, x[:, :, None])[:, :, 0]
+        else:
+            run.outs.append(cache[:, :, :1 + start_layer * (H + 1)]); resid = run.residual(start_layer)
+        with C.attn_results(m), m.hooks([h for l in range(start_layer, L) for h in _old_hooks(run, l)]):
+            for l in range(start_layer, L):
+                if l > start_layer and run.explicit((l - 1) * (3 * H + 1), l * (3 * H + 1)): resid = run.residual(l)
+                resid = m.blocks[l](resid, None, m.attn_impl, True)
+        if run.explicit(g.n_bwd - 1, g.n_bwd): xl = run.slots(g.n_bwd - 1, g.n_bwd, L)[:, :, 0]
+        elif L > start_layer and run.explicit((L - 1) * (3 * H + 1), L * (3 * H + 1)): xl = run.residual(L)
+        else: xl = resid
+        logits = m.hook_logits(torch.nn.functional.linear(m.hook_ln_final(m.ln_final(xl)), m.W_U))
+        res = [logits] + ([torch.cat(run.outs, 2)] if return_acts else []) + ([run.inputs] if return_inputs else [])
+        return res[0] if len(res) == 1 else tuple(res)
+
+
+def test_split_input_graph_pass_equals_the_published_one(planted_cpu):
+    "On the published (cpu) configuration's first-seed model: edge scores (EAP, EAP-IG inputs/activations, clean-corrupted, exact patching) and faithfulness of every circuit agree."
+    cfg, model, pm, truth, plog, attr, ev = planted_cpu
+    torch.set_num_threads(1)
+    new, old = C.GraphModel(model), _OldGraphModel(model); g = new.graph
+    for p in model.parameters(): p.requires_grad_(False)
+    a, e = attr[:20], ev[:20]
+    diffs = {}
+    for name, fn in (("eap", lambda gm: C.eap(gm, a)), ("eap_ig_inputs", lambda gm: C.eap_ig_inputs(gm, a, steps=cfg.ig_steps)),
+                     ("eap_ig_activations", lambda gm: C.eap_ig_activations(gm, a, steps=cfg.ig_steps)),
+                     ("clean_corrupted", lambda gm: C.clean_corrupted(gm, a)), ("exact", lambda gm: C.exact_patching(gm, a[:8]))):
+        with torch.enable_grad(): S_new, S_old = fn(new), fn(old)
+        diffs[name] = float((S_new - S_old).abs().max())
+        torch.testing.assert_close(S_new, S_old, rtol=1e-5, atol=1e-6)
+        assert torch.equal(C.top_n(g, S_new, C.n_for(g, 0.1)), C.top_n(g, S_old, C.n_for(g, 0.1))), name
+    circuits = [C.top_n(g, S_new, C.n_for(g, k), absolute=ab) for k in C.SIZES for ab in (False, True)] + [g.valid, torch.zeros_like(g.valid)]
+    m_new, m_old = (C.circuit_metric(gm, e, circuits) for gm in (new, old))
+    diffs["circuit_metric"] = float((torch.as_tensor(m_new) - torch.as_tensor(m_old)).abs().max())
+    torch.testing.assert_close(torch.as_tensor(m_new), torch.as_tensor(m_old), rtol=1e-5, atol=1e-5)
+    print("max |new - old|:", diffs)

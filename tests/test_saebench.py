@@ -119,12 +119,12 @@ def test_sparse_training_path_matches_the_dense_code(arch):
 def test_jumprelu_has_no_relu_after_the_jump():
     # pre-activations just below the threshold move it (the straight-through estimator), as in dictionary_learning
     sae = make_sae("jumprelu", 4, 8, 2, seed=0, bandwidth=0.01)
-    with torch.no_grad(): sae.theta.fill_(0.5)
+    with torch.no_grad(): sae.threshold.fill_(0.5)
     z = sae.pre(torch.zeros(1, 4)).detach()
     x = torch.zeros(1, 4)
     with torch.no_grad(): sae.b_enc.copy_(torch.full((8,), 0.497))             # every latent 0.003 below its threshold
     sae.encode(x).sum().backward()
-    assert torch.allclose(sae.theta.grad, torch.full((8,), -0.5 / 0.01))
+    assert torch.allclose(sae.threshold.grad, torch.full((8,), -0.5 / 0.01))
 
 
 # --- the conditions the claims need, on the published (cpu) configuration -------------------------------------------
@@ -148,8 +148,18 @@ def test_minilm_tasks_work_at_the_cpu_configuration(cpu_eval):
     t = ev.tpp
     accs = [(probes["tpp"][j].predict(ev.X[t["test"][j]]) == t["Y"][t["test"][j], j]).mean() for j in range(t["Y"].shape[1])]
     assert np.mean(accs) >= 0.7, accs
-    assert len(probes["letters"]["letters"]) >= 10, probes["letters"]["f1"]
-    assert ev.words["X"].shape[0] == cfg.n_words
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="MiniLM's token activations do not encode the first letter linearly: with all 21,358 vocabulary words the probe's validation F1 is about 0.3 per letter (at most about 0.5), at layer 4 and at the embeddings alike; the page grades the absorption claims inconclusive, condition not met")
+def test_first_letter_probe_reads_ten_letters_at_the_cpu_configuration(cpu_eval):
+    """The first-letter probe of the cpu configuration reads at least 10 letters with F1 >= 0.6 on its own validation
+    words (the condition of the absorption claims), and the letters are chosen on words disjoint from the scored ones."""
+    cfg, ev, probes = cpu_eval
+    w, pr = ev.words, probes["letters"]
+    assert len(pr["letters"]) >= 10, pr["f1"]
+    assert all(pr["f1"][c] >= 0.6 for c in pr["letters"])
+    assert not (set(w["val"]) & set(w["test"])) and not (set(w["train"]) & set(w["val"]))
+    assert len(w["words"]) == min(cfg.n_words, 21_358)
 
 def test_pool_excludes_every_evaluation_text():
     cfg = sb.Config.from_params("smoke")
@@ -160,8 +170,7 @@ def test_pool_excludes_every_evaluation_text():
     assert len(ex) > 1000 and p["train"].shape[1] == 384 and len(p["heldout"]) > 0
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["relu", pytest.param("jumprelu", marks=pytest.mark.xfail(strict=False, reason="L0 200 against the target 16: the stand-in does not yet create this condition at the cpu configuration (the page grades the claims that need it inconclusive, condition not met)")), "gated", "panneal",
-                                  pytest.param("batchtopk", marks=pytest.mark.xfail(strict=False, reason="L0 13.1 against 16 (18 %): the stand-in does not yet create this condition at the cpu configuration (the page grades the claims that need it inconclusive, condition not met)")), "matryoshka"])
+@pytest.mark.parametrize("arch", ["relu", "jumprelu", "gated", "panneal", "batchtopk", "matryoshka"])
 def test_matched_l0_at_the_cpu_configuration(arch):
     """At the cpu configuration's training length, an architecture whose L0 is set indirectly meets the lowest target
     within the tolerance the claims require (15 %) on held-out tokens."""
@@ -183,8 +192,9 @@ def test_hierarchy_creates_absorption_at_the_cpu_configuration():
     assert all(r["absorption_excess"] > 0.02 for r in rows), rows
 
 
-@pytest.mark.xfail(strict=True, reason="the published cpu run (2026-12-02) misses matched L0 (largest |L0/target − 1| = 11.5) and seed-to-seed rank "
-                   "agreement (0.315 < 0.5): every SAE claim is inconclusive, condition not met, on the page")
+@pytest.mark.xfail(strict=True, reason="the published cpu run is at matched L0 (largest |L0/target − 1| = 0.046) but misses the first-letter probe "
+                   "(4 letters < 10), seed-to-seed rank agreement (0.09 < 0.5) and TPP's class probes (0.585 < 0.7): those claims are inconclusive, "
+                   "condition not met, on the page")
 def test_conditions_hold_on_the_published_run():
     """The page is a cpu run, and every graded claim with a condition was graded with it met: the SAEs at matched L0,
     the first-letter probe, the SCR cue that misleads the biased probe, TPP's class probes, properly trained ReLU SAEs,
@@ -202,6 +212,30 @@ def test_conditions_hold_on_the_published_run():
     assert {c.id for c in needing} >= {"proxy_metrics", "matryoshka_absorption", "matryoshka_scr", "matryoshka_tpp", "synthetic_absorption"}
     for c in needing:
         assert "condition not met" not in by[c.claim]["reason"], (c.id, by[c.claim]["reason"])
+
+def _published_conditions() -> dict:
+    "The condition measurements printed on the published page (its 'The conditions' cell), as floats."
+    import json
+    from pathlib import Path
+    nb = json.loads((Path(__file__).resolve().parents[1] / "nbs" / "papers" / "interp" / "saebench.ipynb").read_text())
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and "".join(c["source"]).startswith("pd.Series(") and '"minilm/l0_mismatch"' in "".join(c["source"]):
+            text = "".join("".join(o.get("data", {}).get("text/plain", o.get("text", ""))) for o in c.get("outputs", []))
+            return {k: float(v) for k, v in (line.split()[:2] for line in text.splitlines() if line.startswith("minilm/"))}
+    return {}
+
+def test_published_run_is_at_matched_l0():
+    """On the published cpu run every SAE is within 15 % of its target L0 on held-out tokens (the condition of every MiniLM claim)."""
+    m = _published_conditions()
+    assert m, "the published page has no conditions cell"
+    assert m["minilm/l0_mismatch"] <= 0.15, m["minilm/l0_mismatch"]
+
+@pytest.mark.xfail(strict=True, reason="MiniLM's token activations do not encode the first letter linearly (validation F1 about 0.3 per letter with "
+                   "all 21,358 vocabulary words): the absorption claims are inconclusive, condition not met, on the page")
+def test_published_run_has_ten_letters():
+    """On the published cpu run the first-letter probe reads at least 10 letters (F1 >= 0.6 on its validation words)."""
+    m = _published_conditions()
+    assert m["minilm/letters"] >= 10, m["minilm/letters"]
 
 def test_scr_dataset_without_short_texts_of_both_classes_is_refused():
     # AG News "is world news": no negative text fits in max_length with the cue, so the biased set would have one class

@@ -44,12 +44,38 @@ def _check_proc(root: Path):
     assert "## All claims" in dash and '<select data-key="verdict">' in dash and "\\|" not in dash.split("## All claims")[1]
     home = "\n".join("".join(c["source"]) for c in json.loads((proc / "index.ipynb").read_text())["cells"])
     assert 'class="tl-lead"' in home and "<!-- trustlib:results -->" not in home
+    from trustlib.bench import BENCH_MARKER
+    bench = (proc / "core" / "13_bench.ipynb").read_text()
+    assert BENCH_MARKER not in bench and ("make bench" in bench or "### " in bench)   # the latest runs/bench results, or how to get them
 
 
-def test_site_sources_build_and_check():
-    r = subprocess.run([str(EXE), "site", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=1800, env=_env(ROOT))
-    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
-    assert "site check passed" in r.stdout and "prepared for reading: summaries 19" in r.stdout, r.stdout[-2000:]
+def _quarto():
+    "The quarto binary: on PATH, else where ../shared/tools/quarto/install.sh puts it by default (~/.local/quarto)."
+    q = shutil.which("quarto")
+    if q: return q
+    home = Path.home() / ".local" / "quarto" / "bin" / "quarto"
+    return str(home) if home.is_file() else None
+
+
+@pytest.fixture(scope="module")
+def site_build():
+    """One build of the site for this module: `trustlib site` (build, check, prepare, render, browser check) when Quarto
+    and a browser are available, else `trustlib site --check` (build, check, prepare). Both tests below read it, so the
+    sources are built and prepared once, not once per test. Returns (CompletedProcess, rendered: bool, why not rendered)."""
+    from trustlib.site import browser_unavailable
+    q = _quarto()
+    why = "Quarto is not installed: bash ../shared/tools/quarto/install.sh ~/.local/quarto (see its README), then rerun" if q is None else browser_unavailable()
+    cmd = [str(EXE), "site"] + (["--check"] if why else [])
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600, env=_env(ROOT, None if why else str(Path(q).parent)))
+    return r, not why, why
+
+
+def test_site_sources_build_and_check(site_build):
+    "The sources build, pass the check, and are prepared for reading (the part of `trustlib site` before rendering)."
+    r, rendered, _ = site_build
+    if not rendered: assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert "site check passed" in r.stdout and "prepared for reading: summaries 19" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
+    assert "problem(s)" not in r.stderr, r.stderr[-3000:]
     _check_proc(ROOT)
 
 
@@ -79,23 +105,11 @@ def test_site_sources_build_in_a_clone_without_shared(tmp_path):
     _check_proc(clone)
 
 
-def _quarto():
-    "The quarto binary: on PATH, else where ../shared/tools/quarto/install.sh puts it by default (~/.local/quarto)."
-    q = shutil.which("quarto")
-    if q: return q
-    home = Path.home() / ".local" / "quarto" / "bin" / "quarto"
-    return str(home) if home.is_file() else None
-
-
-def test_rendered_site_passes_the_browser_check():
+def test_rendered_site_passes_the_browser_check(site_build):
     "Render with Quarto, then load every page in headless Chromium at 1366 and 390 px: the check finds nothing."
-    from trustlib.site import browser_unavailable, site_pages
-    q = _quarto()
-    if q is None:
-        pytest.skip("Quarto is not installed: bash ../shared/tools/quarto/install.sh ~/.local/quarto (see its README), then rerun")
-    why = browser_unavailable()
-    if why: pytest.skip(why)
-    r = subprocess.run([str(EXE), "site"], cwd=ROOT, capture_output=True, text=True, timeout=3600, env=_env(ROOT, str(Path(q).parent)))
+    from trustlib.site import site_pages
+    r, rendered, why = site_build
+    if not rendered: pytest.skip(why)
     assert r.returncode == 0, (r.stdout[-4000:], r.stderr[-4000:])
     assert "site rendered" in r.stdout and "browser check:" in r.stdout, r.stdout[-2000:]
     line = next(l for l in r.stdout.splitlines() if l.startswith("browser check:"))

@@ -30,18 +30,27 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("modules", nargs="*", default=DEFAULT, help="modules or import statements")
     p.add_argument("--repeats", type=int, default=7, help="interleaved rounds (default 7; >= 6 give an interval)")
+    p.add_argument("--out", default=None, help="also write the dated <date>-import.{json,csv} here (e.g. runs/bench)")
     a = p.parse_args(argv)
     from trustlib.results import median_ci
     load0 = os.getloadavg()[0]
-    times = {m: [] for m in a.modules}
+    times, rows = {m: [] for m in a.modules}, []
     for r in range(a.repeats):
         for m in a.modules[r % len(a.modules):] + a.modules[:r % len(a.modules)]:
             times[m].append(import_cpu_seconds(m))
+            rows.append(dict(case=m, round=r, cpu_s=times[m][-1], wall_s=float("nan"), load1=os.getloadavg()[0]))
     load1 = os.getloadavg()[0]
     for m, t in times.items():
         e = median_ci(t)
         print(f"{m}: median {e.value:.3f} s CPU [{e.lo:.3f}, {e.hi:.3f}] over {e.n} rounds; samples {[round(x, 3) for x in t]}")
     print(f"load average {load0:.1f} before, {load1:.1f} after")
+    if a.out:
+        import pandas as pd
+        from trustlib.bench import summarize, write_bench, reference_probe
+        samples = pd.DataFrame(rows)
+        path = write_bench("import", summarize(samples), samples, reference_probe(repeats=3), a.out,
+                           notes=dict(repeats=a.repeats, load1_before=load0, load1_after=load1, what="CPU seconds of a fresh interpreter importing the module"))
+        print(f"written: {path}")
     return 0
 
 

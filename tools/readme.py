@@ -11,6 +11,12 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "<!-- trustlib:results -->"
+FULL_MARKER = "<!-- trustlib:full-profile -->"
+
+def full_profile_table() -> str:
+    sys.path.insert(0, str(ROOT))
+    from trustlib.rehearse import full_profile_table as table
+    return table()
 
 def _markdown(nb_path: Path, skip_title: bool = False) -> list[str]:
     nb = nbformat.read(nb_path, as_version=4)
@@ -27,6 +33,7 @@ def render() -> str:
     home = [c for c in home if not c.startswith("## Cite")]
     guide = [re.sub(r"^## ", "### ", c, flags=re.M) for c in guide]
     text = "\n\n".join(home + ["## Use and contribute"] + guide + cite)
+    text = text.replace(FULL_MARKER, full_profile_table())   # the table of what `full` runs, from trustlib.rehearse.FULL_PROFILE
     # links relative to nbs/ on the website are relative to the repository root here
     text = re.sub(r"\]\((?!https?:|#|/)([^)]+\.ipynb[^)]*)\)", r"](nbs/\1)", text)
     return "<!-- generated from nbs/index.ipynb and nbs/use.ipynb by tools/readme.py: edit the notebooks, not this file -->\n\n" + text + "\n"

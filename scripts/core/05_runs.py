@@ -1100,14 +1100,24 @@ def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tu
     return True, 'already complete'
 
 def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,
-         root=None, nbs_dir=None, allow_large=False, wait=True, reuse=False, on_wait=None, validator=None) -> tuple[Path, bool, str]:
+         root=None, nbs_dir=None, allow_large=False, wait=True, reuse=False, on_wait=None, validator=None, rehearse=False) -> tuple[Path, bool, str]:
     "Run (or, with `reuse`, skip a current run); return `(folder, executed, note)`."
+    if rehearse and rehearse != 'inner':   # the full profile on stand-ins: validated and run with the hub and the data folder redirected
+        from trustlib.rehearse import rehearsal, rehearsal_params, REHEARSAL
+        if profile != 'full': raise ConfigError(f"a rehearsal runs the full profile, not {profile!r}")
+        name = paper or Path(notebook).stem
+        if name not in REHEARSAL: rehearsal_params(name)   # raises, saying why this paper's full path cannot be rehearsed yet
+        with rehearsal(paper=name):
+            return _run(paper, {**rehearsal_params(name), **dict(params or {})}, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel,
+                        progress=progress, timeout=timeout, root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait, reuse=reuse,
+                        on_wait=on_wait, validator=validator, rehearse='inner')
     v = validator or ParamValidator(paper, notebook, root, nbs_dir, allow_large)
     params = v.check(profile, dict(params or {}))
     name, nb = v.name, v.nb
     runs_dir = _local_runs_dir(runs_dir, root if notebook is None else None)
     base = _prepare_base(runs_dir, name)
     rid = run_id(profile, params)
+    if rehearse == 'inner': rid = rid.replace(f"{profile}-", f"{profile}-rehearsal-", 1)   # never the id of a real run
     final = base/rid
     lock = RunLock(base, rid)
     waited = []
@@ -1123,10 +1133,11 @@ def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python
             if ok: return final, False, ('completed by another process' if waited else why)
         else: why = ''
         clean_stale(base, holding=rid)
-        return _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha), True, why
+        return _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha,
+                        rehearse == 'inner'), True, why
     finally: lock.release()
 
-def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha) -> Path:
+def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress, timeout, allow_large, src_sha, file_sha, rehearsal=False) -> Path:
     import nbformat
     tmp = base/f".tmp-{rid}-{secrets.token_hex(4)}"
     tmp.mkdir()
@@ -1135,7 +1146,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
     out_nb = tmp/nb.name
     meta = dict(paper=name, run_id=rid, status='running', profile=profile, params=encode_params(params),
                 notebook=nb.name, source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha,
-                hostname=socket.gethostname(), started=_now())
+                hostname=socket.gethostname(), started=_now(), **(dict(rehearsal=True) if rehearsal else {}))
     t0 = time.perf_counter()
     saved_env = {k: os.environ.get(k) for k in ('TRUSTLIB_RUN_DIR', 'TQDM_DISABLE', 'TRUSTLIB_ALLOW_LARGE')}
     old_term = None
@@ -1181,6 +1192,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
         res = json.loads((tmp/'result.json').read_text())
         meta.update(status='complete', **{k: res.get(k, d) for k, d in (('config', {}), ('metrics', {}), ('verdicts', []), ('claims_hash', ''), ('tables', []), ('figures', []))})
         if isinstance(res.get('timings'), dict): meta['timings'] = res['timings']
+        if res.get('rehearsal'): meta['rehearsal'] = True
         meta.update(versions=versions(), **git_info(nb.parent), finished=_now(), duration_s=round(time.perf_counter() - t0, 3))
         write_json(tmp/'metrics.json', meta)
         if not lock.owned(): raise RunFailed(f"the lock {lock.path.name} was taken over by another process; not publishing")
@@ -1220,10 +1232,11 @@ def run_notebook(paper:str|None=None, # paper name (notebook stem); see `trustli
                  root:str|Path|None=None, nbs_dir:str|Path|None=None,
                  allow_large:bool=False, # lift the Config's soft upper bounds
                  wait:bool=True, # if another process runs this run id: wait for it (False: raise `RunLocked`)
+                 rehearse:bool=False, # run the full profile on offline stand-ins (`trustlib.rehearse`); marked `rehearsal: true`, never published
                 ) -> Path:
     "Execute a paper notebook with papermill into `runs/<paper>/<run_id>/`; return that folder."
     return _run(paper, params, profile, notebook=notebook, runs_dir=runs_dir, kernel=kernel, progress=progress, timeout=timeout,
-                root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait)[0]
+                root=root, nbs_dir=nbs_dir, allow_large=allow_large, wait=wait, rehearse=rehearse)[0]
 
 _OBJECT_STORE_FS = ('fuse.s3fs', 'fuse.gcsfuse', 'fuse.goofys', 'fuse.geesefs', 'fuse.rclone', 'fuse.mountpoint-s3',
                     'fuse.blobfuse', 'fuse.blobfuse2', 'fuse.s3backer', 'fuse.riofs', 'fuse.cloudfuse')

@@ -44,7 +44,7 @@ from trustlib.config import BaseConfig, param
 # %%
 #| export
 _BASE_COLS = ['paper', 'run_id', 'status', 'profile', 'started', 'finished', 'duration_s', 'git_commit', 'git_dirty',
-              'n_verdicts', 'error', 'path']
+              'n_verdicts', 'error', 'path', 'rehearsal']
 
 def _flatten(d:dict, prefix:str) -> dict[str, Any]:
     out = {}
@@ -63,7 +63,8 @@ def collect_runs(runs_dir:str|Path|None=None # default: $TRUSTLIB_RUNS or <repo>
         try: m = json.loads((rd/'metrics.json').read_text(encoding='utf-8'))
         except (OSError, ValueError) as e:
             rows.append(dict(paper=rd.parent.name, run_id=rd.name, status='unreadable', error=str(e), path=str(rd))); continue
-        row = {k: m.get(k) for k in _BASE_COLS if k not in ('n_verdicts', 'path', 'error')}
+        row = {k: m.get(k) for k in _BASE_COLS if k not in ('n_verdicts', 'path', 'error', 'rehearsal')}
+        row['rehearsal'] = bool(m.get('rehearsal'))   # a rehearsal of the full profile on stand-ins (never published)
         row.update(paper=m.get('paper', rd.parent.name), run_id=m.get('run_id', rd.name), n_verdicts=len(m.get('verdicts') or []),
                    error=m.get('error'), path=str(rd))
         row.update(_flatten(m.get('params'), 'params.')); row.update(_flatten(m.get('metrics'), 'metrics.'))

@@ -476,22 +476,28 @@ class JumpReLUSAE(SAE):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         if not target_l0 > 0: raise ValueError(f"target_l0 must be > 0, got {target_l0}")
         self.target_l0, self.l0_coeff, self.bandwidth = float(target_l0), float(l0_coeff), float(bandwidth)
-        self.theta = nn.Parameter(torch.full((d_sae,), float(init_threshold)))
+        self.threshold = nn.Parameter(torch.full((d_sae,), float(init_threshold)))   # θ, named as sae-lens names it
+    @property
+    def theta(self): return self.threshold                    # the earlier name of the same parameter
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kw):
+        "Also load state dicts saved when the threshold was the parameter `theta`."
+        if prefix + "theta" in state_dict and prefix + "threshold" not in state_dict: state_dict[prefix + "threshold"] = state_dict.pop(prefix + "theta")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kw)
     def pre(self, x): return torch.addmm(self.b_enc, x, self.W_enc)
-    def encode(self, x): return jumprelu(self.pre(x), self.theta, self.bandwidth)
+    def encode(self, x): return jumprelu(self.pre(x), self.threshold, self.bandwidth)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
         z = self.pre(x)
-        f = jumprelu(z, self.theta, self.bandwidth)
+        f = jumprelu(z, self.threshold, self.bandwidth)
         mse = self.mse(x, self.decode(f))
-        l0 = heaviside_step(z, self.theta, self.bandwidth).sum(-1).mean()
+        l0 = heaviside_step(z, self.threshold, self.bandwidth).sum(-1).mean()
         sp = (l0 / self.target_l0 - 1) ** 2
         if self.training: self.track(f)
         loss = mse + self.l0_coeff * sparsity_scale * sp
         return loss, dict(loss=_v(loss), mse=_v(mse), sparsity=_v(sp), l0=_v(l0))
     @torch.no_grad()
     def after_step(self):
-        self.theta.clamp_(min=1e-6)
+        self.threshold.clamp_(min=1e-6)
         super().after_step()
 
 
@@ -524,6 +530,10 @@ with torch.no_grad(): jr.W_enc.copy_(torch.eye(2)); jr.b_enc.zero_(); jr.theta.f
 xj = torch.tensor([[0.497, 0.0]])                                  # latent 0: z = 0.497, within ε/2 below θ = 0.5
 jr.encode(xj).sum().backward(); test_close(jr.theta.grad.numpy(), [-0.5 / 1e-2, 0.0], eps=1e-4)
 jr.theta.grad = None; F.relu(jumprelu(jr.pre(xj), jr.theta, 1e-2)).sum().backward(); test_eq(jr.theta.grad.tolist(), [0.0, 0.0])
+# The threshold is the parameter `threshold` (sae-lens's name); a state dict saved under the earlier name `theta` still loads:
+test_eq([n for n, _ in jr.named_parameters()][-1], 'threshold'); assert jr.theta is jr.threshold
+old_sd = {('theta' if k == 'threshold' else k): v.clone() + (k == 'threshold') for k, v in jr.state_dict().items()}
+jr_old = JumpReLUSAE(2, 2, target_l0=1, seed=5); jr_old.load_state_dict(old_sd); test_close(jr_old.threshold.detach().numpy(), jr.threshold.detach().numpy() + 1)
 
 
 # %% [markdown]
@@ -601,6 +611,7 @@ class PAnnealSAE(SAE):
         if not 0 < p_end <= p_start <= 1: raise ValueError(f"need 0 < p_end <= p_start <= 1, got {p_start}, {p_end}")
         if not 0 <= anneal_start <= anneal_end <= 1: raise ValueError("need 0 <= anneal_start <= anneal_end <= 1")
         self.l1_coeff, self.p = float(l1_coeff), float(p_start)
+        self.p_start, self.p_end, self.n_anneal = float(p_start), float(p_end), int(n_anneal)
         self.p_values = np.linspace(p_start, p_end, int(n_anneal))
         self.anneal_start, self.anneal_end, self.queue_len = anneal_start, anneal_end, int(queue_len)
         self.change_steps: list[int] = []; self._queue: list[torch.Tensor] = []; self._next = 1
@@ -677,6 +688,7 @@ class MatryoshkaSAE(BatchTopKSAE):
     arch = "matryoshka"
     def __init__(self, d_in:int, d_sae:int, k:int=32, seed:int=0, fractions=MATRYOSHKA_FRACTIONS, weights=None, **kw):
         super().__init__(d_in, d_sae, k=k, seed=seed, **kw)
+        self.fractions = tuple(float(f) for f in fractions)
         self.sizes = group_sizes(d_sae, fractions) if len(fractions) else [d_sae]
         G = len(self.sizes)
         self.weights = [1 / G] * G if weights is None else [float(w) for w in weights]
@@ -895,6 +907,219 @@ test_close((s_.W_dec.grad * s_.W_dec).sum(1).detach().numpy(), 0.0, eps=1e-5)
 def _fit(seed):
     s_ = make_sae('batchtopk', 16, 32, 2, seed=seed); train_sae(s_, Xs, steps=30, batch_size=128, seed=seed, progress=False); return s_.W_dec.detach()
 test_eq(torch.equal(_fit(0), _fit(0)), True); test_eq(torch.equal(_fit(0), _fit(1)), False)
+
+# %% [markdown]
+# ## Saving and loading in sae-lens's format
+#
+# `sae.save_pretrained(path)` writes a folder laid out as [SAELens](https://github.com/jbloomAus/SAELens) (6.x) writes
+# one: `cfg.json` (the fields of sae-lens's `SAEConfig`: `d_in`, `d_sae`, `dtype`, `device`, `apply_b_dec_to_input`,
+# `normalize_activations`, `reshape_activations`, `metadata`, `architecture`, and `k` for TopK) and
+# `sae_weights.safetensors` holding exactly the parameters of sae-lens's inference SAE of that architecture, under its
+# names and shapes: `W_enc` `[d_in, d_sae]`, `W_dec` `[d_sae, d_in]`, `b_enc` `[d_sae]`, `b_dec` `[d_in]`, plus
+# `threshold` `[d_sae]` (JumpReLU) or `b_gate`, `r_mag`, `b_mag` (Gated, which has no `b_enc`; our gate bias is saved as
+# `b_gate`). What sae-lens has no field for — the class and its constructor arguments, the training step, the dead-latent
+# counters and TopK's scalar inference threshold — goes into `metadata["trustlib"]` and a third file,
+# `trustlib_state.safetensors`, which sae-lens ignores. `SAE.from_pretrained(path)` (or `TopKSAE.from_pretrained(path)`,
+# which also checks the class) rebuilds the same SAE: the tensors are stored bit for bit, so the codes and
+# reconstructions after a round trip are identical.
+#
+# Each architecture maps onto the sae-lens inference SAE that computes the same code:
+#
+# | ours | sae-lens `architecture` | why it is the same function |
+# |---|---|---|
+# | `relu`, `panneal` | `standard` | ReLU$((x - b_{dec})W_{enc} + b_{enc})$ |
+# | `topk` | `topk` (`k`) | sae-lens takes the top $k$ of the pre-activations, then the ReLU: the same entries survive |
+# | `jumprelu` | `jumprelu`, `apply_b_dec_to_input = false` | sae-lens: ReLU$(z)\,1[z > \theta]$ = $z\,1[z>\theta]$ since $\theta > 0$ |
+# | `batchtopk`, `matryoshka` (and `topk` with `use_threshold`) | `jumprelu`, every entry of `threshold` = the learnt $\theta$ | as sae-lens converts its BatchTopK SAEs for inference |
+# | `gated` | `gated` | the same gate and magnitude paths, `b_gate` = our `b_enc` |
+#
+# A BatchTopK or Matryoshka SAE whose inference threshold has not been estimated yet (fewer than `threshold_start`
+# training steps) encodes each sample depending on the rest of its batch; sae-lens has no such inference SAE, so its
+# `architecture` is saved as sae-lens's training name (`batchtopk`, `matryoshka_batchtopk`) and only this library loads it.
+# `metadata["sae_lens_version"]` is `SAE_LENS_FORMAT`, the release from which sae-lens reads this layout
+# (older versions make sae-lens convert the file as a pre-6 config). `from_pretrained` also reads folders written by
+# sae-lens itself (architectures `standard`, `topk`, `jumprelu`, `gated`, no activation normalisation); a bias
+# convention that differs from ours is folded into `b_enc` (equal up to rounding).
+
+# %%
+#| export
+SAE_LENS_FORMAT = "6.0.0"   # the sae-lens release from which it reads cfg.json in this layout (metadata, architecture)
+SAE_CFG_FILE, SAE_WEIGHTS_FILE, SAE_STATE_FILE = "cfg.json", "sae_weights.safetensors", "trustlib_state.safetensors"
+_TOPK_FIELDS = ("k", "aux_k", "aux_coeff", "threshold_beta", "threshold_start", "use_threshold")
+_INIT_FIELDS = {"relu": ("l1_coeff",), "gated": ("l1_coeff",), "jumprelu": ("target_l0", "l0_coeff", "bandwidth"),
+                "panneal": ("l1_coeff", "p_start", "p_end", "n_anneal", "anneal_start", "anneal_end", "queue_len"),
+                "topk": _TOPK_FIELDS, "batchtopk": _TOPK_FIELDS, "matryoshka": _TOPK_FIELDS + ("fractions", "weights")}
+_STATE_FIELDS = {"panneal": ("p", "change_steps", "_next")}       # training state beyond the weights (besides n_steps)
+_SAE_LENS_NAME = {"gated": {"b_enc": "b_gate"}}                    # our parameter name -> sae-lens's, where they differ
+_UNTHRESHOLDED = {"batchtopk": "batchtopk", "matryoshka": "matryoshka_batchtopk"}
+
+def _json(v):
+    "A JSON-ready copy of a constructor argument or state value."
+    if isinstance(v, (tuple, list, np.ndarray)): return [_json(u) for u in v]
+    return v.item() if isinstance(v, np.generic) else v
+
+def sae_lens_view(sae:SAE) -> tuple[str, dict, dict]:
+    "The sae-lens inference architecture that computes `sae`'s code, its cfg fields, and `sae`'s weights under sae-lens's names."
+    sd = {k: v.detach() for k, v in sae.state_dict().items()}
+    w = {_SAE_LENS_NAME.get(sae.arch, {}).get(n, n): sd[n] for n in ("W_enc", "W_dec", "b_enc", "b_dec")}
+    cfg = dict(apply_b_dec_to_input=sae.arch != "jumprelu")
+    if sae.arch in ("relu", "panneal"): return "standard", cfg, w
+    if sae.arch == "gated": return "gated", cfg, {**w, "r_mag": sd["r_mag"], "b_mag": sd["b_mag"]}
+    if sae.arch == "jumprelu": return "jumprelu", cfg, {**w, "threshold": sd["threshold"]}
+    if sae.use_threshold and float(sae.threshold) >= 0:             # TopK family thresholded at inference: one θ for every latent
+        return "jumprelu", cfg, {**w, "threshold": torch.full_like(sd["b_enc"], float(sae.threshold))}
+    if sae.arch == "topk": return "topk", {**cfg, "k": sae.k, "rescale_acts_by_decoder_norm": False}, w
+    return _UNTHRESHOLDED[sae.arch], {**cfg, "k": sae.k}, w
+
+def save_pretrained(self:SAE, path) -> Path:
+    "Write `sae` to the folder `path` in sae-lens's layout (`cfg.json`, `sae_weights.safetensors`) plus `trustlib_state.safetensors`; returns the folder."
+    from trustlib.config import require
+    save_file = require("safetensors.torch", "saving an SAE").save_file
+    arch, extra, w = sae_lens_view(self)
+    sd = {k: v.detach() for k, v in self.state_dict().items()}
+    in_weights = {"W_enc", "W_dec", "b_enc", "b_dec", "r_mag", "b_mag"} | ({"threshold"} if self.arch == "jumprelu" else set())
+    init = {n: _json(getattr(self, n)) for n in ("d_in", "d_sae", "dead_after") + _INIT_FIELDS[self.arch]}
+    state = {n: _json(getattr(self, n)) for n in ("n_steps",) + _STATE_FIELDS.get(self.arch, ())}
+    meta = dict(sae_lens_version=SAE_LENS_FORMAT, sae_lens_training_version=SAE_LENS_FORMAT,
+                trustlib=dict(arch=self.arch, init=init, state=state))
+    cfg = dict(d_in=self.d_in, d_sae=self.d_sae, dtype=str(self.W_enc.dtype).removeprefix("torch."), device=str(self.W_enc.device),
+               normalize_activations="none", reshape_activations="none", **extra, metadata=meta, architecture=arch)
+    path = Path(path); path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in w.items()}, str(path / SAE_WEIGHTS_FILE))
+    save_file({k: v.contiguous() for k, v in sd.items() if k not in in_weights}, str(path / SAE_STATE_FILE))
+    (path / SAE_CFG_FILE).write_text(json.dumps(cfg, indent=2))
+    return path
+SAE.save_pretrained = save_pretrained
+
+# %% [markdown]
+# `from_pretrained` reverses the mapping. For a folder that sae-lens wrote (no `metadata["trustlib"]`) it picks our class
+# from `architecture` and refuses what it cannot represent (activation normalisation, `hook_z` reshaping, TopK rescaled
+# by decoder norms).
+
+# %%
+#| export
+_FROM_SAE_LENS = {"standard": "relu", "topk": "topk", "jumprelu": "jumprelu", "gated": "gated"}
+
+def _fold_b_dec(w:dict, applied:bool, ours:bool) -> dict:
+    "Move the decoder bias between input and encoder bias: (x − b_dec)W + b = xW + (b − b_dec W)."
+    if applied == ours: return w
+    b = "b_gate" if "b_gate" in w else "b_enc"
+    shift = w["b_dec"] @ w["W_enc"]
+    sign = -1.0 if applied else 1.0                                   # applied in the file, not in ours: subtract
+    out = {**w, b: w[b] + sign * shift}
+    if "b_mag" in w: out["b_mag"] = w["b_mag"] + sign * (w["b_dec"] @ (w["W_enc"] * w["r_mag"].exp()))
+    return out
+
+def _foreign_cfg(cfg:dict) -> dict:
+    "The `metadata['trustlib']` entry for a folder sae-lens wrote: our class and its sizes, after checking we compute the same code."
+    arch = cfg.get("architecture", "standard")
+    if arch not in _FROM_SAE_LENS: raise ValueError(f"sae-lens architecture {arch!r} is not supported; supported: {list(_FROM_SAE_LENS)}")
+    for key, ok in (("normalize_activations", "none"), ("reshape_activations", "none"), ("rescale_acts_by_decoder_norm", False)):
+        if cfg.get(key, ok) != ok: raise ValueError(f"{key}={cfg[key]!r} is not supported (only {ok!r})")
+    init = dict(d_in=int(cfg["d_in"]), d_sae=int(cfg["d_sae"]), **({"k": int(cfg["k"])} if arch == "topk" else {}))
+    return dict(arch=_FROM_SAE_LENS[arch], init=init, state={})
+
+def _from_pretrained(cls, path, # a folder written by `save_pretrained` or by sae-lens
+                     device:str="cpu") -> SAE:
+    "The SAE saved in `path` (its class, constructor arguments, weights and training state); `cls` must be a base class of it."
+    from trustlib.config import require
+    load_file = require("safetensors.torch", "loading an SAE").load_file
+    path = Path(path)
+    if not (path / SAE_CFG_FILE).is_file(): raise FileNotFoundError(f"no {SAE_CFG_FILE} in {path}")
+    cfg = json.loads((path / SAE_CFG_FILE).read_text())
+    t = (cfg.get("metadata") or {}).get("trustlib") or _foreign_cfg(cfg)
+    if t["arch"] not in ARCHITECTURES: raise ValueError(f"unknown SAE architecture {t['arch']!r} in {path / SAE_CFG_FILE}")
+    klass = ARCHITECTURES[t["arch"]]
+    if not issubclass(klass, cls): raise TypeError(f"{path} holds a {klass.__name__}, not a {cls.__name__}")
+    init = {k: tuple(v) if k == "fractions" else v for k, v in t["init"].items()}
+    if cfg.get("dtype", "float32") not in ("float32", "float64", "float16", "bfloat16"): raise ValueError(f"unsupported dtype {cfg['dtype']!r}")
+    sae = klass(**init).to(getattr(torch, cfg.get("dtype", "float32")))
+    w = load_file(str(path / SAE_WEIGHTS_FILE), device=device)
+    w = _fold_b_dec(w, bool(cfg.get("apply_b_dec_to_input", True)), t["arch"] != "jumprelu")
+    back = {v: k for k, v in _SAE_LENS_NAME.get(t["arch"], {}).items()}
+    sd = {k: v.clone() for k, v in sae.state_dict().items()}
+    if (path / SAE_STATE_FILE).is_file(): sd.update(load_file(str(path / SAE_STATE_FILE), device=device))
+    sd.update({back.get(k, k): v for k, v in w.items() if not (k == "threshold" and t["arch"] != "jumprelu")})
+    sae.load_state_dict(sd)
+    if t["arch"] == "jumprelu" and bool((sae.threshold < 0).any()): raise ValueError("negative JumpReLU thresholds: sae-lens's code ReLU(z)·1[z > θ] is not ours")
+    for k, v in t["state"].items(): setattr(sae, k, v)
+    return sae.to(device).eval()
+SAE.from_pretrained = classmethod(_from_pretrained)
+
+# %% [markdown]
+# A round trip of every architecture, each trained for a few steps (the TopK family with its inference threshold
+# estimated from the first step): the same class, constructor arguments, state and bit-identical codes and
+# reconstructions. The files carry sae-lens's names, shapes and dtypes:
+
+# %%
+import tempfile
+from safetensors.torch import load_file as _load
+
+# %%
+tmp_ = Path(tempfile.mkdtemp())
+x_io = Xs[:300]
+for a in ARCHITECTURES:
+    kw_ = {'threshold_start': 0} if a in ('topk', 'batchtopk', 'matryoshka') else {}
+    s_ = make_sae(a, 16, 64, sparsity=3 if _KNOB[a] != 'l1_coeff' else 0.05, seed=2, **kw_)
+    train_sae(s_, Xs, steps=25, batch_size=128, lr=3e-3, seed=0, progress=False)
+    s2 = SAE.from_pretrained(s_.save_pretrained(tmp_ / a))
+    test_eq(type(s2), type(s_)); test_eq(s2.n_steps, 25)
+    for k_, v_ in s_.state_dict().items(): assert torch.equal(v_, s2.state_dict()[k_]), (a, k_)
+    with torch.no_grad(): assert torch.equal(s_.encode(x_io), s2.encode(x_io)) and torch.equal(s_(x_io), s2(x_io)), a
+    for n_ in _INIT_FIELDS[a]: test_eq(_json(getattr(s2, n_)), _json(getattr(s_, n_)))
+cfg_ = {a: json.loads((tmp_ / a / SAE_CFG_FILE).read_text()) for a in ARCHITECTURES}
+test_eq({a: c['architecture'] for a, c in cfg_.items()},
+        dict(relu='standard', topk='topk', batchtopk='jumprelu', jumprelu='jumprelu', gated='gated', panneal='standard', matryoshka='jumprelu'))
+w_ = {a: _load(str(tmp_ / a / SAE_WEIGHTS_FILE)) for a in ARCHITECTURES}
+test_eq(sorted(w_['relu']), ['W_dec', 'W_enc', 'b_dec', 'b_enc']); test_eq(sorted(w_['gated']), ['W_dec', 'W_enc', 'b_dec', 'b_gate', 'b_mag', 'r_mag'])
+test_eq(sorted(w_['jumprelu']), ['W_dec', 'W_enc', 'b_dec', 'b_enc', 'threshold'])
+test_eq({k: tuple(v.shape) for k, v in w_['batchtopk'].items()}, dict(W_enc=(16, 64), W_dec=(64, 16), b_enc=(64,), b_dec=(16,), threshold=(64,)))
+assert all(v.dtype == torch.float32 for w in w_.values() for v in w.values()) and all(c['dtype'] == 'float32' for c in cfg_.values())
+test_eq(cfg_['topk']['k'], 3); test_eq([cfg_[a]['apply_b_dec_to_input'] for a in ('relu', 'jumprelu', 'gated')], [True, False, True])
+test_eq(float(w_['batchtopk']['threshold'][7]), float(BatchTopKSAE.from_pretrained(tmp_ / 'batchtopk').threshold))
+test_eq(cfg_['matryoshka']['metadata']['trustlib']['init']['fractions'], [1/32, 1/16, 1/8, 1/4])
+arch_, extra_, wv_ = sae_lens_view(make_sae('gated', 16, 64, 0.05, seed=0))
+test_eq((arch_, extra_), ('gated', {'apply_b_dec_to_input': True})); test_eq(sorted(wv_), ['W_dec', 'W_enc', 'b_dec', 'b_gate', 'b_mag', 'r_mag'])
+test_eq(sae_lens_view(make_sae('topk', 16, 64, 5))[1], {'apply_b_dec_to_input': True, 'k': 5, 'rescale_acts_by_decoder_norm': False})
+
+# %% [markdown]
+# The saved files compute sae-lens's code: `_sae_lens_encode` below re-implements the `encode` of sae-lens's
+# `StandardSAE`, `TopKSAE`, `JumpReLUSAE` and `GatedSAE` (sae-lens 6.18, `sae_lens/saes/*.py`) from `cfg.json` and the
+# weights alone; it agrees with our encoders up to rounding (sae-lens subtracts $b_{dec}$ and multiplies separately,
+# we fuse them in one `addmm`). A BatchTopK SAE with no estimated threshold is saved under sae-lens's training name,
+# and a folder written by sae-lens (here: a standard SAE with `apply_b_dec_to_input = false`) loads as our ReLU SAE:
+
+# %%
+from safetensors.torch import save_file as _save
+
+
+# %%
+def _sae_lens_encode(cfg, w, x):
+    "sae-lens's inference `encode` for the four architectures, written from its source."
+    x = x - w['b_dec'] * cfg['apply_b_dec_to_input']
+    if cfg['architecture'] == 'gated':
+        return ((x @ w['W_enc'] + w['b_gate']) > 0).float() * torch.relu(x @ (w['W_enc'] * w['r_mag'].exp()) + w['b_mag'])
+    h = x @ w['W_enc'] + w['b_enc']
+    if cfg['architecture'] == 'standard': return torch.relu(h)
+    if cfg['architecture'] == 'jumprelu': return torch.relu(h) * (h > w['threshold']).float()
+    v, i = h.topk(cfg['k'], dim=-1); return torch.zeros_like(h).scatter(-1, i, v.relu())
+
+for a in ARCHITECTURES:
+    with torch.no_grad(): ours_ = SAE.from_pretrained(tmp_ / a).encode(x_io)
+    test_close(_sae_lens_encode(cfg_[a], w_[a], x_io).numpy(), ours_.numpy(), eps=1e-5)
+bt_ = make_sae('batchtopk', 16, 64, 3, seed=0); bt_.save_pretrained(tmp_ / 'bt0')
+test_eq(json.loads((tmp_ / 'bt0' / SAE_CFG_FILE).read_text())['architecture'], 'batchtopk')
+test_eq(float(SAE.from_pretrained(tmp_ / 'bt0').threshold), -1.0)
+ref_ = make_sae('relu', 16, 64, 0.05, seed=4); (tmp_ / 'lens').mkdir()
+_save({'W_enc': ref_.W_enc.detach().contiguous(), 'W_dec': ref_.W_dec.detach(), 'b_enc': ref_.b_enc.detach() + 0.1, 'b_dec': ref_.b_dec.detach() + 0.3}, str(tmp_ / 'lens' / SAE_WEIGHTS_FILE))
+lens_cfg_ = dict(d_in=16, d_sae=64, dtype='float32', device='cpu', apply_b_dec_to_input=False, normalize_activations='none',
+                 reshape_activations='none', metadata=dict(sae_lens_version='6.18.0'), architecture='standard')
+(tmp_ / 'lens' / SAE_CFG_FILE).write_text(json.dumps(lens_cfg_))
+with torch.no_grad(): test_close(ReLUSAE.from_pretrained(tmp_ / 'lens').encode(x_io).numpy(), _sae_lens_encode(lens_cfg_, _load(str(tmp_ / 'lens' / SAE_WEIGHTS_FILE)), x_io).numpy(), eps=1e-5)
+test_fail(lambda: TopKSAE.from_pretrained(tmp_ / 'relu'), contains="holds a ReLUSAE, not a TopKSAE")
+(tmp_ / 'norm').mkdir(); (tmp_ / 'norm' / SAE_CFG_FILE).write_text(json.dumps({**lens_cfg_, 'normalize_activations': 'layer_norm'}))
+test_fail(lambda: SAE.from_pretrained(tmp_ / 'norm'), contains="normalize_activations='layer_norm' is not supported")
+test_fail(lambda: SAE.from_pretrained(tmp_ / 'nothing'), contains="no cfg.json")
 
 
 # %% [markdown]

@@ -160,3 +160,58 @@ _p = write_bench('demo', _sum, _s, _ref, tempfile.mkdtemp(), notes=dict(repeats=
 _j = json.loads(_p.read_text())
 test_eq(sorted(_j), ['load_average_end', 'name', 'notes', 'reference', 'samples', 'summary', 'when'])
 test_eq(len(_j['samples']), 10); assert _p.with_suffix('.csv').read_text().startswith('case,n,median')
+
+# %% [markdown]
+# ## The results on the site
+#
+# `make bench` writes its dated files to `runs/bench/` (not committed: they belong to the machine that ran them).
+# When the site is built, the section below is filled with the latest file of each benchmark found there
+# (`bench_markdown`): its summary table, the load during the run and the reference probe, so every figure is read
+# beside the machine it was measured on.
+#
+# <!-- trustlib:bench -->
+
+# %%
+#| export
+BENCH_MARKER = "<!-- trustlib:bench -->"
+
+def latest_bench(out_dir:str|Path="runs/bench") -> dict[str, dict]:
+    "The latest `<date>-<name>.json` written by `write_bench` in `out_dir`, per benchmark name (unreadable files are skipped)."
+    out = {}
+    for p in sorted(Path(out_dir).glob("*.json")):   # the date stamp sorts: a later file replaces an earlier one
+        try: j = json.loads(p.read_text())
+        except (OSError, ValueError): continue
+        if isinstance(j, dict) and j.get('name') and 'summary' in j: out[j['name']] = dict(j, path=p.name)
+    return out
+
+def _fmt(v) -> str:
+    if isinstance(v, float): return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    if isinstance(v, (list, tuple)): return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v).replace("|", "\\|")
+
+def bench_markdown(out_dir:str|Path="runs/bench") -> str:
+    "Markdown of the latest result of each benchmark in `out_dir` (summary table, notes, load, reference), or how to produce them."
+    found = latest_bench(out_dir)
+    if not found: return "No benchmark results were found when this site was built: run `make bench` (it writes `runs/bench/`), then rebuild the site."
+    parts = []
+    for name, j in sorted(found.items()):
+        rows = j['summary'] if isinstance(j['summary'], list) else []
+        cols = [c for c in ('case', 'n', 'median', 'q25', 'q75', 'min', 'max', 'wall_median', 'ratio', 'ratio_lo', 'ratio_hi', 'budget_cpu_s', 'within_budget') if rows and c in rows[0]]
+        ref, notes = j.get('reference') or {}, j.get('notes') or {}
+        parts.append(f"### {name}\n\n`{j['path']}`, measured {j.get('when', '?')}; CPU seconds unless named otherwise; "
+                     f"load average at the end {_fmt(list(j.get('load_average_end') or []))}; reference: "
+                     f"{_fmt(ref.get('matmul_gflops'))} GFLOP/s float32 matmul, {_fmt(ref.get('copy_gbps'))} GB/s copy, {ref.get('cpu_count', '?')} CPUs.")
+        if cols:
+            parts.append("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+                         + "\n".join("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows))
+        if notes: parts.append("\n".join(f"- {k}: {_fmt(v)}" for k, v in notes.items()))
+    return "\n\n".join(parts)
+
+
+# %%
+_bd = tempfile.mkdtemp()
+test_eq(latest_bench(_bd), {}); assert "make bench" in bench_markdown(_bd)
+write_bench('demo', _sum, _s, _ref, _bd, notes=dict(repeats=5))
+_md_ = bench_markdown(_bd)
+assert "### demo" in _md_ and "| case | n | median" in _md_ and "- repeats: 5" in _md_ and "GFLOP/s" in _md_
+test_eq(list(latest_bench(_bd)), ['demo'])

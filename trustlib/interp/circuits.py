@@ -15,18 +15,19 @@ from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive
 from ..models import TinyTransformer
 
 # %% auto #0
-__all__ = ['METHODS', 'PROMPT_LEN', 'NAMES', 'PLACES', 'OBJECTS', 'FRAMES', 'SIZES', 'PLANTED_METHODS', 'METHOD_NAMES',
-           'GRADIENT_METHODS', 'IOI_SOLVED', 'CV_SOLVED', 'PLANTED_PREMISE', 'PAPER_CMD', 'TODAY', 'CLAIMS', 'Config',
-           'estimate_cost', 'n_edges', 'ioi_vocab', 'IOIData', 'make_ioi', 'CircuitGraph', 'attn_results', 'GraphModel',
-           'logit_diff', 'node_acts', 'ioi_accuracy', 'train_ioi', 'eap', 'eap_ig_inputs', 'clean_corrupted',
-           'mean_node_acts', 'node_groups', 'eap_ig_activations', 'nap', 'exact_patching', 'ifr', 'learned_mask',
-           'random_scores', 'prune', 'n_for', 'top_n', 'greedy', 'node_circuit', 'circuit_metric', 'faithfulness',
-           'area', 'cpr', 'cmd', 'auroc', 'circuit_nodes', 'planted_truth', 'resample_hooks', 'plant_circuit',
-           'zero_weight_scores', 'weight_norm_scores', 'planted_checks', 'EqualityData', 'equality_data',
-           'equality_causal_model', 'CounterfactualPairs', 'counterfactual_pairs', 'split_mlp', 'Identity',
-           'PCAFeaturizer', 'SAEFeaturizer', 'DASFeaturizer', 'interchange', 'intervened_logits', 'iia',
-           'train_intervention', 'causal_track', 'score_edges', 'circuits_for', 'planted_seed', 'circuit_seed',
-           'scores_table', 'measurements', 'among_the_best', 'run', 'make_tables', 'make_figures']
+__all__ = ['METHODS', 'PROMPT_LEN', 'NAMES', 'PLACES', 'OBJECTS', 'FRAMES', 'GRAPH_SETTINGS', 'SIZES', 'PLANTED_METHODS',
+           'METHOD_NAMES', 'GRADIENT_METHODS', 'IOI_SOLVED', 'CV_SOLVED', 'PLANTED_PREMISE', 'PAPER_CMD', 'TODAY',
+           'CLAIMS', 'Config', 'estimate_cost', 'n_edges', 'ioi_vocab', 'IOIData', 'make_ioi', 'CircuitGraph',
+           'hook_settings', 'attn_results', 'GraphModel', 'logit_diff', 'node_acts', 'ioi_accuracy', 'train_ioi', 'eap',
+           'eap_ig_inputs', 'clean_corrupted', 'mean_node_acts', 'node_groups', 'eap_ig_activations', 'nap',
+           'exact_patching', 'ifr', 'learned_mask', 'random_scores', 'prune', 'n_for', 'top_n', 'greedy',
+           'node_circuit', 'circuit_metric', 'faithfulness', 'area', 'cpr', 'cmd', 'auroc', 'circuit_nodes',
+           'planted_truth', 'resample_hooks', 'plant_circuit', 'zero_weight_scores', 'weight_norm_scores',
+           'planted_checks', 'EqualityData', 'equality_data', 'equality_causal_model', 'CounterfactualPairs',
+           'counterfactual_pairs', 'split_mlp', 'Identity', 'PCAFeaturizer', 'SAEFeaturizer', 'DASFeaturizer',
+           'interchange', 'intervened_logits', 'iia', 'train_intervention', 'causal_track', 'score_edges',
+           'circuits_for', 'planted_seed', 'circuit_seed', 'scores_table', 'measurements', 'among_the_best', 'run',
+           'make_tables', 'make_figures']
 
 # %% ../../nbs/papers/interp/mib.ipynb #cb676098
 METHODS = ("random", "eap", "eap_ig_inputs", "eap_ig_activations", "clean_corrupted", "nap", "exact", "ifr", "mask")
@@ -175,11 +176,19 @@ class CircuitGraph:
 import contextlib
 
 @contextlib.contextmanager
+def hook_settings(model:TinyTransformer, **settings):
+    "Run `model` with the given hook-point settings (e.g. `use_attn_result=True`) inside the block; the old ones are restored after it."
+    old = {k: getattr(model, k) for k in settings}
+    for k, v in settings.items(): setattr(model, k, v)
+    try: yield model
+    finally:
+        for k, v in old.items(): setattr(model, k, v)
+
 def attn_results(model:TinyTransformer):
     "Run `model` with `use_attn_result=True` (each head's output is a hook point, `attn.hook_result`) inside the block."
-    old = model.use_attn_result; model.use_attn_result = True
-    try: yield model
-    finally: model.use_attn_result = old
+    return hook_settings(model, use_attn_result=True)
+
+GRAPH_SETTINGS = dict(use_attn_result=True, use_split_qkv_input=True, use_hook_mlp_in=True)   # the hook points a graph pass uses
 
 class _GraphRun:
     "The state of one graph pass: node outputs so far, the mask, the counterfactual outputs, replacements and a slot shift."
@@ -222,28 +231,25 @@ class _GraphRun:
             x = x + shift
         if self.need_inputs: self.inputs.append(x)
         return x
+    def split(self, l:int) -> tuple[bool, bool]:
+        "Whether block `l` runs with split q/k/v inputs and with its MLP input replaced (only where the run changes them)."
+        b0 = l * (3 * self.H + 1)
+        return self.explicit(b0, b0 + 3 * self.H), self.explicit(b0 + 3 * self.H, b0 + 3 * self.H + 1)
     def hooks(self, l:int) -> list:
-        "The hook functions of block `l`."
-        g, m, H, b0 = self.g, self.m, self.H, l * (3 * self.H + 1)
-        blk, qkv = m.blocks[l], {}
-        def q_k_v(act, name):
-            which = "qkv".index(name[-1])
-            if not qkv:
-                z = F.layer_norm(self.slots(b0, b0 + 3 * H, l), (self.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
-                qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
-            return qkv['x'][:, :, which * H:(which + 1) * H]
-        def result(act, name): return self.node_out(1 + l * (H + 1), act)
-        def mlp_in(act, name): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
-        def mlp_out(act, name): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        "The hook functions of block `l`: node outputs read at `attn.hook_result` / `hook_mlp_out`, slot inputs written at `hook_{q,k,v}_input` / `hook_mlp_in`."
+        H, b0, slot_in = self.H, l * (3 * self.H + 1), {}
+        def qkv_input(act, hook):                  # hook_q_input: the q slots of the H heads, etc. (computed once for the three)
+            which = "qkv".index(hook.name.rsplit(".", 1)[1][len("hook_")])
+            if not slot_in: slot_in['x'] = self.slots(b0, b0 + 3 * H, l)
+            return slot_in['x'][:, :, which * H:(which + 1) * H]
+        def result(act, hook): return self.node_out(1 + l * (H + 1), act)
+        def mlp_in(act, hook): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+        def mlp_out(act, hook): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        split_qkv, split_mlp = self.split(l)
         hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
-        if self.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
-        if self.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
+        if split_qkv: hk += [(f"blocks.{l}.hook_{c}_input", qkv_input) for c in "qkv"]
+        if split_mlp: hk.append((f"blocks.{l}.hook_mlp_in", mlp_in))
         return hk
-
-def _slot_weights(attn, H:int):
-    "The q/k/v weights of every head as `[3H, D, d_head]` (one matrix per slot)."
-    D = attn.W_qkv.shape[0]
-    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
 
 class GraphModel(nn.Module):
     "A `TinyTransformer` run on its decomposed residual stream through its hook points, with per-edge masks between clean and counterfactual node outputs."
@@ -268,10 +274,10 @@ class GraphModel(nn.Module):
             resid = run.node_out(0, x[:, :, None])[:, :, 0]
         else:
             run.outs.append(cache[:, :, :1 + start_layer * (H + 1)]); resid = run.residual(start_layer)
-        with attn_results(m), m.hooks([h for l in range(start_layer, L) for h in run.hooks(l)]):
+        with hook_settings(m, **GRAPH_SETTINGS), m.hooks([h for l in range(start_layer, L) for h in run.hooks(l)]):
             for l in range(start_layer, L):
                 if l > start_layer and run.explicit((l - 1) * (3 * H + 1), l * (3 * H + 1)): resid = run.residual(l)
-                resid = m.blocks[l](resid, None, m.attn_impl, True)
+                resid = m.blocks[l](resid, None, m.attn_impl, True, *run.split(l))
         if run.explicit(g.n_bwd - 1, g.n_bwd): xl = run.slots(g.n_bwd - 1, g.n_bwd, L)[:, :, 0]
         elif L > start_layer and run.explicit((L - 1) * (3 * H + 1), L * (3 * H + 1)): xl = run.residual(L)
         else: xl = resid
@@ -552,12 +558,12 @@ def resample_hooks(model:TinyTransformer, source, off) -> list:
     "Hooks that replace the outputs of the off-circuit nodes (`off`: bool `[n_fwd]`) by their outputs on `source` tokens."
     g, H = CircuitGraph(model.n_layers, model.n_heads), model.n_heads
     with torch.no_grad(), attn_results(model):
-        _, cache = model.run_with_cache(source, names=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
+        _, cache = model.run_with_cache(source, names_filter=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
     hooks = []
     for l in range(model.n_layers):
         heads = off[1 + l * (H + 1):1 + l * (H + 1) + H]
-        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, n, h=heads: torch.where(h[None, None, :, None], cache[n], a)))
-        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, n: cache[n]))
+        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, hook, h=heads: torch.where(h[None, None, :, None], cache[hook.name], a)))
+        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, hook: cache[hook.name]))
     return hooks
 
 def _output_blocks(model:TinyTransformer) -> list:

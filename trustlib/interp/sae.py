@@ -13,10 +13,11 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask',
-           'sparse_decode', 'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu',
-           'heaviside_step', 'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE',
-           'make_sae', 'TrainLog', 'train_sae', 'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
+__all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'SAE_LENS_FORMAT', 'SAE_CFG_FILE', 'SAE_WEIGHTS_FILE', 'SAE_STATE_FILE',
+           'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask', 'sparse_decode', 'batch_topk_mask',
+           'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step', 'JumpReLUSAE', 'GatedSAE',
+           'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae', 'TrainLog', 'train_sae',
+           'sae_lens_view', 'save_pretrained', 'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -289,22 +290,28 @@ class JumpReLUSAE(SAE):
         super().__init__(d_in, d_sae, seed=seed, **kw)
         if not target_l0 > 0: raise ValueError(f"target_l0 must be > 0, got {target_l0}")
         self.target_l0, self.l0_coeff, self.bandwidth = float(target_l0), float(l0_coeff), float(bandwidth)
-        self.theta = nn.Parameter(torch.full((d_sae,), float(init_threshold)))
+        self.threshold = nn.Parameter(torch.full((d_sae,), float(init_threshold)))   # θ, named as sae-lens names it
+    @property
+    def theta(self): return self.threshold                    # the earlier name of the same parameter
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kw):
+        "Also load state dicts saved when the threshold was the parameter `theta`."
+        if prefix + "theta" in state_dict and prefix + "threshold" not in state_dict: state_dict[prefix + "threshold"] = state_dict.pop(prefix + "theta")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kw)
     def pre(self, x): return torch.addmm(self.b_enc, x, self.W_enc)
-    def encode(self, x): return jumprelu(self.pre(x), self.theta, self.bandwidth)
+    def encode(self, x): return jumprelu(self.pre(x), self.threshold, self.bandwidth)
     def loss(self, x, *, step:int=0, sparsity_scale:float=1.0):
         x = check_activations(x, self.d_in)
         z = self.pre(x)
-        f = jumprelu(z, self.theta, self.bandwidth)
+        f = jumprelu(z, self.threshold, self.bandwidth)
         mse = self.mse(x, self.decode(f))
-        l0 = heaviside_step(z, self.theta, self.bandwidth).sum(-1).mean()
+        l0 = heaviside_step(z, self.threshold, self.bandwidth).sum(-1).mean()
         sp = (l0 / self.target_l0 - 1) ** 2
         if self.training: self.track(f)
         loss = mse + self.l0_coeff * sparsity_scale * sp
         return loss, dict(loss=_v(loss), mse=_v(mse), sparsity=_v(sp), l0=_v(l0))
     @torch.no_grad()
     def after_step(self):
-        self.theta.clamp_(min=1e-6)
+        self.threshold.clamp_(min=1e-6)
         super().after_step()
 
 # %% ../../nbs/core/10_sae.ipynb #dc399d9c
@@ -347,6 +354,7 @@ class PAnnealSAE(SAE):
         if not 0 < p_end <= p_start <= 1: raise ValueError(f"need 0 < p_end <= p_start <= 1, got {p_start}, {p_end}")
         if not 0 <= anneal_start <= anneal_end <= 1: raise ValueError("need 0 <= anneal_start <= anneal_end <= 1")
         self.l1_coeff, self.p = float(l1_coeff), float(p_start)
+        self.p_start, self.p_end, self.n_anneal = float(p_start), float(p_end), int(n_anneal)
         self.p_values = np.linspace(p_start, p_end, int(n_anneal))
         self.anneal_start, self.anneal_end, self.queue_len = anneal_start, anneal_end, int(queue_len)
         self.change_steps: list[int] = []; self._queue: list[torch.Tensor] = []; self._next = 1
@@ -393,6 +401,7 @@ class MatryoshkaSAE(BatchTopKSAE):
     arch = "matryoshka"
     def __init__(self, d_in:int, d_sae:int, k:int=32, seed:int=0, fractions=MATRYOSHKA_FRACTIONS, weights=None, **kw):
         super().__init__(d_in, d_sae, k=k, seed=seed, **kw)
+        self.fractions = tuple(float(f) for f in fractions)
         self.sizes = group_sizes(d_sae, fractions) if len(fractions) else [d_sae]
         G = len(self.sizes)
         self.weights = [1 / G] * G if weights is None else [float(w) for w in weights]
@@ -493,6 +502,104 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
     log.steps, log.seconds = total, time.perf_counter() - t0
     log.final_coeff = getattr(sae, control) if control else None
     return log
+
+# %% ../../nbs/core/10_sae.ipynb #65b2d22d
+SAE_LENS_FORMAT = "6.0.0"   # the sae-lens release from which it reads cfg.json in this layout (metadata, architecture)
+SAE_CFG_FILE, SAE_WEIGHTS_FILE, SAE_STATE_FILE = "cfg.json", "sae_weights.safetensors", "trustlib_state.safetensors"
+_TOPK_FIELDS = ("k", "aux_k", "aux_coeff", "threshold_beta", "threshold_start", "use_threshold")
+_INIT_FIELDS = {"relu": ("l1_coeff",), "gated": ("l1_coeff",), "jumprelu": ("target_l0", "l0_coeff", "bandwidth"),
+                "panneal": ("l1_coeff", "p_start", "p_end", "n_anneal", "anneal_start", "anneal_end", "queue_len"),
+                "topk": _TOPK_FIELDS, "batchtopk": _TOPK_FIELDS, "matryoshka": _TOPK_FIELDS + ("fractions", "weights")}
+_STATE_FIELDS = {"panneal": ("p", "change_steps", "_next")}       # training state beyond the weights (besides n_steps)
+_SAE_LENS_NAME = {"gated": {"b_enc": "b_gate"}}                    # our parameter name -> sae-lens's, where they differ
+_UNTHRESHOLDED = {"batchtopk": "batchtopk", "matryoshka": "matryoshka_batchtopk"}
+
+def _json(v):
+    "A JSON-ready copy of a constructor argument or state value."
+    if isinstance(v, (tuple, list, np.ndarray)): return [_json(u) for u in v]
+    return v.item() if isinstance(v, np.generic) else v
+
+def sae_lens_view(sae:SAE) -> tuple[str, dict, dict]:
+    "The sae-lens inference architecture that computes `sae`'s code, its cfg fields, and `sae`'s weights under sae-lens's names."
+    sd = {k: v.detach() for k, v in sae.state_dict().items()}
+    w = {_SAE_LENS_NAME.get(sae.arch, {}).get(n, n): sd[n] for n in ("W_enc", "W_dec", "b_enc", "b_dec")}
+    cfg = dict(apply_b_dec_to_input=sae.arch != "jumprelu")
+    if sae.arch in ("relu", "panneal"): return "standard", cfg, w
+    if sae.arch == "gated": return "gated", cfg, {**w, "r_mag": sd["r_mag"], "b_mag": sd["b_mag"]}
+    if sae.arch == "jumprelu": return "jumprelu", cfg, {**w, "threshold": sd["threshold"]}
+    if sae.use_threshold and float(sae.threshold) >= 0:             # TopK family thresholded at inference: one θ for every latent
+        return "jumprelu", cfg, {**w, "threshold": torch.full_like(sd["b_enc"], float(sae.threshold))}
+    if sae.arch == "topk": return "topk", {**cfg, "k": sae.k, "rescale_acts_by_decoder_norm": False}, w
+    return _UNTHRESHOLDED[sae.arch], {**cfg, "k": sae.k}, w
+
+def save_pretrained(self:SAE, path) -> Path:
+    "Write `sae` to the folder `path` in sae-lens's layout (`cfg.json`, `sae_weights.safetensors`) plus `trustlib_state.safetensors`; returns the folder."
+    from trustlib.config import require
+    save_file = require("safetensors.torch", "saving an SAE").save_file
+    arch, extra, w = sae_lens_view(self)
+    sd = {k: v.detach() for k, v in self.state_dict().items()}
+    in_weights = {"W_enc", "W_dec", "b_enc", "b_dec", "r_mag", "b_mag"} | ({"threshold"} if self.arch == "jumprelu" else set())
+    init = {n: _json(getattr(self, n)) for n in ("d_in", "d_sae", "dead_after") + _INIT_FIELDS[self.arch]}
+    state = {n: _json(getattr(self, n)) for n in ("n_steps",) + _STATE_FIELDS.get(self.arch, ())}
+    meta = dict(sae_lens_version=SAE_LENS_FORMAT, sae_lens_training_version=SAE_LENS_FORMAT,
+                trustlib=dict(arch=self.arch, init=init, state=state))
+    cfg = dict(d_in=self.d_in, d_sae=self.d_sae, dtype=str(self.W_enc.dtype).removeprefix("torch."), device=str(self.W_enc.device),
+               normalize_activations="none", reshape_activations="none", **extra, metadata=meta, architecture=arch)
+    path = Path(path); path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in w.items()}, str(path / SAE_WEIGHTS_FILE))
+    save_file({k: v.contiguous() for k, v in sd.items() if k not in in_weights}, str(path / SAE_STATE_FILE))
+    (path / SAE_CFG_FILE).write_text(json.dumps(cfg, indent=2))
+    return path
+SAE.save_pretrained = save_pretrained
+
+# %% ../../nbs/core/10_sae.ipynb #d03af3da
+_FROM_SAE_LENS = {"standard": "relu", "topk": "topk", "jumprelu": "jumprelu", "gated": "gated"}
+
+def _fold_b_dec(w:dict, applied:bool, ours:bool) -> dict:
+    "Move the decoder bias between input and encoder bias: (x − b_dec)W + b = xW + (b − b_dec W)."
+    if applied == ours: return w
+    b = "b_gate" if "b_gate" in w else "b_enc"
+    shift = w["b_dec"] @ w["W_enc"]
+    sign = -1.0 if applied else 1.0                                   # applied in the file, not in ours: subtract
+    out = {**w, b: w[b] + sign * shift}
+    if "b_mag" in w: out["b_mag"] = w["b_mag"] + sign * (w["b_dec"] @ (w["W_enc"] * w["r_mag"].exp()))
+    return out
+
+def _foreign_cfg(cfg:dict) -> dict:
+    "The `metadata['trustlib']` entry for a folder sae-lens wrote: our class and its sizes, after checking we compute the same code."
+    arch = cfg.get("architecture", "standard")
+    if arch not in _FROM_SAE_LENS: raise ValueError(f"sae-lens architecture {arch!r} is not supported; supported: {list(_FROM_SAE_LENS)}")
+    for key, ok in (("normalize_activations", "none"), ("reshape_activations", "none"), ("rescale_acts_by_decoder_norm", False)):
+        if cfg.get(key, ok) != ok: raise ValueError(f"{key}={cfg[key]!r} is not supported (only {ok!r})")
+    init = dict(d_in=int(cfg["d_in"]), d_sae=int(cfg["d_sae"]), **({"k": int(cfg["k"])} if arch == "topk" else {}))
+    return dict(arch=_FROM_SAE_LENS[arch], init=init, state={})
+
+def _from_pretrained(cls, path, # a folder written by `save_pretrained` or by sae-lens
+                     device:str="cpu") -> SAE:
+    "The SAE saved in `path` (its class, constructor arguments, weights and training state); `cls` must be a base class of it."
+    from trustlib.config import require
+    load_file = require("safetensors.torch", "loading an SAE").load_file
+    path = Path(path)
+    if not (path / SAE_CFG_FILE).is_file(): raise FileNotFoundError(f"no {SAE_CFG_FILE} in {path}")
+    cfg = json.loads((path / SAE_CFG_FILE).read_text())
+    t = (cfg.get("metadata") or {}).get("trustlib") or _foreign_cfg(cfg)
+    if t["arch"] not in ARCHITECTURES: raise ValueError(f"unknown SAE architecture {t['arch']!r} in {path / SAE_CFG_FILE}")
+    klass = ARCHITECTURES[t["arch"]]
+    if not issubclass(klass, cls): raise TypeError(f"{path} holds a {klass.__name__}, not a {cls.__name__}")
+    init = {k: tuple(v) if k == "fractions" else v for k, v in t["init"].items()}
+    if cfg.get("dtype", "float32") not in ("float32", "float64", "float16", "bfloat16"): raise ValueError(f"unsupported dtype {cfg['dtype']!r}")
+    sae = klass(**init).to(getattr(torch, cfg.get("dtype", "float32")))
+    w = load_file(str(path / SAE_WEIGHTS_FILE), device=device)
+    w = _fold_b_dec(w, bool(cfg.get("apply_b_dec_to_input", True)), t["arch"] != "jumprelu")
+    back = {v: k for k, v in _SAE_LENS_NAME.get(t["arch"], {}).items()}
+    sd = {k: v.clone() for k, v in sae.state_dict().items()}
+    if (path / SAE_STATE_FILE).is_file(): sd.update(load_file(str(path / SAE_STATE_FILE), device=device))
+    sd.update({back.get(k, k): v for k, v in w.items() if not (k == "threshold" and t["arch"] != "jumprelu")})
+    sae.load_state_dict(sd)
+    if t["arch"] == "jumprelu" and bool((sae.threshold < 0).any()): raise ValueError("negative JumpReLU thresholds: sae-lens's code ReLU(z)·1[z > θ] is not ours")
+    for k, v in t["state"].items(): setattr(sae, k, v)
+    return sae.to(device).eval()
+SAE.from_pretrained = classmethod(_from_pretrained)
 
 # %% ../../nbs/core/10_sae.ipynb #10784a43
 def _minilm_id() -> str:

