@@ -1181,7 +1181,8 @@ def _pool_worker(conn):
     except KeyboardInterrupt as e:   # Terminated included
         how = 'SIGTERM' if isinstance(e, Terminated) else 'ctrl-C'
         if job is not None: print(f"sweep worker {os.getpid()}: run {job.get('name')}/{job.get('run_id')} stopped by {how}", file=sys.stderr, flush=True)
-        sys.exit(143 if isinstance(e, Terminated) else 130)
+        try: conn.close()
+        finally: os._exit(143 if isinstance(e, Terminated) else 130)   # the run is recorded; no interpreter teardown (asyncio would print papermill's dead-kernel task)
 
 SWEEP_STOP_S = 60   # how long an interrupted sweep waits for a stopped worker to record its run as failed
 
