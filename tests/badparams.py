@@ -41,7 +41,7 @@ def _outside(md, t):
         elif t in (int, float):
             nums = [c for c in ch if isinstance(c, (int, float)) and not isinstance(c, bool)]
             if nums: out.append(('choice', (max(nums) + 1) if isint else max(nums) + 0.5))
-    elif t is str: out.append(('name', NO_SUCH))   # a str names something (a dataset, model, method) unless declared free text
+    elif t is str: out.append(('name', NO_SUCH))   # a str names something (a dataset, model, file) or has a form its `allowed=` declares: no str is free text
 
     return out
 

@@ -133,6 +133,37 @@ def test_rename_failure_while_replacing_restores_the_old_run(tmp_path, monkeypat
 
 
 @kernel
+def test_death_between_the_two_renames_of_a_swap_loses_no_run(tmp_path):
+    "A process killed after `_swap_in` set the old run aside and before the new one took its place: the next run or sweep puts the old run back instead of deleting it."
+    runs = tmp_path/'runs'
+    d = R.run_notebook(notebook=TOY, params=dict(seed=1), profile='smoke', runs_dir=runs, progress=False)
+    before = (d/'metrics.json').read_bytes()
+    aside = d.with_name(f".tmp-{d.name}-old-0123abcd"); os.rename(d, aside)
+    (d.parent/f".tmp-{d.name}-4567cdef").mkdir()              # the new run's folder, never renamed in
+    assert R.clean_stale(d.parent) and (d/'metrics.json').read_bytes() == before
+    assert [p.name for p in d.parent.iterdir()] == [d.name]
+    assert R.sweep(dict(notebook=str(TOY), profile='smoke', grid=dict(seed=[1])), runs_dir=runs, progress=False).skipped[0]
+
+
+def test_lost_run_is_recorded_while_its_killed_worker_is_not_reaped_yet(tmp_path):
+    """A worker SIGKILLed while it holds a run lock is a zombie until its parent reaps it (Ray's raylet may take a while
+    on a busy machine); it answers signal 0, but it holds nothing: the sweep records the lost run as failed at once
+    (before, the lock looked held, the run was 'not recorded' and left with no run folder at all)."""
+    if not Path('/proc/self/stat').exists(): pytest.skip('zombie detection reads /proc (Linux)')
+    base = tmp_path/'runs'/'toy'; base.mkdir(parents=True)
+    z = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        (base/'.lock-smoke-x').write_text(json.dumps(dict(host=R.socket.gethostname(), pid=z.pid, started=R._now(), token='t')))
+        z.kill(); time.sleep(0.2)
+        state = Path(f'/proc/{z.pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        assert state == 'Z' and z.returncode is None          # killed, not reaped: signal 0 still reaches it
+        job = dict(runs_dir=str(tmp_path/'runs'), name='toy', run_id='smoke-x', nb=str(TOY), params=dict(seed=1), profile='smoke')
+        row = R._record_lost(job, 'WorkerDied: the worker running it died 1 time(s)')
+        assert row['status'] == 'failed' and row['path'] == str(base/'smoke-x'), row
+        assert R.load_run(base/'smoke-x')['status'] == 'failed' and not list(base.glob('.lock-*'))
+    finally: z.kill(); z.wait()
+
+@kernel
 def test_disk_full_leaves_no_truncated_notebook(tmp_path, monkeypatch):
     import papermill.iorw as io_
     real, calls = io_.LocalHandler.write, []
@@ -293,6 +324,24 @@ def test_sweep_reruns_when_the_notebook_source_or_params_changed(tmp_path):
     d = Path(df.path[0]); m = R.load_run(d); m['params'] = dict(seed=2); (d/'metrics.json').write_text(json.dumps(m))
     df = R.sweep(spec, runs_dir=runs, progress=False)
     assert not df.skipped[0] and df.note[0] == 're-run: the recorded parameters differ'
+
+
+@kernel
+def test_sweep_reruns_when_package_versions_changed(tmp_path, monkeypatch):
+    "A torch (or numpy, python, trustlib …) upgrade since the recorded run makes the sweep run the grid point again; papermill's does not."
+    nb = toy_variant(tmp_path/'nb'/'toy.ipynb', RECORD)
+    spec = dict(notebook=str(nb), profile='smoke', grid=dict(seed=[1]))
+    runs = tmp_path/'runs'
+    assert not R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
+    real = R.versions()
+    monkeypatch.setattr(R, 'versions', lambda: {**real, 'papermill': '0.0.1'})
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]      # the executor's version does not change results
+    monkeypatch.setattr(R, 'versions', lambda: {**real, 'torch': '99.0'})
+    df = R.sweep(spec, runs_dir=runs, progress=False)
+    assert not df.skipped[0] and df.note[0] == f"re-run: package versions changed since the recorded run (torch {real.get('torch') or 'absent'} → 99.0)", df.note[0]
+    assert R.load_run(df.path[0])['versions']['torch'] == '99.0'   # the new run records the versions it ran with
+    assert R.sweep(spec, runs_dir=runs, progress=False).skipped[0]
 
 
 @kernel
@@ -479,3 +528,36 @@ def test_result_timings_are_carried_into_metrics(tmp_path):
         '''))
     d = R.run_notebook(notebook=nb, profile='smoke', runs_dir=tmp_path/'runs', progress=False)
     assert R.load_run(d)['timings'] == {'train_s': 1.5}
+
+
+@kernel
+def test_ctrl_c_of_a_two_worker_sweep_is_one_line_per_worker(tmp_path):
+    "ctrl-C (SIGINT to the whole process group) of `trustlib sweep --workers 2`: exit 130, at most one line per worker and no traceback, the complete run kept, the two stopped runs recorded as failed."
+    nb = toy_variant(tmp_path/'nb'/'toy.ipynb', 'import os, time, pathlib\nif seed != 5: pathlib.Path(os.environ["TOY_MARK"] + str(seed)).touch()\n'
+                     'time.sleep(0 if seed == 5 else float(os.environ["TOY_SLEEP"]))\n' + RECORD)
+    runs, mark = tmp_path/'runs', tmp_path/'mark'
+    done = R.run_notebook(notebook=nb, params=dict(seed=5), profile='smoke', runs_dir=runs, progress=False)
+    before = (done/'metrics.json').read_bytes()
+    spec = tmp_path/'s.yaml'; spec.write_text(f"notebook: {nb}\nprofile: smoke\ngrid:\n  seed: [5, 1, 2]\n")
+    proc = subprocess.Popen([*CLI, 'sweep', str(spec), '--workers', '2', '--runs-dir', str(runs)], env=env(TOY_SLEEP=300, TOY_MARK=mark),
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 600   # a hang guard, not a speed check
+        while not (Path(f"{mark}1").exists() and Path(f"{mark}2").exists()):   # both kernels are in the slow cell
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() < deadline; time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)   # what the terminal does on ctrl-C
+        out, err = proc.communicate(timeout=600)
+    finally:
+        try: os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError: pass
+    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    assert 'Traceback' not in err and 'Process trustlib-sweep-worker' not in err, err[-3000:]
+    assert len(re.findall(r'^sweep worker \d+: run toy/\S+ stopped by ctrl-C$', err, re.M)) <= 2, err
+    assert err.rstrip().endswith('interrupted'), err[-500:]
+    assert (done/'metrics.json').read_bytes() == before and R.is_complete(done)          # the complete run is kept
+    stopped = [p for p in published(runs/'toy') if p != done.name]
+    assert len(stopped) == 2 and all(R.load_run(runs/'toy'/p)['status'] == 'failed' for p in stopped), stopped
+    assert not list((runs/'toy').glob('.lock-*'))

@@ -215,3 +215,20 @@ def test_paper_docs(paper):
     doc = Config.__doc__
     assert "Parameters\n----------\n" in doc
     for f in fields(Config): assert f"\n{f.name} : " in doc
+
+
+def test_misspelt_papermill_parameter_is_an_error_before_work(tmp_path, offline_env):
+    """Raw papermill only warns about a parameter the notebook's parameters cell lacks (`-p n_seed 3`); the paper's
+    `Config.from_namespace` (its first cell after the parameters) refuses it, naming it and the close matches, and
+    `trustlib run` does the same before any run folder exists."""
+    import papermill as pm
+    from trustlib.cli import main
+    nb = ROOT/'nbs'/'papers'/'clustering'/'l2h.ipynb'
+    with pytest.raises(pm.PapermillExecutionError) as e:
+        pm.execute_notebook(str(nb), str(tmp_path/'out.ipynb'), parameters=dict(profile='smoke', n_seed=3), kernel_name='python3',
+                            cwd=str(nb.parent), progress_bar=False, log_output=False)
+    assert e.value.ename == 'ConfigError', e.value.ename
+    assert "unknown parameter(s) ['n_seed'] passed to the notebook" in e.value.evalue and "did you mean ['n_seeds', " in e.value.evalue, e.value.evalue
+    assert 'Config.from_namespace(globals())' in e.value.source   # it stopped at the configuration, before the method and the experiment
+    rc = main(['run', 'l2h', '--profile', 'smoke', '-q', '--runs-dir', str(tmp_path/'runs'), '-p', 'n_seed', '3'])
+    assert rc == 2 and not (tmp_path/'runs'/'l2h').exists() or not any((tmp_path/'runs'/'l2h').iterdir())

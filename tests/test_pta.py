@@ -234,10 +234,16 @@ def test_full_profile_text_path_fails_clearly(offline_env, monkeypatch):
     monkeypatch.setattr(dp_icl, "_run", lambda cfg, progress: pytest.fail("work started before the resource check"))
     with pytest.raises(ConfigError, match="'text_lm'"): Config.from_params("full", text_lm="/nonexistent/model")   # refused before any work
     from trustlib.data import sae_probes_missing
-    if sae_probes_missing() is None:                           # without the datasets the name cannot be checked; run() says how to get them
+    # parameter 'text_dataset': an unknown name with the datasets installed; without them, any name but the profile's (cannot be checked)
+    with pytest.raises(ConfigError, match="parameter 'text_dataset'"): Config.from_params("full", text_dataset="no_such_dataset")
+    with pytest.raises(ConfigError, match="parameter 'text_dataset'"): Config.from_params("smoke", text_dataset="no_such_dataset")   # text path off: still resolved
+    if sae_probes_missing() is None:
         with pytest.raises(ConfigError, match="sae-probes dataset"): Config.from_params("full", text_dataset="no_such_dataset")
-    with pytest.raises(ResourceUnavailable, match="text_lm|text_dataset"):
-        dp_icl.run(Config.from_params("full", text_lm="nobody/no-such-model"), progress=False)          # a hub id not in the cache
+    with pytest.raises(ConfigError, match="parameter 'text_lm': 'nobody/no-such-model' is neither an existing folder nor a Hugging Face model in the local cache"):
+        Config.from_params("full", text_lm="nobody/no-such-model")                                      # a hub id not in the cache: refused before any work
+    cfg = Config.from_params("full")              # the profile's own model id is left for the run, which says what is missing
+    if not dp_icl._hf_cached(cfg.text_lm):
+        with pytest.raises(ResourceUnavailable, match="text_lm|text_dataset"): dp_icl.run(cfg, progress=False)
 
 
 def test_text_helpers_with_a_fake_lm():

@@ -58,7 +58,13 @@ def kill_first_worker(runs: Path, thread: threading.Thread, timeout=120) -> tupl
             except (OSError, ValueError): continue
             if h.get('pid') and h['pid'] != os.getpid():
                 os.kill(h['pid'], signal.SIGKILL)
-                return lock.name.removeprefix('.lock-'), h['pid']
+                # the run it held when it died: a dead process's lock stays until the sweep breaks it, so read it again now
+                # (on a busy machine it may have finished that run and taken the next one between the read and the kill)
+                for again in sorted((runs/'toy').glob('.lock-*')):
+                    try: h2 = json.loads(again.read_text())
+                    except (OSError, ValueError): continue
+                    if h2.get('pid') == h['pid']: return again.name.removeprefix('.lock-'), h['pid']
+                raise AssertionError(f"worker {h['pid']} was killed between two runs (it held no lock); nothing to check")
         time.sleep(0.05)
     raise AssertionError('no worker took a run lock')
 
@@ -72,8 +78,9 @@ def test_killed_worker_then_rerun_loses_and_duplicates_nothing(cluster, tmp_path
     t = threading.Thread(target=lambda: out.update(df=R.sweep(spec, runs_dir=runs, progress=False, retries=retries,
                                                              on_progress=counts.append, **kw)))
     t.start()
-    try: killed, pid = kill_first_worker(runs, t)
-    finally: t.join(180)
+    try: killed, pid = kill_first_worker(runs, t, timeout=600)
+    finally: t.join(600)   # hang guards, generous for a busy machine
+    assert not t.is_alive() and 'df' in out, 'the sweep did not end'
     df = out['df']
     row = df[df.run_id == killed].iloc[0]
     if retries == 0:   # recorded as failed, with why, as a run folder that does not look complete
@@ -135,7 +142,8 @@ def test_example_spec_gives_the_same_metrics_on_ray_and_local(cluster, tmp_path,
     t = threading.Thread(target=lambda: local.update(df=R.sweep(tmp_path/'one.yaml', runs_dir=tmp_path/'local', progress=False)))
     t.start()
     try: assert main(['sweep', str(tmp_path/'one.yaml'), '--backend', 'ray', '--runs-dir', str(tmp_path/'ray')]) == 0
-    finally: t.join(300)
+    finally: t.join(600)   # a hang guard, generous for a busy machine
+    assert not t.is_alive() and 'df' in local, 'the local sweep did not end'
     df = local['df']
     out, err = capsys.readouterr()
     assert '1 grid point(s): 1 complete (0 skipped: already complete), 0 failed; 1 executed by this sweep' in out, out

@@ -102,6 +102,22 @@ def test_run_without_data_skips_with_reason(monkeypatch, tmp_path, capsys):
     assert graded and all(v.verdict == "inconclusive" and v.condition_met is False and "SNS-Bench data present" in v.reason for v in graded)
 
 
+
+def test_publish_refused_without_the_data(monkeypatch, tmp_path, capsys):
+    "`trustlib run sns_bench --publish` without the licensed files would publish an all-inconclusive page: refused before any work, saying where it looked and which variable to set."
+    from trustlib.cli import main
+    monkeypatch.setenv("TRUSTLIB_SNS_BENCH", str(tmp_path/"empty"))
+    rc = main(["run", "sns_bench", "--profile", "cpu", "-q", "--runs-dir", str(tmp_path/"runs"), "--publish"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--publish refused: SNS-Bench data not found at" in err and str(tmp_path/"empty") in err and "TRUSTLIB_SNS_BENCH=" in err, err
+    assert not (tmp_path/"runs").exists()
+    assert sb.publish_blocker() is not None
+
+
+@pytest.mark.requires_sns_bench
+def test_publish_allowed_with_the_data():
+    assert sb.publish_blocker() is None
+
 @pytest.mark.parametrize("params,match", [
     (dict(baselines=()), "parameter 'baselines'"),
     (dict(baselines=("random", "lm")), "parameter 'model'"),

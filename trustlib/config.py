@@ -11,9 +11,10 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['PROFILES', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'MissingDependency',
-           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'BaseConfig', 'check_cost', 'in_test',
-           'in_papermill', 'resolve_profile', 'parameters_cell', 'check_parameters_cell', 'canonical_params',
-           'seed_everything', 'torch_generator', 'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
+           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'did_you_mean', 'injected_names',
+           'BaseConfig', 'check_cost', 'in_test', 'in_papermill', 'resolve_profile', 'parameters_cell',
+           'check_parameters_cell', 'canonical_params', 'seed_everything', 'torch_generator', 'derive_seed',
+           'torch_threads', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -252,6 +253,27 @@ class _ParamDoc:
         try: return '\n\n'.join(filter(None, [self.doc, param_docs(cls)]))
         except Exception: return self.doc or cls.__name__
 
+def did_you_mean(unknown, names) -> str:
+    "'; did you mean …?' with the close matches among `names` of each unknown name ('' if none is close)."
+    import difflib
+    hits = {u: difflib.get_close_matches(str(u), list(names), n=3) for u in list(unknown)[:20]}
+    hits = {u: h for u, h in hits.items() if h}
+    return ('; did you mean ' + ', '.join(f"{h} for {_short(u, 60)}" for u, h in hits.items()) + '?') if hits else ''
+
+def injected_names(ns:dict) -> list[str]:
+    """Names assigned by papermill's injected-parameters cell (its source starts with `# Parameters`), read from the
+    kernel's input history (`In`) in the notebook's namespace `ns`; [] outside a papermill run."""
+    import ast
+    hist = ns.get('In', ns.get('_ih')) if isinstance(ns, dict) else None
+    if not isinstance(hist, list): return []
+    for src in reversed(hist):
+        if isinstance(src, str) and src.startswith('# Parameters\n'):
+            try: tree = ast.parse(src)
+            except SyntaxError: return []
+            return [t.id for st in tree.body if isinstance(st, (ast.Assign, ast.AnnAssign))
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target]) if isinstance(t, ast.Name)]
+    return []
+
 @dataclass
 class BaseConfig:
     "Base class of every paper's experiment configuration."
@@ -322,7 +344,7 @@ class BaseConfig:
         unknown = sorted(set(params) - set(cls.param_names()))
         if unknown:
             raise ConfigError(f"unknown parameter(s) [{', '.join(_short(u, 60) for u in unknown[:20])}] for {cls.__qualname__}; "
-                              f"allowed: {sorted(cls.param_names())}")
+                              f"allowed: {sorted(cls.param_names())}{did_you_mean(unknown, cls.param_names())}")
         vals = cls.profile_defaults(profile)
         hints, trusted = get_type_hints(cls), {}
         for f in fields(cls):                                # the profile's own values are exempt from `max`
@@ -336,6 +358,10 @@ class BaseConfig:
     @classmethod
     def from_namespace(cls, ns:dict, **kw):
         "Validated config from a notebook's globals: `profile` (through `resolve_profile`) and every field in `ns` that is not None; `kw` go to `from_params` (overrides, `allow_large=`)."
+        unknown = [n for n in injected_names(ns) if n not in cls.param_names()]
+        if unknown:                                          # papermill only warns about a name the parameters cell lacks
+            raise ConfigError(f"unknown parameter(s) [{', '.join(_short(u, 60) for u in unknown[:20])}] passed to the notebook "
+                              f"(papermill -p); allowed: {sorted(cls.param_names())}{did_you_mean(unknown, cls.param_names())}")
         profile = kw.pop('profile', None) or ns.get('profile') or 'smoke'
         params = {k: cls._from_text(k, ns[k]) for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
         return cls.from_params(resolve_profile(profile), **{**params, **kw})

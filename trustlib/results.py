@@ -828,7 +828,10 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     "Write `result` into `run_dir` (default: `$TRUSTLIB_RUN_DIR`); return the folder, or None outside a run."
     run_dir = run_dir or os.environ.get('TRUSTLIB_RUN_DIR')
     if not run_dir: return None
-    run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(run_dir)
+    if run_dir.name.startswith('.tmp-') and not run_dir.is_dir():   # a runner's temporary folder, deleted: its runner was killed
+        raise FileNotFoundError(f"the run's temporary folder {run_dir.name} is gone (the process running it was stopped and the folder cleaned); nothing recorded")
+    run_dir.mkdir(parents=True, exist_ok=True)
     import io
     for name, df in result.tables.items(): atomic_write_text(run_dir/'tables'/f'{name}.csv', df.to_csv(index=True))
     for name, fig in result.figures.items():

@@ -15,15 +15,15 @@ from .results import write_json
 
 # %% auto #0
 __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'MAX_SPEC_BYTES',
-           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'RAY_CONNECT_TIMEOUT_S',
-           'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks', 'nbs_path',
-           'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short', 'check_value',
-           'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params', 'decode_params',
-           'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked', 'RunLock',
-           'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain', 'drop_empty_tags',
-           'scrub_notebook', 'inject_parameters', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs',
-           'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress',
-           'sweep']
+           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'SWEEP_STOP_S',
+           'RAY_CONNECT_TIMEOUT_S', 'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks',
+           'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short',
+           'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
+           'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
+           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
+           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'changed_versions', 'run_notebook', 'mount_of',
+           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
+           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -304,8 +304,13 @@ class ParamValidator:
             if params: raise ConfigError(f"notebook {self.nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)[:20]})")
             return {}
         unknown = sorted(set(params) - set(self.info))
-        if unknown: raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
-                                      f"allowed: {sorted(n for n in self.info if n != 'profile')}")
+        if unknown:
+            import difflib
+            names = sorted(n for n in self.info if n != 'profile')
+            close = {u: difflib.get_close_matches(u, names, n=3) for u in unknown[:20]}
+            hint = ', '.join(f"{c} for {short(u, 60)}" for u, c in close.items() if c)
+            raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
+                              f"allowed: {names}" + (f"; did you mean {hint}?" if hint else ''))
         fields = set(self.Config.param_names()) if self.Config is not None else set()
         vals = {k: check_value(k, v, allow_nonfinite=k in fields) for k, v in params.items()}
         canon = {}
@@ -480,7 +485,9 @@ def _pid_alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
     except (OverflowError, ValueError): return False
-    return True
+    try:   # a killed process that its parent has not reaped yet (a zombie: Ray's raylet, under load) answers signal 0 but holds nothing
+        with open(f'/proc/{pid}/stat', 'rb') as f: return f.read().rsplit(b')', 1)[1].split()[0] not in (b'Z', b'X')
+    except (OSError, IndexError): return True   # no /proc (macOS): alive, as signal 0 says
 
 class RunLock:
     "A lock file per run id, across processes and hosts (see above). Use `acquire`/`release` or `with`."
@@ -577,13 +584,20 @@ def clean_stale(base:str|Path, rid:str|None=None, holding:str|None=None) -> list
     for tmp in entries:
         m = _TMP.match(tmp.name)
         if not m or not tmp.is_dir() or str(tmp) in _ACTIVE or (rid is not None and m['rid'] != rid): continue
-        if m['rid'] == holding: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp); continue
+        if m['rid'] == holding: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp); continue
         lock = RunLock(base, m['rid'])
         if not lock.acquire(wait=False): continue   # that run is in progress somewhere
         try:
-            if str(tmp) not in _ACTIVE: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+            if str(tmp) not in _ACTIVE: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp)
         finally: lock.release()
     return removed
+
+def _drop_or_restore(tmp:Path, final:Path):
+    "Delete a stale temporary folder, except a run `_swap_in` had set aside (`.tmp-<rid>-old-*`) when its process died before the new one took its place: that one is put back."
+    if '-old-' in tmp.name and not final.exists() and (tmp/'metrics.json').is_file():
+        try: _rename(tmp, final); return
+        except OSError: pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 def _swap_in(tmp:Path, final:Path):
     "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder or losing it."
@@ -648,6 +662,7 @@ def _machine_paths(*extra) -> list[str]:
     ps = {str(Path.home()), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(), os.getcwd(), *map(str, extra)}
     try: ps.add(str(find_root()))
     except ConfigError: pass
+    ps |= {os.path.realpath(p) for p in ps if p}   # a symlinked venv (a worktree's): the kernel reports the resolved path
     return sorted((p for p in ps if p and p not in ('/', '.') and len(p) > 4), key=len, reverse=True)
 
 _BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.]+[kMGT]?)\s*(?:[A-Za-z]+/s|s/[A-Za-z]+)\]')   # tqdm bars
@@ -710,8 +725,17 @@ def _prepare_base(runs_dir:Path, name:str) -> Path:
                           "(or set TRUSTLIB_RUNS) to a writable folder") from None
     return base
 
+# the recorded versions that can change a run's numbers or figures (not papermill / nbformat / ipykernel, which only execute it)
+_RESULT_VERSIONS = ('python', 'trustlib-icml25', 'trustlib_build_commit', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn')
+
+def changed_versions(recorded:dict|None, current:dict|None=None) -> list[str]:
+    "'name old → new' for each of `_RESULT_VERSIONS` that differs between a run's recorded `versions` and `current` (default: this environment's)."
+    current = versions() if current is None else current
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return [f"{k} {recorded.get(k) or 'absent'} → {current.get(k) or 'absent'}" for k in _RESULT_VERSIONS if recorded.get(k) != current.get(k)]
+
 def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tuple[bool, str]:
-    "Whether `final` is a complete run of this notebook source with these parameters, and why not."
+    "Whether `final` is a complete run of this notebook source with these parameters and package versions, and why not."
     if not final.exists(): return False, 'no run yet'
     if not is_complete(final): return False, 're-run: the recorded run did not complete'
     try: m = load_run(final)
@@ -721,6 +745,8 @@ def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tu
         if rec != src_sha: return False, 're-run: the notebook source changed since the recorded run'
     elif m.get('source_sha1') != file_sha: return False, 're-run: the notebook changed since the recorded run'
     if not _same(decode_params(m.get('params') or {}), params): return False, 're-run: the recorded parameters differ'
+    changed = changed_versions(m.get('versions'))
+    if changed: return False, f"re-run: package versions changed since the recorded run ({_cap_msg(', '.join(changed), 200)})"
     return True, 'already complete'
 
 def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,
@@ -1137,12 +1163,28 @@ class _InlineBackend:
     def close(self): self.q.clear()
 
 def _pool_worker(conn):
-    "A local worker process: run the jobs it is sent, one at a time, until the pipe closes."
-    while True:
-        try: job = conn.recv()
-        except (EOFError, OSError): return
-        if job is None: return
-        conn.send(_sweep_job(job))
+    """A local worker process: run the jobs it is sent, one at a time, until the pipe closes. ctrl-C (SIGINT, which the
+    terminal sends to the whole process group) or SIGTERM stops the run it holds, which is recorded as failed while
+    further signals are ignored; the worker then says so in one line and exits (130 or 143), with no traceback."""
+    def _stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second signal must not cut the recording short
+        if signum == signal.SIGINT: raise KeyboardInterrupt
+        raise Terminated("the run received SIGTERM")
+    signal.signal(signal.SIGINT, _stop); signal.signal(signal.SIGTERM, _stop)
+    job = None
+    try:
+        while True:
+            try: job = conn.recv()
+            except (EOFError, OSError): return
+            if job is None: return
+            conn.send(_sweep_job(job)); job = None
+    except KeyboardInterrupt as e:   # Terminated included
+        how = 'SIGTERM' if isinstance(e, Terminated) else 'ctrl-C'
+        if job is not None: print(f"sweep worker {os.getpid()}: run {job.get('name')}/{job.get('run_id')} stopped by {how}", file=sys.stderr, flush=True)
+        try: conn.close()
+        finally: os._exit(143 if isinstance(e, Terminated) else 130)   # the run is recorded; no interpreter teardown (asyncio would print papermill's dead-kernel task)
+
+SWEEP_STOP_S = 60   # how long an interrupted sweep waits for a stopped worker to record its run as failed
 
 class _PoolBackend:
     "`n` spawned worker processes; a worker that dies is replaced and its grid point reported lost."
@@ -1188,7 +1230,10 @@ class _PoolBackend:
             except (OSError, EOFError): pass
         for p, c in self.idle: p.join(5)
         for p, c in list(self.busy.values()) + self.idle:   # interrupted: workers still running are stopped (their runs are recorded as failed)
-            if p.is_alive(): p.terminate(); p.join(5)
+            if p.is_alive(): p.terminate()                   # a worker already stopping (ctrl-C reached it too) ignores this
+        for p, c in list(self.busy.values()) + self.idle:
+            p.join(SWEEP_STOP_S)                             # time to record the stopped run as failed
+            if p.is_alive(): p.kill(); p.join(5)             # stuck: its run stays a hidden temp folder, cleaned by the next run
             c.close()
         self.idle, self.busy = [], {}
 

@@ -390,6 +390,27 @@ class _ParamDoc:
         try: return '\n\n'.join(filter(None, [self.doc, param_docs(cls)]))
         except Exception: return self.doc or cls.__name__
 
+def did_you_mean(unknown, names) -> str:
+    "'; did you mean …?' with the close matches among `names` of each unknown name ('' if none is close)."
+    import difflib
+    hits = {u: difflib.get_close_matches(str(u), list(names), n=3) for u in list(unknown)[:20]}
+    hits = {u: h for u, h in hits.items() if h}
+    return ('; did you mean ' + ', '.join(f"{h} for {_short(u, 60)}" for u, h in hits.items()) + '?') if hits else ''
+
+def injected_names(ns:dict) -> list[str]:
+    """Names assigned by papermill's injected-parameters cell (its source starts with `# Parameters`), read from the
+    kernel's input history (`In`) in the notebook's namespace `ns`; [] outside a papermill run."""
+    import ast
+    hist = ns.get('In', ns.get('_ih')) if isinstance(ns, dict) else None
+    if not isinstance(hist, list): return []
+    for src in reversed(hist):
+        if isinstance(src, str) and src.startswith('# Parameters\n'):
+            try: tree = ast.parse(src)
+            except SyntaxError: return []
+            return [t.id for st in tree.body if isinstance(st, (ast.Assign, ast.AnnAssign))
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target]) if isinstance(t, ast.Name)]
+    return []
+
 @dataclass
 class BaseConfig:
     "Base class of every paper's experiment configuration."
@@ -460,7 +481,7 @@ class BaseConfig:
         unknown = sorted(set(params) - set(cls.param_names()))
         if unknown:
             raise ConfigError(f"unknown parameter(s) [{', '.join(_short(u, 60) for u in unknown[:20])}] for {cls.__qualname__}; "
-                              f"allowed: {sorted(cls.param_names())}")
+                              f"allowed: {sorted(cls.param_names())}{did_you_mean(unknown, cls.param_names())}")
         vals = cls.profile_defaults(profile)
         hints, trusted = get_type_hints(cls), {}
         for f in fields(cls):                                # the profile's own values are exempt from `max`
@@ -474,6 +495,10 @@ class BaseConfig:
     @classmethod
     def from_namespace(cls, ns:dict, **kw):
         "Validated config from a notebook's globals: `profile` (through `resolve_profile`) and every field in `ns` that is not None; `kw` go to `from_params` (overrides, `allow_large=`)."
+        unknown = [n for n in injected_names(ns) if n not in cls.param_names()]
+        if unknown:                                          # papermill only warns about a name the parameters cell lacks
+            raise ConfigError(f"unknown parameter(s) [{', '.join(_short(u, 60) for u in unknown[:20])}] passed to the notebook "
+                              f"(papermill -p); allowed: {sorted(cls.param_names())}{did_you_mean(unknown, cls.param_names())}")
         profile = kw.pop('profile', None) or ns.get('profile') or 'smoke'
         params = {k: cls._from_text(k, ns[k]) for k in cls.param_names() if k != 'profile' and k in ns and ns[k] is not None}
         return cls.from_params(resolve_profile(profile), **{**params, **kw})
@@ -541,7 +566,7 @@ test_eq((c.profile, c.n_members, c.seed, c.widths), ("cpu", 10, 3, (8, 16)))
 test_eq(_DemoConfig.from_params("smoke", n_members=None).n_members, 3)   # None -> profile default
 test_eq(_DemoConfig.from_params("smoke", widths=[4, 5]).widths, (4, 5))   # YAML list -> tuple
 test_eq(_DemoConfig.from_params("smoke", lr=1).lr, 1.0)
-test_fail(lambda: _DemoConfig.from_params("smoke", n_member=3), contains="unknown parameter(s) ['n_member']")
+test_fail(lambda: _DemoConfig.from_params("smoke", n_member=3), contains="unknown parameter(s) ['n_member'] for _DemoConfig; allowed: ['lr', 'n_items', 'n_members', 'profile', 'seed', 'variant', 'widths']; did you mean ['n_members'")
 test_fail(lambda: _DemoConfig.from_params("gpu"), contains="choose one of ['smoke', 'cpu', 'full']")
 test_fail(lambda: _DemoConfig.from_params("smoke", n_members=0), contains="'n_members': 0 is out of range; must be >= 1")
 test_fail(lambda: _DemoConfig.from_params("smoke", lr=-1.0), contains="must be > 0")
@@ -841,6 +866,11 @@ test_eq(_CellDemo.from_namespace({**_ns, 'seed': 4}).seed, 4)
 test_eq(_CellDemo.from_namespace(_ns, seed=9).seed, 9)
 test_fail(lambda: _CellDemo.from_namespace({**_ns, 'n_members': 0}), contains="'n_members': 0 is out of range")
 test_fail(lambda: _CellDemo.from_namespace({**_ns, 'profile': 'laptop'}), contains="choose one of")
+# a misspelt papermill parameter (papermill itself only warns): the injected cell, in the kernel's input history, names it
+_pns = dict(In=['', 'profile: str = "smoke"\n', '# Parameters\nprofile = "cpu"\nn_member = 3\n'], profile="cpu", n_member=3)
+test_eq(injected_names(_pns), ['profile', 'n_member'])
+test_fail(lambda: _DemoConfig.from_namespace(_pns), contains="passed to the notebook (papermill -p); allowed: ['lr', 'n_items', 'n_members', 'profile', 'seed', 'variant', 'widths']; did you mean ['n_members'] for 'n_member'?")
+test_eq(_DemoConfig.from_namespace(dict(_pns, In=_pns['In'][:2])).n_members, _DemoConfig.from_namespace(dict(_pns, In=[])).n_members)   # no injected cell: nothing to check
 # raw papermill: `-p noise_levels "[0.2, 0.4]"` or `-r n_members 7` arrive as text; non-text fields read them as YAML/JSON
 test_eq(_CellDemo.from_namespace({**_ns, 'noise_levels': '[0.2, 0.4]', 'n_members': '7'}).noise_levels, (0.2, 0.4))
 test_eq(_CellDemo.from_namespace({**_ns, 'n_members': '7'}).n_members, 7)

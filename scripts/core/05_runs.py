@@ -18,7 +18,9 @@
 #   ever replaced by another complete run of the same id. A failed or interrupted re-run is recorded beside
 #   it, in `<run_id>.failed-<UTC time>/`.
 # - A *sweep* runs a grid of parameters and skips grid points whose complete run was made from the same
-#   notebook source with the same parameters, so it can be restarted after a kill.
+#   notebook source with the same parameters and the same versions of the packages that can change results
+#   (`_RESULT_VERSIONS`: python, trustlib, numpy, scipy, torch, pandas, scikit-learn, matplotlib, seaborn), so it
+#   can be restarted after a kill, and an upgrade runs the grid again.
 
 # %%
 #| default_exp runs
@@ -461,8 +463,13 @@ class ParamValidator:
             if params: raise ConfigError(f"notebook {self.nb.name} has no cell tagged 'parameters'; it takes no parameters (got {sorted(params)[:20]})")
             return {}
         unknown = sorted(set(params) - set(self.info))
-        if unknown: raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
-                                      f"allowed: {sorted(n for n in self.info if n != 'profile')}")
+        if unknown:
+            import difflib
+            names = sorted(n for n in self.info if n != 'profile')
+            close = {u: difflib.get_close_matches(u, names, n=3) for u in unknown[:20]}
+            hint = ', '.join(f"{c} for {short(u, 60)}" for u, c in close.items() if c)
+            raise ConfigError(f"unknown parameter(s) {[u if len(u) <= 60 else u[:59] + '…' for u in unknown[:20]]} for {self.name}; "
+                              f"allowed: {names}" + (f"; did you mean {hint}?" if hint else ''))
         fields = set(self.Config.param_names()) if self.Config is not None else set()
         vals = {k: check_value(k, v, allow_nonfinite=k in fields) for k, v in params.items()}
         canon = {}
@@ -526,7 +533,7 @@ def validate_params(paper:str|None=None, # paper name (see `trustlib.config.PAPE
 # %%
 test_eq(validate_params(notebook=TOY, params=dict(seed=3, sleep=1)), dict(seed=3, sleep=1.0))
 test_eq(validate_params(notebook=TOY, params=dict(seed=0.0, fail=False)), {})      # defaults are left out
-test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']")
+test_fail(lambda: validate_params(notebook=TOY, params=dict(seeed=3)), contains="unknown parameter(s) ['seeed'] for toy; allowed: ['fail', 'seed', 'sleep']; did you mean ['seed', 'sleep'] for 'seeed'?")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(seed='three')), contains="parameter 'seed': expected int")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(fail='yes')), contains="parameter 'fail': expected bool")
 test_fail(lambda: validate_params(notebook=TOY, params=dict(sleep=float('inf'))), contains="parameter 'sleep': inf is not a finite number")
@@ -736,7 +743,9 @@ def _pid_alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
     except (OverflowError, ValueError): return False
-    return True
+    try:   # a killed process that its parent has not reaped yet (a zombie: Ray's raylet, under load) answers signal 0 but holds nothing
+        with open(f'/proc/{pid}/stat', 'rb') as f: return f.read().rsplit(b')', 1)[1].split()[0] not in (b'Z', b'X')
+    except (OSError, IndexError): return True   # no /proc (macOS): alive, as signal 0 says
 
 class RunLock:
     "A lock file per run id, across processes and hosts (see above). Use `acquire`/`release` or `with`."
@@ -836,6 +845,12 @@ test_eq(_l1.acquire(wait=False), False)                    # another host, fresh
 os.utime(_lb/'.lock-cpu-x', (time.time() - LOCK_STALE_S - 1,) * 2)
 test_eq(_l1.acquire(wait=False), True); _l1.release()      # another host, not refreshed for LOCK_STALE_S: stale
 test_eq(sorted(p.name for p in _lb.iterdir()), [])
+if Path('/proc/self/stat').exists():                       # a killed but not yet reaped process (a zombie) holds no lock
+    _z = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); _z.kill()
+    for _ in range(1000):
+        if not _pid_alive(_z.pid): break
+        time.sleep(0.01)
+    test_eq((_pid_alive(_z.pid), _z.poll() is None or _z.returncode), (False, -9)); _z.wait()
 
 # %% [markdown]
 # ## Atomic run folders
@@ -868,13 +883,20 @@ def clean_stale(base:str|Path, rid:str|None=None, holding:str|None=None) -> list
     for tmp in entries:
         m = _TMP.match(tmp.name)
         if not m or not tmp.is_dir() or str(tmp) in _ACTIVE or (rid is not None and m['rid'] != rid): continue
-        if m['rid'] == holding: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp); continue
+        if m['rid'] == holding: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp); continue
         lock = RunLock(base, m['rid'])
         if not lock.acquire(wait=False): continue   # that run is in progress somewhere
         try:
-            if str(tmp) not in _ACTIVE: shutil.rmtree(tmp, ignore_errors=True); removed.append(tmp)
+            if str(tmp) not in _ACTIVE: _drop_or_restore(tmp, Path(base)/m['rid']); removed.append(tmp)
         finally: lock.release()
     return removed
+
+def _drop_or_restore(tmp:Path, final:Path):
+    "Delete a stale temporary folder, except a run `_swap_in` had set aside (`.tmp-<rid>-old-*`) when its process died before the new one took its place: that one is put back."
+    if '-old-' in tmp.name and not final.exists() and (tmp/'metrics.json').is_file():
+        try: _rename(tmp, final); return
+        except OSError: pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 def _swap_in(tmp:Path, final:Path):
     "Rename `tmp` to `final`, replacing an existing `final` without ever exposing a partial folder or losing it."
@@ -963,6 +985,7 @@ def _machine_paths(*extra) -> list[str]:
     ps = {str(Path.home()), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir(), os.getcwd(), *map(str, extra)}
     try: ps.add(str(find_root()))
     except ConfigError: pass
+    ps |= {os.path.realpath(p) for p in ps if p}   # a symlinked venv (a worktree's): the kernel reports the resolved path
     return sorted((p for p in ps if p and p not in ('/', '.') and len(p) > 4), key=len, reverse=True)
 
 _BAR = re.compile(r'\d+%\|[^\n]*\||\[\d+:\d+(?::\d+)?(?:<[\d:?]+)?,\s*(?:\?|[\d.]+[kMGT]?)\s*(?:[A-Za-z]+/s|s/[A-Za-z]+)\]')   # tqdm bars
@@ -1052,8 +1075,17 @@ def _prepare_base(runs_dir:Path, name:str) -> Path:
                           "(or set TRUSTLIB_RUNS) to a writable folder") from None
     return base
 
+# the recorded versions that can change a run's numbers or figures (not papermill / nbformat / ipykernel, which only execute it)
+_RESULT_VERSIONS = ('python', 'trustlib-icml25', 'trustlib_build_commit', 'numpy', 'scipy', 'torch', 'pandas', 'scikit-learn', 'matplotlib', 'seaborn')
+
+def changed_versions(recorded:dict|None, current:dict|None=None) -> list[str]:
+    "'name old → new' for each of `_RESULT_VERSIONS` that differs between a run's recorded `versions` and `current` (default: this environment's)."
+    current = versions() if current is None else current
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return [f"{k} {recorded.get(k) or 'absent'} → {current.get(k) or 'absent'}" for k in _RESULT_VERSIONS if recorded.get(k) != current.get(k)]
+
 def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tuple[bool, str]:
-    "Whether `final` is a complete run of this notebook source with these parameters, and why not."
+    "Whether `final` is a complete run of this notebook source with these parameters and package versions, and why not."
     if not final.exists(): return False, 'no run yet'
     if not is_complete(final): return False, 're-run: the recorded run did not complete'
     try: m = load_run(final)
@@ -1063,6 +1095,8 @@ def _current(final:Path, src_sha:str|None, file_sha:str|None, params:dict) -> tu
         if rec != src_sha: return False, 're-run: the notebook source changed since the recorded run'
     elif m.get('source_sha1') != file_sha: return False, 're-run: the notebook changed since the recorded run'
     if not _same(decode_params(m.get('params') or {}), params): return False, 're-run: the recorded parameters differ'
+    changed = changed_versions(m.get('versions'))
+    if changed: return False, f"re-run: package versions changed since the recorded run ({_cap_msg(', '.join(changed), 200)})"
     return True, 'already complete'
 
 def _run(paper, params, profile, *, notebook=None, runs_dir=None, kernel="python3", progress=True, timeout=None,
@@ -1538,8 +1572,11 @@ def _record_lost(job:dict, error:str) -> dict:
 #
 # The backends: `_InlineBackend` (`workers=1`: in this process), `_PoolBackend` (`workers=N`: N spawned worker
 # processes, each running one grid point at a time; a worker that dies is replaced, and the grid point it held
-# is the one reported lost) and `_RayBackend` (one Ray task per grid point, with the spec's `resources`;
-# Ray's own retries are off, so `_drive` decides).
+# is the one reported lost; ctrl-C, which the terminal sends to the workers too, makes each record its run as
+# failed, say so in one line and exit, and the sweep waits up to `SWEEP_STOP_S` for them, then exits 130) and
+# `_RayBackend` (one Ray task per grid point, with the spec's `resources`; Ray's own retries are off, so `_drive`
+# decides). A worker killed while it holds a run lock may stay a zombie until its parent reaps it (Ray's raylet, on
+# a busy machine); `_pid_alive` counts a zombie as dead, so the lost run is recorded at once.
 
 # %%
 #| export
@@ -1605,12 +1642,28 @@ class _InlineBackend:
     def close(self): self.q.clear()
 
 def _pool_worker(conn):
-    "A local worker process: run the jobs it is sent, one at a time, until the pipe closes."
-    while True:
-        try: job = conn.recv()
-        except (EOFError, OSError): return
-        if job is None: return
-        conn.send(_sweep_job(job))
+    """A local worker process: run the jobs it is sent, one at a time, until the pipe closes. ctrl-C (SIGINT, which the
+    terminal sends to the whole process group) or SIGTERM stops the run it holds, which is recorded as failed while
+    further signals are ignored; the worker then says so in one line and exits (130 or 143), with no traceback."""
+    def _stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second signal must not cut the recording short
+        if signum == signal.SIGINT: raise KeyboardInterrupt
+        raise Terminated("the run received SIGTERM")
+    signal.signal(signal.SIGINT, _stop); signal.signal(signal.SIGTERM, _stop)
+    job = None
+    try:
+        while True:
+            try: job = conn.recv()
+            except (EOFError, OSError): return
+            if job is None: return
+            conn.send(_sweep_job(job)); job = None
+    except KeyboardInterrupt as e:   # Terminated included
+        how = 'SIGTERM' if isinstance(e, Terminated) else 'ctrl-C'
+        if job is not None: print(f"sweep worker {os.getpid()}: run {job.get('name')}/{job.get('run_id')} stopped by {how}", file=sys.stderr, flush=True)
+        try: conn.close()
+        finally: os._exit(143 if isinstance(e, Terminated) else 130)   # the run is recorded; no interpreter teardown (asyncio would print papermill's dead-kernel task)
+
+SWEEP_STOP_S = 60   # how long an interrupted sweep waits for a stopped worker to record its run as failed
 
 class _PoolBackend:
     "`n` spawned worker processes; a worker that dies is replaced and its grid point reported lost."
@@ -1656,7 +1709,10 @@ class _PoolBackend:
             except (OSError, EOFError): pass
         for p, c in self.idle: p.join(5)
         for p, c in list(self.busy.values()) + self.idle:   # interrupted: workers still running are stopped (their runs are recorded as failed)
-            if p.is_alive(): p.terminate(); p.join(5)
+            if p.is_alive(): p.terminate()                   # a worker already stopping (ctrl-C reached it too) ignores this
+        for p, c in list(self.busy.values()) + self.idle:
+            p.join(SWEEP_STOP_S)                             # time to record the stopped run as failed
+            if p.is_alive(): p.kill(); p.join(5)             # stuck: its run stays a hidden temp folder, cleaned by the next run
             c.close()
         self.idle, self.busy = [], {}
 

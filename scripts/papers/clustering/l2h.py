@@ -99,6 +99,17 @@ logits_path: Optional[str] = None  # full profile: .npz with `logits` (N, K), `l
 #| export
 FLAT_MODELS = ("gmm", "kmeans", "logreg")
 
+def _check_logits_file(path:str):
+    "Refuse, naming `logits_path`, a path that is not a readable .npz file with arrays 'logits' and 'labels' (only the file's index is read)."
+    import zipfile
+    p = Path(path).expanduser()
+    if not p.is_file(): raise ConfigError(f"parameter 'logits_path': {path!r} is not an existing file; give an .npz file with arrays 'logits' (N, K) and 'labels' (N,), or '' for the default file")
+    try:
+        with np.load(p, allow_pickle=False) as f: names = set(f.files)
+    except (OSError, ValueError, zipfile.BadZipFile, AttributeError) as e:
+        raise ConfigError(f"parameter 'logits_path': {path!r} is not a readable .npz file ({type(e).__name__}); give an .npz file with arrays 'logits' and 'labels'") from None
+    if not {'logits', 'labels'} <= names: raise ConfigError(f"parameter 'logits_path': {path!r} has arrays {sorted(names)}; it needs 'logits' and 'labels'")
+
 @dataclass
 class Config(BaseConfig):
     "Parameters of the L2H reproduction (defaults: the `smoke` profile)."
@@ -120,7 +131,8 @@ class Config(BaseConfig):
     speed_repeats: int = param(6, "speed test: repetitions of the timed fit (the claim reads their median; fewer than 6 give no interval)", ge=1, max=50)
     n_threads: int = param(1, "BLAS/OpenMP threads for numpy/scikit-learn inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     logits_path: str = param("", "full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; "
-                                 "empty: $TRUSTLIB_DATA/l2h/logits.npz")
+                                 "empty: $TRUSTLIB_DATA/l2h/logits.npz",
+                             allowed="'' (the default file), or an existing readable .npz file with arrays 'logits' and 'labels'")
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=10, n_super=5, n_per_class=200, k_factors=(0.8, 0.9, 1.0, 1.1, 1.2),
                     temperatures=(0.5, 1.0, 5.0, 10.0, 50.0), digits_max_iter=300, speed_k=1000, speed_n=100_000, speed_repeats=9),
@@ -137,6 +149,7 @@ class Config(BaseConfig):
         k = self.n_super * self.n_sub
         if min(round(f * k) for f in self.k_factors) < 2: raise ConfigError("parameter 'k_factors': every factor x n_super x n_sub must give K >= 2")
         if not self.temperatures: raise ConfigError("parameter 'temperatures': give at least one temperature")
+        if self.logits_path: _check_logits_file(self.logits_path)
         gib = self.speed_k * self.speed_n * 4 / 2**30            # the speed test's float32 logits (the fit adds chunks, not copies)
         if gib > 4 and not getattr(self, '_allow_large', False):
             raise ConfigError(f"parameters 'speed_k' x 'speed_n': the speed test's logits would take {gib:.0f} GiB; "
@@ -144,11 +157,20 @@ class Config(BaseConfig):
 
 
 # %%
+import tempfile as _tempfile
+
+# %%
 cfg = Config.from_namespace(globals())
 test_fail(lambda: Config.from_params("smoke", flat_models=("gmm", "dbscan")), contains="'flat_models'")
 test_fail(lambda: Config.from_params("smoke", watermark_pair=(3, 3)), contains="must differ")
 test_fail(lambda: Config.from_params("smoke", n_sub=1), contains="'n_sub': 1 is out of range")
 test_fail(lambda: Config.from_params("smoke", k_neighbours=3), contains="unknown parameter")
+test_fail(lambda: Config.from_params("smoke", logits_path="/no/such/logits.npz"), contains="parameter 'logits_path'")
+_lp = Path(_tempfile.mkdtemp())
+np.savez(_lp/"ok.npz", logits=np.zeros((4, 2)), labels=np.zeros(4)); np.savez(_lp/"nolabels.npz", logits=np.zeros((4, 2))); (_lp/"bad.npz").write_text("x")
+test_eq(Config.from_params("smoke", logits_path=str(_lp/"ok.npz")).logits_path, str(_lp/"ok.npz"))
+test_fail(lambda: Config.from_params("smoke", logits_path=str(_lp/"nolabels.npz")), contains="it needs 'logits' and 'labels'")
+test_fail(lambda: Config.from_params("smoke", logits_path=str(_lp/"bad.npz")), contains="is not a readable .npz file")
 test_fail(lambda: Config.from_params("smoke", speed_k=100_000, speed_n=100_000, allow_large=False), contains="'speed_k' x 'speed_n'")
 cfg
 

@@ -253,6 +253,10 @@ def load_all(root:str|Path|None=None) -> dict[str, list[dict]]:
     "All 12 subsets, by name."
     return {n: load_subset(n, root) for n in SUBSETS}
 
+def publish_blocker() -> str|None:
+    "Why a run made here must not be published (`trustlib run sns_bench --publish` refuses before running), or None: without the licensed files every data claim is inconclusive."
+    return sns_bench_missing("a run that can be published (without them every data claim of the page is inconclusive)")
+
 
 # %% [markdown]
 # The loader rejects malformed files with a message naming the file and the field (checked on small files

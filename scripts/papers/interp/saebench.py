@@ -199,7 +199,8 @@ class Config(BaseConfig):
     probe_datasets: tuple[str, ...] = param(PROBE_DATASETS[:2], "sae-probes binary datasets for sparse probing")
     probe_rows: int = param(60, "texts per probing dataset (half train, half test)", ge=20, max=20_000, le=1_000_000)
     scr_datasets: tuple[str, ...] = param(SCR_DATASETS[:1], "sae-probes binary datasets whose labels are SCR's target concept")
-    scr_marker: str = param(SCR_MARKER, "the spurious cue appended to texts in SCR")
+    scr_marker: str = param(SCR_MARKER, "the spurious cue appended to texts in SCR",
+                            allowed="text that starts with a space (so it is appended as words of its own) and has no word-piece unknown to MiniLM's tokenizer")
     scr_rows: int = param(60, "texts per SCR set (biased, spurious, oracle, test)", ge=20, max=20_000, le=1_000_000)
     tpp_dataset: str = param(TPP_DATASET, "sae-probes multiclass dataset for TPP")
     tpp_rows: int = param(15, "texts per class and split in TPP", ge=5, max=5000, le=1_000_000)
@@ -224,12 +225,18 @@ class Config(BaseConfig):
         if max(self.l0_targets) >= self.minilm_d_sae: raise ConfigError(f"parameter 'l0_targets': every target must be < minilm_d_sae ({self.minilm_d_sae})")
         if self.ravel_attrs > self.n_parents: raise ConfigError(f"parameter 'ravel_attrs': must be <= n_parents ({self.n_parents})")
         if not self.scr_marker.strip(): raise ConfigError("parameter 'scr_marker': the spurious cue must not be empty")
+        if not self.scr_marker[0].isspace():   # appended to the text as it is: without a space it would fuse with the text's last word
+            raise ConfigError(f"parameter 'scr_marker': {self.scr_marker[:60]!r} must start with a space, so that it is appended as words of "
+                              f"its own and gives the same word-pieces after every text (e.g. {SCR_MARKER!r})")
         self._check_datasets()
         self._check_size()
     def _check_datasets(self):
         "Every named dataset exists in the sae-probes wheel and has the task its role needs (checked before any work)."
         if not self.minilm: return
         from trustlib.data import sae_probes_datasets
+        tok = _minilm_tokenizer()
+        pieces = tok.convert_ids_to_tokens(tok(self.scr_marker, add_special_tokens=False)['input_ids'])
+        if tok.unk_token in pieces: raise ConfigError(f"parameter 'scr_marker': {self.scr_marker[:60]!r} has word-pieces unknown to MiniLM's tokenizer ({pieces[:12]})")
         binary, multi = set(sae_probes_datasets('binary')), set(sae_probes_datasets('multiclass'))
         for field in ("probe_datasets", "scr_datasets"):
             names = getattr(self, field)

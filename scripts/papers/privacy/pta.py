@@ -131,6 +131,13 @@ PAPER_ACCOUNTANT = {
     "TREC":    (80 / 835, 15, 835,      (1.33, 0.94, 0.69, 0.51), (1.0, 2.0, 4.0, 8.0), (0.99, 1.98, 3.95, 7.97)),
 }
 
+def _hf_cached(repo_id:str) -> bool:
+    "Whether the Hugging Face model `repo_id` has a config.json in the local cache (never downloads)."
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception: return False      # not a valid repo id, or huggingface_hub missing
+
 @dataclass
 class Config(BaseConfig):
     "Parameters of the PTA / DP-ICL reproduction (defaults: the `smoke` profile)."
@@ -192,7 +199,7 @@ class Config(BaseConfig):
         if gib > 4 and not self._allow_large:
             raise ConfigError(f"parameters vocab_size × n_queries × methods × k_values × alphas × top_ps × epsilons (and n_entities × n_slots × "
                               f"n_concepts): about {gib:.1f} GiB; the limit is 4 GiB. Pass allow_large=True (CLI: --allow-large) to run it")
-        if self.text_lm not in ("", "none"): self._check_text()
+        self._check_text()
 
     def footprint(self) -> float:
         "Rough peak memory (GiB) of one world and concept: the ICL predictives (prompt sets × queries × V), the queries' next-token table and the HMMs."
@@ -204,16 +211,25 @@ class Config(BaseConfig):
                    S * S * self.n_concepts + S * self.vocab_size * self.n_concepts) * 8 / 2**30
 
     def _check_text(self):
-        "The text path's named resources, before any work: a path-like `text_lm` must exist; `text_dataset` must name a sae-probes dataset."
+        """The text path's named resources, before any work: `text_dataset` must name a sae-probes dataset (whether or not the
+        text path runs); `text_lm` must be '' / 'none', an existing folder, or a Hugging Face id found in the local cache
+        (a profile's own id, e.g. the full profile's Mistral-7B, is left for the run, which says how to get it)."""
         import os
         from trustlib.data import _sae_path, DataUnavailable
+        try: _sae_path(self.text_dataset)
+        except ConfigError as e: raise ConfigError(f"parameter 'text_dataset': {e}") from None
+        except DataUnavailable as e:            # the sae-probes datasets are not installed: a name other than the profile's cannot be checked
+            if self.text_dataset != type(self).profile_defaults(self.profile)["text_dataset"]:
+                raise ConfigError(f"parameter 'text_dataset': cannot check {self.text_dataset!r}: {str(e)[:300]}") from None
         lm = self.text_lm
+        if lm in ("", "none"): return
         pathlike = lm.startswith(("/", ".", "~")) or os.sep in lm.strip("/").replace("/", "", 1) or " " in lm
         if pathlike and not os.path.isdir(os.path.expanduser(lm)):
             raise ConfigError(f"parameter 'text_lm': {lm!r} is not an existing folder; give a local model folder, a Hugging Face id 'org/name' "
                               "in the local cache, or '' / 'none' to skip the text path")
-        try: _sae_path(self.text_dataset)
-        except DataUnavailable: pass        # the sae-probes package is not installed: run() stops with its instructions before any work
+        if not pathlike and lm != type(self).profile_defaults(self.profile)["text_lm"] and not _hf_cached(lm):
+            raise ConfigError(f"parameter 'text_lm': {lm!r} is neither an existing folder nor a Hugging Face model in the local cache "
+                              "(nothing is downloaded); give a local model folder, a cached id 'org/name', or '' / 'none' to skip the text path")
 
     @property
     def sampling_rate(self) -> float: return self.n_subsets * self.subset_size / self.n_private
@@ -234,6 +250,8 @@ test_fail(lambda: Config.from_params("smoke", alphas=[0.0]), contains="'alphas':
 test_fail(lambda: Config.from_params("smoke", epsilons=[float('inf')]), contains="'epsilons[0]': inf is not a finite number")
 test_fail(lambda: Config.from_params("smoke", accountant_rows=["IMDB"]), contains="'accountant_rows'")
 test_fail(lambda: Config.from_params("smoke", text_lm="/nonexistent/model"), contains="'text_lm'")              # named resources, before any work
+test_fail(lambda: Config.from_params("smoke", text_lm="no-such-org/no-such-model"), contains="parameter 'text_lm'")   # not in the local cache
+test_fail(lambda: Config.from_params("smoke", text_dataset="97_news_clas"), contains="parameter 'text_dataset'")    # checked even with the text path off
 test_fail(lambda: Config.from_params("cpu", vocab_size=15_000, n_queries=20_000, k_values=[10]), contains="GiB")   # memory, before any work
 test_fail(lambda: Config.from_params("smoke", n_shot=3), contains="unknown parameter")
 test_eq((Config().sampling_rate, Config().compositions, Config().delta), (0.0125, 40, 1 / 1600))
