@@ -1,7 +1,7 @@
 # %% [markdown]
 # # rehearse — the `full` profile's code path, offline, on stand-ins in the real formats
 #
-# > Tiny randomly initialised Hugging Face checkpoints and tiny dataset files in the exact on-disk formats the loaders read, built on the fly and cached, with the hub and the data folder redirected to them, so `trustlib run PAPER --profile full --rehearse` runs the paper's `full` code path end to end without a GPU or the network.
+# > Tiny randomly initialised Hugging Face checkpoints and tiny dataset files in the exact on-disk formats the loaders read, built on the fly and cached, with the hub and the data folder redirected to them, so a rehearsal (`--rehearse` with `--profile full`) runs the paper's `full` code path end to end without a GPU or the network.
 
 # %% [markdown]
 # The `full` profile is each paper's own experiment: its models through `transformers` by hub id, its
