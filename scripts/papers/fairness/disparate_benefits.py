@@ -95,7 +95,7 @@ dataset: Optional[str] = None  # data for the controlled experiment: digits (sci
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `7679740`, 820 s, 2026-12-01). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run disparate_benefits --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e499973`, 350 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run disparate_benefits --profile cpu` repeats the run shown here.
 
 # %%
 #| export
