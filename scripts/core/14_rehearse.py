@@ -423,6 +423,7 @@ def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or f
 #| export
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
+    "dsda": dict(keep=(), set=dict(n_per_class=24)),
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
     "backdoor_complications": dict(keep=("ptlm", "precision", "n_frozen")),
     "ecolevels": dict(keep=(), set=dict(lm_path="@standin:gpt2")),
@@ -490,9 +491,7 @@ FULL_PROFILE: list[dict[str, str]] = [
     dict(paper="dsda", setup="CIFAR-10/100 and PinsFaceRecognition, ResNet-18/AllCNN, 3 seeds (two RTX 3090)",
          ours="CIFAR-10 (array file) with a small CNN trained from scratch; DSDA, GKT and the references on every forget class, 3 seeds; no PinsFace, no CIFAR-100, no ISPF",
          resources="CIFAR-10 as `data/cache/cifar10/cifar10.npz` (about 180 MB; MIT-style licence of the CIFAR page); runs on CPU, a GPU helps; < 2 GB GPU memory",
-         gpu_time="~1-2 h (estimate)",
-         not_rehearsed="not yet: on the stand-in CIFAR-10 the full path loads, trains and unlearns, then its figure of synthetic samples "
-                       "draws 3×32×32 images as if they were 8×8 grey digits (`imshow` of a CHW array) and stops; the figure needs a channel transpose"),
+         gpu_time="~1-2 h (estimate)"),
     dict(paper="disparate_benefits", setup="FairFace, UTKFace, CheXpert; ResNet-50 ensembles of 10 members, 5 seeds",
          ours="loads the FairFace index through the data registry, then stops: the ResNet-50 ensemble pipeline on images is not implemented (the cpu profile's tabular stand-in is what runs)",
          resources="FairFace (CC BY 4.0, manual download from Google Drive, ~550 MB) into `data/cache/fairface/`; for the paper's pipeline ~16 GB GPU memory",

@@ -954,6 +954,15 @@ def _curve_figure(cdf, retrain):
                  "dot: median stop)", fontsize=10)
     fig.tight_layout(rect=(0, 0.12, 1, 1)); return fig
 
+def _as_image(x):
+    "A sample as `imshow` takes it: a grey (H, W) array as is; a colour (C, H, W) one moved to (H, W, C) and scaled to [0, 1]."
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 3 and x.shape[0] in (1, 3):
+        x = np.moveaxis(x, 0, -1)
+        x = (x - x.min()) / max(float(x.max() - x.min()), 1e-12)
+        if x.shape[-1] == 1: x = x[..., 0]
+    return x
+
 def _figures(cfg:Config, df, brows, cdf, samples, proj, sil) -> dict:
     "The page's figures: synthetic samples, sampler efficiency, features, accuracy bars and accuracy against compute."
     import matplotlib.pyplot as plt, seaborn as sns
@@ -961,7 +970,7 @@ def _figures(cfg:Config, df, brows, cdf, samples, proj, sil) -> dict:
     fig, ax = plt.subplots(2, N_CLASSES, figsize=(1.1 * N_CLASSES, 2.6))
     for r, k in enumerate(("egds", "aegds")):
         for j in range(N_CLASSES):
-            ax[r, j].imshow(samples[k][j], cmap="gray"); ax[r, j].set_xticks([]); ax[r, j].set_yticks([])
+            ax[r, j].imshow(_as_image(samples[k][j]), cmap="gray"); ax[r, j].set_xticks([]); ax[r, j].set_yticks([])
             if r == 0: ax[r, j].set_title(f"class {j}", fontsize=9)
         ax[r, 0].set_ylabel(k.upper(), fontsize=9)
     fig.suptitle("Synthetic samples (one per class, first seed)"); fig.tight_layout(); figs["samples"] = fig
