@@ -111,7 +111,7 @@ n_threads: Optional[int] = None  # torch CPU threads (1 is fastest for tiny mode
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b54f4d4`, 363 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b9b05da`, 398 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
