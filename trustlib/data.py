@@ -467,8 +467,8 @@ def _sae_wheel(p:Path) -> SaeProbesSource:
     return SaeProbesSource(p, 'wheel')
 
 def sae_probes_dirs() -> list[Path]:
-    "Folders searched for the sae-probes wheel when `TRUSTLIB_SAE_PROBES` is not set: `data_dir()/sae-probes`, then the default download folder."
-    return list(dict.fromkeys([data_dir() / 'sae-probes', _sae_default_dir()]))
+    "Folders searched for the sae-probes wheel when `TRUSTLIB_SAE_PROBES` is not set: `data_dir()/sae-probes`, the download folder, then `~/.cache/trustlib/sae-probes` (where `make install` puts it, also when `TRUSTLIB_DATA` points elsewhere)."
+    return list(dict.fromkeys([data_dir() / 'sae-probes', _sae_default_dir(), Path.home() / '.cache' / 'trustlib' / 'sae-probes']))
 
 def _sae_default_dir() -> Path:
     "Where `fetch_sae_probes` puts the wheel: `$TRUSTLIB_DATA/sae-probes`, else `~/.cache/trustlib/sae-probes` (shared by every checkout)."
