@@ -592,17 +592,21 @@ def _word_set(cfg, tok, scale:float, rng) -> dict:
 
 # %% ../../nbs/papers/interp/saebench.ipynb #65c61844
 def letter_probe(words:dict, C:float=1.0, max_iter:int=300) -> dict:
-    "The ground-truth first-letter probe: unit directions [26, d], F1 per letter on the validation words, the test words it gets right, the counted letters."
+    "The ground-truth first-letter probe: unit directions [26, d], F1 per letter on the validation words, the test words it gets right, the counted letters, whether lbfgs converged."
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
     X, L, tr, va, te = words['X'].astype(np.float64), words['letter'], words['train'], words['val'], words['test']
-    clf = LogisticRegression(C=C, max_iter=max_iter).fit(X[tr], L[tr])
+    with warnings.catch_warnings():   # not converging within max_iter is reported as `converged` (a fact on the page), not as a stray warning
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LogisticRegression(C=C, max_iter=max_iter).fit(X[tr], L[tr])
     W = np.zeros((26, X.shape[1])); W[clf.classes_] = clf.coef_ / np.linalg.norm(clf.coef_, axis=1, keepdims=True)
     f1 = np.zeros(26); f1[clf.classes_] = f1_score(L[va], clf.predict(X[va]), labels=clf.classes_, average=None, zero_division=0)
     pred = clf.predict(X[te])
     right = {c: te[(L[te] == c) & (pred == c)] for c in range(26)}
     ok = [c for c in range(26) if f1[c] >= 0.6 and len(right[c]) >= 20]
-    return dict(W=W, f1=f1, right=right, letters=ok)
+    return dict(W=W, f1=f1, right=right, letters=ok, converged=bool(np.max(clf.n_iter_) < max_iter))
 
 def main_latents(f_tr, y_tr, f_te, y_te, k_max:int=10, jump:float=0.03) -> tuple[np.ndarray, float]:
     "k-sparse probing: the top-k latents by class-mean gap, k grown while the test F1 improves by more than `jump`."
@@ -712,7 +716,7 @@ def run_minilm(cfg, progress:bool=True) -> tuple["pd.DataFrame", dict]:
                  scr_gap=float(np.mean([p.a_oracle - p.a_base for p in probes['scr']])),
                  scr_base_acc=float(np.mean([p.a_base for p in probes['scr']])), scr_oracle_acc=float(np.mean([p.a_oracle for p in probes['scr']])),
                  tpp_probe_acc=float(np.mean([(probes['tpp'][j].predict(ev.X[t['test'][j]]) == t['Y'][t['test'][j], j]).mean() for j in range(t['Y'].shape[1])])),
-                 letter_probe_f1=float(np.mean(probes['letters']['f1'])))
+                 letter_probe_f1=float(np.mean(probes['letters']['f1'])), letter_probe_converged=float(probes['letters']['converged']))
     return pd.DataFrame(rows), facts
 
 PRACTICAL = (("absorption", -1), ("probe_top1", 1), ("scr", 1), ("tpp", 1))   # (metric, sign: +1 higher is better)
