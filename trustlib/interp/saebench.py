@@ -425,35 +425,37 @@ def fit_sae(arch:str, X, *, d_sae:int, l0:int, steps:int, batch_size:int, lr:flo
     if arch == "jumprelu": shift_thresholds(sae, X, l0, seed)
     return sae
 
+def _pre_rows(sae, X, seed:int, tag:str, n:int):
+    "The SAE's pre-activations on `n` training rows drawn without replacement (seeded by `tag`), in their original order."
+    import torch
+    rows = np.random.default_rng(derive_seed(seed, tag)).choice(len(X), min(n, len(X)), replace=False)
+    with torch.no_grad(): return sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32))
+
 def init_thresholds(sae, X, l0:int, seed:int, n:int=4096):
     "JumpReLU: start each latent's threshold at the (1 − l0/d_sae) quantile of its pre-activation on `n` training rows, so training starts at L0 ≈ `l0`."
     import torch
-    rows = np.random.default_rng(derive_seed(seed, "theta")).choice(len(X), min(n, len(X)), replace=False)
-    with torch.no_grad():
-        z = sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32))
-        sae.theta.copy_(torch.quantile(z, 1 - l0 / sae.d_sae, dim=0).clamp_min(1e-3))
+    z = _pre_rows(sae, X, seed, "theta", n)
+    with torch.no_grad(): sae.threshold.copy_(torch.quantile(z, 1 - l0 / sae.d_sae, dim=0).clamp_min(1e-3))
 
 def calibrate_threshold(sae, X, l0:int, seed:int, n:int=8192):
     "BatchTopK/Matryoshka: set the inference threshold to the BatchTopK cut of one large batch of `n` training rows (its (l0·n)-th largest activation), so inference runs at L0 ≈ `l0`."
     import torch
-    rows = np.random.default_rng(derive_seed(seed, "threshold")).choice(len(X), min(n, len(X)), replace=False)
-    with torch.no_grad():
-        z = torch.relu(sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32))).flatten()
-        sae.threshold.fill_(float(z.topk(l0 * len(rows)).values[-1]))
+    z = torch.relu(_pre_rows(sae, X, seed, "threshold", n)).flatten()
+    with torch.no_grad(): sae.threshold.fill_(float(z.topk(l0 * min(n, len(X))).values[-1]))
 
 def shift_thresholds(sae, X, l0:int, seed:int, n:int=8192, iters:int=40):
     "JumpReLU after training: add one common shift δ to every threshold, found by bisection, so that the mean L0 on `n` training rows is `l0`."
     import torch
-    rows = np.random.default_rng(derive_seed(seed, "shift")).choice(len(X), min(n, len(X)), replace=False)
+    z = _pre_rows(sae, X, seed, "shift", n)
     with torch.no_grad():
-        z = sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32)); th = sae.theta.detach().clone()
+        th = sae.threshold.detach().clone()
         span = float(z.abs().max()) + float(th.abs().max()) + 1.0
         lo, hi = -span, span                                   # L0(δ) falls as δ grows
         for _ in range(iters):
             mid = (lo + hi) / 2
             if float((z > (th + mid).clamp_min(1e-6)).float().sum(1).mean()) > l0: lo = mid
             else: hi = mid
-        sae.theta.copy_((th + hi).clamp_min(1e-6))
+        sae.threshold.copy_((th + hi).clamp_min(1e-6))
 
 def encode_sparse(sae, X, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
     "Codes f(X) as a float32 array, in batches, without gradients (under bfloat16 autocast if asked)."
