@@ -1578,6 +1578,8 @@ def load_records(spec:str, # 'name[:config][@split]' (see `parse_data_spec`)
     datasets = require("datasets", f"loading {name!r} from the Hugging Face Hub")
     try: return datasets.load_dataset(name, config, split=split).to_list()
     except Exception as e:
+        try: return datasets.load_dataset(name, config, split=split, revision="refs/convert/parquet").to_list()   # a script-based hub dataset's parquet copy
+        except Exception: pass
         raise DataUnavailable(f"dataset {spec!r}", [data_dir() / "hf" / name], f"datasets.load_dataset failed ({type(e).__name__}: {str(e)[:200]}); "
                               "put a local copy (JSON lines of the hub's fields, or a `save_to_disk` folder) there") from e
 
