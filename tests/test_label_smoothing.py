@@ -406,3 +406,4 @@ def test_llm_run_on_a_local_tiny_model(tmp_path, monkeypatch, tiny_tok):
     vs = {v.id: v for v in grade(LLM_CLAIMS, m)}
     assert check_headline(list(vs.values())).id == "ls_calibrates" and vs["large_vocab"].verdict == "illustrated"
     assert vs["temperature_softcap"].verdict != "reproduced" and set(r.figures) == {"llm_reliability", "llm_sft_loss"}
+    assert all(f.get_size_inches()[0] <= 9 for f in r.figures.values())

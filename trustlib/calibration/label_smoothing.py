@@ -1169,8 +1169,10 @@ def make_llm_figures(cfg:Config, rows, probs, evals, losses, bench_df=None) -> d
     import matplotlib.pyplot as plt, pandas as pd
     figs = {}
     labels = list(dict.fromkeys(k[0] for k in probs))
-    fig, axes = plt.subplots(1, len(labels), figsize=(2.6 * len(labels), 2.9), sharey=True, squeeze=False)
-    for ax, lab in zip(axes[0], labels):
+    rows_ = math.ceil(len(labels) / 3)                                  # three panels a row, readable at page width
+    fig, axes = plt.subplots(rows_, 3, figsize=(8.4, 2.8 * rows_), sharey=True, squeeze=False)
+    for ax in axes.flat[len(labels):]: ax.set_visible(False)
+    for ax, lab in zip(axes.flat, labels):
         keys = [k for k in probs if k[0] == lab]
         P = [probs[k][ev] for k in keys for ev in evals]; y = np.concatenate([[it[2] for it in evals[ev]] for k in keys for ev in evals])
         K = max(p.shape[1] for p in P); P = np.concatenate([np.pad(p, ((0, 0), (0, K - p.shape[1]))) for p in P])
