@@ -1838,35 +1838,32 @@ def llm_data(cfg:Config, tok) -> tuple[list, dict]:
         evals[_eval_name(spec)] = items
     return data, evals
 
-def _llm_rows(lm, evals, n_bins, amp, batch, **info) -> tuple[list[dict], dict]:
+def _llm_rows(net, tok, evals, n_bins, amp, batch, **info) -> tuple[list[dict], dict]:
     rows, probs = [], {}
     for ev, items in evals.items():
-        P = llm_option_probs(lm.model, lm.tokenizer, items, batch=batch, amp=amp); y = np.array([it[2] for it in items])
+        P = llm_option_probs(net, tok, items, batch=batch, amp=amp); y = np.array([it[2] for it in items])
         rows.append(dict(info, eval=ev, n=len(items), **mcq_calibration(y, P, n_bins))); probs[ev] = P
     return rows, probs
 
 def _llm_study(cfg:Config, device:str, amp:bool, progress:bool):
-    "Score the base model, then fine-tune and score a fresh copy per variant and seed: rows, probabilities, SFT losses, V, D, SFT size, sets."
-    import torch
-    base = load_llm(cfg.model, device, cfg.precision)
-    tok = base.tokenizer; pad = next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
-    V, D = base.vocab_size, base.model.get_output_embeddings().weight.shape[1]
+    "Score the base model, then fine-tune it from its pretrained weights and score it per variant and seed: rows, probabilities, SFT losses, V, D, SFT size, sets."
+    lm = load_llm(cfg.model, device, cfg.precision); m, tok = lm.model, lm.tokenizer
+    pretrained = {k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()}   # restored before every SFT run
+    pad = next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
+    V, D = m.get_output_embeddings().weight.shape
     data, evals = llm_data(cfg, tok)
     rows, probs, losses = [], {}, {}
-    r, p = _llm_rows(base, evals, cfg.n_bins, amp, cfg.llm_micro_batch * 2, model="base", beta=0.0, seed=-1)
+    r, p = _llm_rows(m, tok, evals, cfg.n_bins, amp, cfg.llm_micro_batch * 2, model="base", beta=0.0, seed=-1)
     rows += r; probs[("base", -1)] = p
-    del base
     for lab, kw in _llm_variants(cfg):
         for s in range(cfg.llm_seeds):
-            lm = load_llm(cfg.model, device, cfg.precision); t1 = time.perf_counter()
-            losses[(lab, s)] = sft_llm(lm.model, data, pad, **kw, epochs=cfg.llm_epochs, batch=cfg.llm_batch_size, micro=cfg.llm_micro_batch,
+            m.load_state_dict(pretrained); t1 = time.perf_counter()
+            losses[(lab, s)] = sft_llm(m, data, pad, **kw, epochs=cfg.llm_epochs, batch=cfg.llm_batch_size, micro=cfg.llm_micro_batch,
                                        lr=cfg.llm_lr, warmup=cfg.llm_warmup, seed=derive_seed(cfg.seed, "llm-sft", s), loss=cfg.llm_loss,
                                        amp=amp, progress=progress, desc=lab)
-            r, p = _llm_rows(lm, evals, cfg.n_bins, amp, cfg.llm_micro_batch * 2, model=lab, beta=kw.get('beta', 0.0), seed=s,
+            r, p = _llm_rows(m, tok, evals, cfg.n_bins, amp, cfg.llm_micro_batch * 2, model=lab, beta=kw.get('beta', 0.0), seed=s,
                              sft_seconds=round(time.perf_counter() - t1, 3))
             rows += r; probs[(lab, s)] = p
-            del lm
-            if device == "cuda": torch.cuda.empty_cache()
     return rows, probs, losses, V, D, len(data), evals
 
 def run_llm(cfg:Config, progress:bool=True) -> Result:
