@@ -255,8 +255,13 @@ def test_tiny_gpt_and_vocab_resize_are_deterministic():
     np.testing.assert_allclose(answer_probs(with_vocab(m, 60), w, qs), answer_probs(m, w, qs), rtol=1e-5, atol=1e-6)
 
 
-def test_full_profile_is_unavailable_offline():
-    with pytest.raises(ResourceUnavailable, match="GPU"): run(Config.from_params("full"), progress=False)
+def test_full_profile_needs_the_model(tmp_path):
+    "The full profile fine-tunes the LLM `model`; one that cannot be found stops with ResourceUnavailable before any work."
+    cfg = Config.from_params("full", model=str(tmp_path / "no-such-model"))
+    assert Config.from_params("full").model == "Qwen/Qwen2.5-0.5B" and Config.from_params("cpu").model == "toy"
+    with pytest.raises(ResourceUnavailable, match="could not be loaded"): run(cfg, progress=False)
+    with pytest.raises(ConfigError, match="llm_eval_data"): Config.from_params("full", llm_eval_data=[])
+    with pytest.raises(ConfigError, match="llm_loss"): Config.from_params("full", llm_loss="triton")
 
 
 @pytest.mark.slow
@@ -279,3 +284,126 @@ def test_run_verdicts_and_config_validation():
     assert all(f.get_size_inches()[0] <= 9 for f in a.figures.values()), {k: f.get_size_inches() for k, f in a.figures.items()}
     with pytest.raises(ConfigError, match="betas"): Config.from_params("smoke", betas=[0.0, 1.5])
     with pytest.raises(ConfigError, match="unknown parameter"): Config.from_params("smoke", beta=0.1)
+
+
+# --- the full profile's LLM path (section 6), on tiny local models and data in the stand-ins' formats ---------------------------
+
+@pytest.fixture(scope="module")
+def tiny_tok():
+    from trustlib.rehearse import _bpe_tokenizer
+    return _bpe_tokenizer()
+
+
+def _tiny_lm(tok, layers=2, seed=0):
+    from trustlib.rehearse import _tiny_model
+    return _tiny_model("qwen2", layers, len(tok), seed=seed).eval()
+
+
+def test_data_specs_and_local_records(tmp_path, monkeypatch):
+    import json
+    from trustlib.calibration.label_smoothing import parse_data_spec, load_records
+    from trustlib.rehearse import write_alpaca, write_arc_easy
+    assert parse_data_spec("cais/mmlu:all@test") == ("cais/mmlu", "all", "test")
+    assert parse_data_spec("tatsu-lab/alpaca") == ("tatsu-lab/alpaca", None, "train")
+    assert parse_data_spec("Rowan/hellaswag@validation", "test") == ("Rowan/hellaswag", None, "validation")
+    with pytest.raises(ConfigError, match="non-empty"): parse_data_spec(" ")
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    write_alpaca(tmp_path, n=5); write_arc_easy(tmp_path, n=4)
+    a = load_records("tatsu-lab/alpaca")                                        # a hub id resolves to its local copy first
+    assert len(a) == 5 and {"instruction", "input", "output"} <= set(a[0])
+    assert len(load_records("allenai/ai2_arc:ARC-Easy@test")) == 4
+    arr = tmp_path / "mine.json"; arr.write_text(json.dumps(a[:2]))                # a JSON array file, given by path
+    assert load_records(str(arr)) == a[:2]
+    (tmp_path / "folder").mkdir(); (tmp_path / "folder" / "validation.csv").write_text("question,answer\nq,1\n")
+    assert load_records(str(tmp_path / "folder") + "@validation") == [dict(question="q", answer=1)]
+    with pytest.raises(ResourceUnavailable, match="'train'"): load_records(str(tmp_path / "folder"))
+    try: import datasets  # noqa: F401
+    except ImportError:
+        from trustlib.config import MissingDependency
+        with pytest.raises(MissingDependency, match="pip install datasets"): load_records("nobody/nothing")   # no local copy, no `datasets`
+
+
+def test_sft_records_are_tokenized_with_loss_on_the_answer(tiny_tok):
+    from trustlib.calibration.label_smoothing import sft_segments, tokenize_sft
+    rec = dict(instruction="Name a colour.", input="", output="blue")
+    assert sft_segments(rec) == [("<|user|>\nName a colour.\n<|assistant|>\n", False), ("blue", True)]
+    assert sft_segments(dict(rec, input="the sky"))[0][0] == "<|user|>\nName a colour.\n\nthe sky\n<|assistant|>\n"
+    ids, labels = tokenize_sft(tiny_tok, rec, 512)
+    trained = [t for t, l in zip(ids, labels) if l != -100]
+    assert len(ids) == len(labels) and trained[-1] == tiny_tok.eos_token_id and tiny_tok.decode(trained[:-1]) == "blue"
+    assert tiny_tok.decode([t for t, l in zip(ids, labels) if l == -100]) == "<|user|>\nName a colour.\n<|assistant|>\n"
+    chat = dict(messages=[dict(role="user", content="hi"), dict(role="assistant", content="yes"), dict(role="user", content="and?"),
+                          dict(role="assistant", content="no")])
+    ids, labels = tokenize_sft(tiny_tok, chat, 512)
+    assert sum(l == tiny_tok.eos_token_id for l in labels) == 2                  # one end-of-sequence per assistant turn
+    assert len(tokenize_sft(tiny_tok, chat, 5)[0]) == 5
+    with pytest.raises(ConfigError, match="Alpaca's fields"): sft_segments(dict(prompt="x"))
+
+
+def test_multiple_choice_records_and_prompt(tiny_tok):
+    from trustlib.calibration.label_smoothing import mcq_item, mcq_prompt, letter_tokens
+    assert mcq_item(dict(question="2+2?", subject="math", choices=["3", "4", "5", "6"], answer=1)) == ("2+2?", ["3", "4", "5", "6"], 1, "math")
+    arc = dict(question="Q?", choices=dict(text=["a", "b", "c"], label=["1", "2", "3"]), answerKey="3")
+    assert mcq_item(arc)[1:3] == (["a", "b", "c"], 2)
+    orig = dict(question=dict(stem="Q?", choices=[dict(text="a", label="A"), dict(text="b", label="B")]), answerKey="B")
+    assert mcq_item(orig)[:3] == ("Q?", ["a", "b"], 1)
+    hs = dict(ctx="A man [title] sits.", endings=["x", "y", "z", "w"], label="2", activity_label="Sitting")
+    assert mcq_item(hs) == ("A man. sits.", ["x", "y", "z", "w"], 2, "Sitting")
+    assert mcq_prompt("2+2?", ["3", "4"], "high_school_math") == \
+        "The following are multiple choice questions (with answers) about high school math.\n\n2+2?\nA. 3\nB. 4\nAnswer:"
+    pre, ids = letter_tokens(tiny_tok, 5)                                        # the stand-in splits ' A' into 'Ġ' + 'A'
+    assert tiny_tok.decode(pre) == " " and [tiny_tok.decode([i]) for i in ids] == list("ABCDE")
+    with pytest.raises(ConfigError, match="answer"): mcq_item(dict(question="q", choices=["a"], answer=3))
+
+
+def test_lm_loss_paths_agree_with_pytorch(tiny_tok):
+    from trustlib.calibration.label_smoothing import lm_loss, _collate, tokenize_sft
+    m = _tiny_lm(tiny_tok)
+    data = [tokenize_sft(tiny_tok, dict(instruction=f"Say {w}.", input="", output=f"{w} {w}"), 64) for w in ("red", "blue", "green")]
+    x, mask, y = _collate([d[0] for d in data], tiny_tok.pad_token_id, "cpu", [d[1] for d in data])
+    z = m(input_ids=x, attention_mask=mask).logits[:, :-1]
+    ref = F.cross_entropy(z.reshape(-1, z.shape[-1]), y[:, 1:].reshape(-1), label_smoothing=0.1, reduction="sum")
+    grads = []
+    for loss in ("chunked", "logits"):
+        m.zero_grad(); l = lm_loss(m, x, mask, y, 0.1, loss=loss); l.backward()
+        torch.testing.assert_close(l.detach(), ref.detach(), rtol=1e-5, atol=1e-5)
+        grads.append(m.get_output_embeddings().weight.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+    zz = z.reshape(-1, z.shape[-1])[y[:, 1:].reshape(-1) != -100]
+    t = lm_loss(m, x, mask, y, 0.0, temperature=0.5, softcap=5.0)
+    torch.testing.assert_close(t.detach(), smoothed_cross_entropy(zz, y[:, 1:][y[:, 1:] != -100], 0.0, temperature=0.5, softcap=5.0, reduction="sum").detach())
+
+
+def test_option_probs_are_the_restricted_next_token_distribution(tiny_tok):
+    from trustlib.calibration.label_smoothing import llm_option_probs, mcq_prompt, letter_tokens
+    m = _tiny_lm(tiny_tok, seed=1)
+    items = [("What is 1 + 2?", ["3", "4", "5"], 0, ""), ("A longer question about 7 + 8, with words?", ["15", "16", "17", "18"], 1, "arith")]
+    P = llm_option_probs(m, tiny_tok, items, batch=2)
+    assert P.shape == (2, 4) and P[0, 3] == 0 and np.allclose(P.sum(1), 1)
+    for (q, o, _, s), p in zip(items, P):
+        pre, ids = letter_tokens(tiny_tok, len(o))
+        x = torch.tensor([tiny_tok(mcq_prompt(q, o, s))["input_ids"] + pre])
+        with torch.no_grad(): z = m(input_ids=x).logits[0, -1, ids]
+        np.testing.assert_allclose(p[:len(o)], torch.softmax(z.double(), -1).numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_llm_run_on_a_local_tiny_model(tmp_path, monkeypatch, tiny_tok):
+    "run() with a local model folder: SFT per variant, scoring of every model on each set, metrics the LLM claims read."
+    from trustlib.calibration.label_smoothing import LLM_CLAIMS
+    from trustlib.rehearse import write_alpaca, write_mmlu, write_arc_easy
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path / "data"))
+    for w in (write_alpaca, write_mmlu, write_arc_easy): w(tmp_path / "data")
+    folder = tmp_path / "lm"; tiny_tok.save_pretrained(folder); _tiny_lm(tiny_tok).save_pretrained(folder)
+    cfg = Config.from_params("smoke", model=str(folder), betas=[0.0, 0.1], llm_temperature=0.5, llm_softcap=0, llm_sft_examples=6,
+                             llm_max_len=64, llm_epochs=1, llm_batch_size=4, llm_micro_batch=2, llm_lr=1e-3, llm_eval_examples=5,
+                             llm_eval_data=["cais/mmlu:all@test", "allenai/ai2_arc:ARC-Easy@test"])
+    r = run(cfg, progress=False)
+    t = r.tables["llm_runs"]
+    assert sorted(set(t.model)) == ["SFT T=0.5", "SFT β=0", "SFT β=0.1", "base"] and set(t["eval"]) == {"mmlu", "arc_easy"} and (t.n == 5).all()
+    m = r.metrics
+    assert len(m["sft_ece_rise_runs"]) == len(m["ls_delta_ece_runs"]) == len(m["t_delta_ece_runs"]) == 2 and m["softcap_delta_ece_runs"] == []
+    assert (m["llm_vocab"], m["llm_hidden"]) == (len(tiny_tok), 32) and "base_mmlu_ece" in m
+    vs = {v.id: v for v in grade(LLM_CLAIMS, m)}
+    assert check_headline(list(vs.values())).id == "ls_calibrates" and vs["large_vocab"].verdict == "illustrated"
+    assert vs["temperature_softcap"].verdict != "reproduced" and set(r.figures) == {"llm_reliability", "llm_sft_loss"}
+    assert all(f.get_size_inches()[0] <= 9 for f in r.figures.values())

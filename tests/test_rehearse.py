@@ -23,7 +23,7 @@ def standins():
 def test_standins_are_in_the_real_formats(standins):
     import torch, transformers as T
     hub, data = standins/"hub", standins/"data"
-    classes = dict(gpt2="GPT2LMHeadModel", gpt_neox="GPTNeoXForCausalLM", gemma2="Gemma2ForCausalLM", mistral="MistralForCausalLM",
+    classes = dict(gpt2="GPT2LMHeadModel", gpt_neox="GPTNeoXForCausalLM", gemma2="Gemma2ForCausalLM", mistral="MistralForCausalLM", qwen2="Qwen2ForCausalLM",
                    bert="BertForMaskedLM", clip="CLIPModel")
     with RH.rehearsal(standins):
         assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRUSTLIB_DATA"] == str(data.resolve())

@@ -14,8 +14,9 @@ from .config import ConfigError
 # %% auto #0
 __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', 'REHEARSAL', 'FULL_PROFILE', 'rehearsing',
            'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums', 'write_l2h_logits',
-           'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate', 'rehearsal',
-           'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate', 'rehearsal', 'write_alpaca',
+           'write_mmlu', 'write_hellaswag', 'write_arc_easy', 'rehearsal_overrides', 'rehearsal_params',
+           'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -38,6 +39,7 @@ STANDIN_MODELS = {
     "google/gemma-2-2b": dict(arch="gemma2", layers=26, tokenizer="bpe"),
     "google/gemma-2-9b": dict(arch="gemma2", layers=42, tokenizer="bpe"),
     "mistralai/Mistral-7B-v0.1": dict(arch="mistral", layers=32, tokenizer="bpe"),
+    "Qwen/Qwen2.5-0.5B": dict(arch="qwen2", layers=24, tokenizer="bpe"),
     "bert-base-uncased": dict(arch="bert", layers=12, tokenizer="wordpiece"),
     "openai/clip-vit-base-patch16": dict(arch="clip", layers=12, tokenizer="bpe"),
 }
@@ -90,6 +92,9 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
     if arch == "mistral":
         return T.MistralForCausalLM(T.MistralConfig(**common, num_key_value_heads=1, max_position_embeddings=512, bos_token_id=1,
                                                     eos_token_id=0, pad_token_id=2))
+    if arch == "qwen2":   # tied input and output embeddings, as Qwen2.5-0.5B
+        return T.Qwen2ForCausalLM(T.Qwen2Config(**common, num_key_value_heads=1, max_position_embeddings=512, tie_word_embeddings=True,
+                                                bos_token_id=0, eos_token_id=0))
     if arch == "bert":
         return T.BertForMaskedLM(T.BertConfig(**common, max_position_embeddings=512))
     if arch == "clip":
@@ -97,7 +102,7 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
                     max_position_embeddings=77, bos_token_id=0, eos_token_id=0, pad_token_id=2)
         vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2, image_size=224, patch_size=16)
         return T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
-    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, bert, clip")
+    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip")
 
 def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
                         hub:str|Path, # the hub cache folder (HF_HUB_CACHE) to write into
@@ -208,7 +213,7 @@ def _versions() -> dict[str, str]:
 def standins_key() -> str:
     "A hash of everything the stand-ins depend on: the builders' source, the model specs and the writing packages' versions."
     fns = [_images, write_cifar10, write_fairface, write_acs_pums, write_l2h_logits, _bpe_tokenizer, _wordpiece_tokenizer,
-           _tiny_model, write_standin_model]
+           _tiny_model, write_standin_model, *DATA_WRITERS.values()]
     blob = json.dumps(dict(src=[inspect.getsource(f) for f in fns], corpus=_CORPUS, models=STANDIN_MODELS, versions=_versions()), sort_keys=True)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -282,6 +287,56 @@ def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or f
         os.environ.clear(); os.environ.update(saved)
         if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = hh_saved
 
+# %% ../nbs/core/14_rehearse.ipynb #d29e8823
+def _jsonl(path:Path, rows) -> Path:
+    "Rows as JSON lines (what `datasets.Dataset.to_json` writes: one object per line, the hub's field names)."
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+_LS_WORDS = ("red", "blue", "green", "cat", "dog", "owl", "paris", "rome", "oslo", "river", "tree", "stone")
+
+def write_alpaca(root:str|Path, n:int=32, seed:int=0) -> Path:
+    "Alpaca stand-in: `hf/tatsu-lab/alpaca/train.jsonl` with the hub's fields instruction, input, output, text (synthetic content)."
+    rng = np.random.default_rng(seed); rows = []
+    for i in range(n):
+        a, b = (str(w) for w in rng.choice(_LS_WORDS, 2, replace=False))
+        inp = f"{a} and {b}" if i % 2 else ""
+        ins, out = f"Name a word that rhymes with {a}.", f"A word like {b} fits; {a} is {int(rng.integers(10))}."
+        text = f"### Instruction:\n{ins}\n\n" + (f"### Input:\n{inp}\n\n" if inp else "") + f"### Response:\n{out}"
+        rows.append(dict(instruction=ins, input=inp, output=out, text=text))
+    return _jsonl(Path(root) / "hf" / "tatsu-lab" / "alpaca" / "train.jsonl", rows)
+
+def _mcq_rows(n:int, k:int, seed:int):
+    "Synthetic questions: a sum with `k` numeric options, the index of the right one."
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        a, b = (int(x) for x in rng.integers(0, 20, 2)); y = int(rng.integers(k))
+        opts = [str(a + b + d) for d in (np.arange(k) - y)]
+        yield i, f"What is {a} + {b}?", opts, y
+
+def write_mmlu(root:str|Path, n:int=12, seed:int=1) -> Path:
+    "MMLU stand-in: `hf/cais/mmlu/all/test.jsonl` with the hub's fields question, subject, choices (4), answer (an index)."
+    rows = [dict(question=q, subject=("abstract_algebra", "world_religions")[i % 2], choices=o, answer=y) for i, q, o, y in _mcq_rows(n, 4, seed)]
+    return _jsonl(Path(root) / "hf" / "cais" / "mmlu" / "all" / "test.jsonl", rows)
+
+def write_hellaswag(root:str|Path, n:int=12, seed:int=2) -> Path:
+    "HellaSwag stand-in: `hf/Rowan/hellaswag/validation.jsonl` with the hub's fields (ctx_a, ctx_b, ctx, endings, label as a string, …)."
+    rows = [dict(ind=i, activity_label="Arithmetic", ctx_a=q, ctx_b="the answer is", ctx=f"{q} the answer is", endings=o, source_id=f"synthetic~{i}",
+                 split="val", split_type="indomain", label=str(y)) for i, q, o, y in _mcq_rows(n, 4, seed)]
+    return _jsonl(Path(root) / "hf" / "Rowan" / "hellaswag" / "validation.jsonl", rows)
+
+def write_arc_easy(root:str|Path, n:int=12, seed:int=3) -> Path:
+    "ARC-Easy stand-in: `hf/allenai/ai2_arc/ARC-Easy/test.jsonl` with the hub's fields id, question, choices {text, label}, answerKey (3 to 5 options)."
+    rows = []
+    for i, q, o, y in _mcq_rows(n, 4, seed):
+        k = (3, 4, 5)[i % 3]; o = (o + [str(int(o[-1]) + 1)])[:k]; y = min(y, k - 1)
+        labels = list("ABCDE"[:k]) if i % 4 else [str(j + 1) for j in range(k)]   # ARC mixes letter and digit labels
+        rows.append(dict(id=f"Synthetic_{i}", question=q, choices=dict(text=o, label=labels), answerKey=labels[y]))
+    return _jsonl(Path(root) / "hf" / "allenai" / "ai2_arc" / "ARC-Easy" / "test.jsonl", rows)
+
+DATA_WRITERS.update(alpaca=write_alpaca, mmlu=write_mmlu, hellaswag=write_hellaswag, arc_easy=write_arc_easy)
+
 # %% ../nbs/core/14_rehearse.ipynb #c846fda3
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
@@ -292,6 +347,8 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "fairness_generalization": dict(keep=("datasets",)),
     "robust_sketches": dict(keep=()),
     "random_features": dict(keep=()),
+    "label_smoothing": dict(keep=("model",), set=dict(llm_sft_examples=8, llm_max_len=48, llm_epochs=1, llm_batch_size=8, llm_micro_batch=4,
+                                                     llm_eval_examples=6, llm_lr=1e-3)),
 }
 
 def _paper_config(paper:str):
@@ -374,10 +431,14 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="`bert-base-uncased` in the Hugging Face cache (Apache-2.0, 440 MB); ~4 GB GPU memory",
          gpu_time="~30-60 min (estimate)"),
     dict(paper="label_smoothing", setup="SFT of Llama-3/Mistral-class LLMs on Tulu-3/Alpaca with and without label smoothing; MMLU/HellaSwag/ARC (≥ 4×A100-80GB)",
-         ours="stops with a clear message: the LLM fine-tuning path is not implemented (the cpu profile's toy transformers and the memory benchmark run)",
-         resources="an open LLM (e.g. `Qwen/Qwen2.5-0.5B`, Apache-2.0; Llama needs a licence acceptance), Tulu-3 / Alpaca (ODC-BY / CC BY-NC), MMLU/HellaSwag/ARC; 24-80 GB GPU memory",
-         gpu_time="0.5B model: ~3-6 h (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before loading a model"),
+         ours="full fine-tuning of `Qwen/Qwen2.5-0.5B` (any causal LM by hub id: `model`) on Alpaca (`tatsu-lab/alpaca`; Tulu-3 chat records are read too) "
+              "with β ∈ {0, 0.1, 0.2}, a temperature-trained (T = 0.5) and a soft-capped (c = 48) variant, 2 epochs, batch 128, lr 2e-5, trustlib's "
+              "chunked label-smoothed loss; ECE and RMS-CE of the answer-letter probabilities on MMLU, HellaSwag and ARC-Easy (zero-shot); the paper's "
+              "claims graded on them (the large-vocabulary one recorded, not graded: one model per run); not the paper's 7-8B models or its sweeps",
+         resources="`Qwen/Qwen2.5-0.5B` (Apache-2.0, ~1 GB); `tatsu-lab/alpaca` (CC BY-NC 4.0), `cais/mmlu` (MIT), `Rowan/hellaswag` (MIT), "
+                   "`allenai/ai2_arc` (CC BY-SA 4.0) through the `datasets` package (not a trustlib dependency: `pip install datasets`) or as "
+                   "local copies under `data/cache/hf/<hub id>/`; one GPU with ~24-40 GB (float32 weights, bfloat16 autocast)",
+         gpu_time="0.5B model, 5 SFT runs of 2 Alpaca epochs and 6 scorings of the three sets: ~1-3 h (estimate)"),
     dict(paper="pta", setup="GINC with GPT-2 (4/12/16 layers) and text (AGNews, DBPedia, TREC) with Llama-2-7B / Mistral-7B, 5 seeds",
          ours="the GINC-like synthetic task at the paper's grid (20 seeds) and the text part on `mistralai/Mistral-7B-v0.1` with the sae-probes news dataset",
          resources="`mistralai/Mistral-7B-v0.1` in the Hugging Face cache (Apache-2.0, ~15 GB disk); ~16 GB GPU memory in bf16",
