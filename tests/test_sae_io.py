@@ -152,3 +152,26 @@ def test_we_load_folders_sae_lens_wrote(tmp_path, lens_arch):
     with torch.no_grad():
         torch.testing.assert_close(ours.encode(X), lens.encode(X), rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(ours(X), lens(X), rtol=1e-5, atol=1e-5)
+
+
+def test_gemma_scope_params_npz_by_hub_id(tmp_path):
+    """Gemma Scope's layout (`<layer>/<width>/<l0>/params.npz` in a hub repo) loads by repo id through the hub cache, offline,
+    as a JumpReLU SAE with the arrays bit for bit and Gemma Scope's code z·1[z > θ], z = x W_enc + b_enc (no b_dec on the input)."""
+    import numpy as np
+    import trustlib.rehearse as RH
+    from trustlib.interp.sae import load_gemma_scope, gemma_scope_file
+    from trustlib.config import ResourceUnavailable
+    folder = RH.build_standins(tmp_path, models=[], data=["gemma_scope"])
+    with RH.rehearsal(folder):
+        path = gemma_scope_file("google/gemma-scope-9b-pt-res", "layer_20/width_16k/average_l0_408")
+        assert path.is_file() and path.parts[-4:] == ("layer_20", "width_16k", "average_l0_408", "params.npz") and "snapshots" in path.parts
+        sae = load_gemma_scope("google/gemma-scope-9b-pt-res", "layer_20/width_16k/average_l0_408")
+        with pytest.raises(ResourceUnavailable, match="could not be found"): load_gemma_scope("google/gemma-scope-9b-pt-res", "layer_9/width_16k/average_l0_1")
+    z = np.load(path)
+    assert isinstance(sae, JumpReLUSAE) and (sae.d_in, sae.d_sae) == z["W_enc"].shape and not sae.training
+    for k in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold"): assert np.array_equal(getattr(sae, k).detach().numpy(), z[k]), k
+    x = torch.randn(50, sae.d_in, generator=torch.Generator().manual_seed(0))
+    h = x.numpy() @ z["W_enc"] + z["b_enc"]
+    with torch.no_grad(): np.testing.assert_allclose(sae.encode(x).numpy(), h * (h > z["threshold"]), rtol=1e-5, atol=1e-6)
+    snap = path.parents[3]                                                                                 # a local folder works too
+    assert torch.equal(load_gemma_scope(str(snap), "layer_20/width_16k/average_l0_408").W_enc, sae.W_enc)

@@ -121,8 +121,18 @@ def test_config_rejects_bad_values():
     for kw in (dict(regime_baselines=["svm"]), dict(imbalance_fracs=[1.0]), dict(sae_k=5000), dict(datasets=[])):
         with pytest.raises(ConfigError):
             sp.Config.from_params("smoke", **kw)
-    with pytest.raises(Exception, match="full profile"):
-        sp.run(sp.Config.from_params("full", allow_large=True), progress=False)
+
+
+def test_full_profile_without_the_model_stops_with_a_clear_message(tmp_path, monkeypatch):
+    "Offline and without Gemma-2-9B in the hub cache, the full run stops when it first needs the model, saying how to get it."
+    import huggingface_hub.constants as hc
+    from trustlib.config import ResourceUnavailable
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path)); monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True); monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    cfg = sp.Config.from_params("full", datasets=["96_spam_is", "5_hist_fig_ismale"], ood_datasets=["5_hist_fig_ismale"], regime_datasets=1, max_rows=60)
+    with pytest.raises(ResourceUnavailable, match="google/gemma-2-9b is gated"):
+        sp.run(cfg, progress=False)
+    assert not (tmp_path / "activations").exists()
 
 
 def test_logreg_is_not_standardised():
@@ -190,3 +200,107 @@ def test_conditions_hold_on_the_published_run():
     assert {c.id for c in needing} >= {"quiver", "regime_standard", "regime_ood"}
     for c in needing:
         assert "condition not met" not in by[c.claim]["reason"], (c.id, by[c.claim]["reason"])
+
+
+# --- the full profile's path: a causal LM by hub id and a pretrained Gemma Scope SAE (on the rehearsal's stand-ins) ---
+
+@pytest.fixture(scope="module")
+def gemma(tmp_path_factory):
+    "The 42-layer Gemma-2 stand-in and the Gemma Scope stand-in in a hub cache; the hub and the data folder redirected to them (offline)."
+    import trustlib.rehearse as RH
+    folder = RH.build_standins(tmp_path_factory.mktemp("standins"), models=["google/gemma-2-9b"], data=["gemma_scope"])
+    with RH.rehearsal(folder):
+        yield folder
+
+
+def test_full_profile_is_the_papers_setup():
+    from trustlib.data import sae_probes_datasets
+    cfg = sp.Config.from_params("full")
+    assert (cfg.model, cfg.layer, cfg.pooling, cfg.d_sae) == ("google/gemma-2-9b", 20, "last", 16_384)
+    assert (cfg.sae_repo, cfg.sae_folder) == ("google/gemma-scope-9b-pt-res", "layer_20/width_16k/average_l0_408")
+    assert list(cfg.datasets) == sae_probes_datasets("binary") and len(cfg.datasets) == 113          # the paper's 113 tasks
+    assert {f"{n}_OOD" for n in cfg.ood_datasets} == set(sae_probes_datasets(ood=True))             # all eight OOD sets
+    assert cfg.regime_k == (16, 128) and set(cfg.baselines) == set(cfg.regime_baselines) == set(sp.BASELINES)
+    c = sp.Config.from_params("cpu")
+    assert (c.model, c.sae_repo, c.sae_folder) == ("minilm", "", "")                                  # the cpu profile is unchanged
+
+
+def test_config_pairs_the_model_with_its_sae():
+    from trustlib.config import ConfigError
+    with pytest.raises(ConfigError, match="'model' and 'sae_repo'"): sp.Config.from_params("smoke", model="google/gemma-2-9b")
+    with pytest.raises(ConfigError, match="'model' and 'sae_repo'"): sp.Config.from_params("smoke", sae_repo="google/gemma-scope-9b-pt-res", sae_folder="x")
+    with pytest.raises(ConfigError, match="give both"): sp.Config.from_params("full", sae_folder="")
+    with pytest.raises(ConfigError, match="MiniLM has layers"): sp.Config.from_params("smoke", layer=20)
+    with pytest.raises(ConfigError, match="GiB"): sp.Config.from_params("full", max_rows=20_000)
+
+
+def _hf_hidden(lm, text, layer):
+    "The reference: transformers' own hidden_states[layer + 1] (the output of block `layer`) for one unpadded text."
+    import torch
+    ids = lm.tokenizer(text, return_tensors="pt")
+    with torch.no_grad(): return lm.model(**ids, output_hidden_states=True).hidden_states[layer + 1][0].numpy(), ids["input_ids"][0]
+
+
+def test_lm_hidden_is_the_residual_stream_after_the_block(gemma):
+    lm = sp.HubLM("google/gemma-2-9b")
+    assert lm.lm.model.config.num_hidden_layers == 42
+    texts = ["the quick brown fox jumps over the lazy dog", "Paris.", "World news: markets rose 3% on Monday; sports: the team won 2-1."]
+    last = sp.lm_hidden(texts, lm.lm, layer=20, max_length=512, what="last", batch_size=2)           # padded batches of unequal lengths
+    toks = sp.lm_hidden(texts, lm.lm, layer=20, max_length=512, what="tokens", batch_size=2)
+    mean = sp.lm_hidden(texts, lm.lm, layer=20, max_length=512, what="mean", batch_size=3)
+    for t, a, T, m in zip(texts, last, toks, mean):
+        ref, ids = _hf_hidden(lm.lm, t, 20)
+        assert int(ids[0]) == lm.lm.tokenizer.bos_token_id
+        np.testing.assert_allclose(a, ref[-1], rtol=1e-4, atol=1e-5)                                  # the last token of the prompt
+        np.testing.assert_allclose(T.astype(np.float32), ref[1:], rtol=2e-3, atol=2e-3)               # every token after BOS (float16)
+        np.testing.assert_allclose(m, ref[1:].mean(0), rtol=1e-4, atol=1e-5)
+    with pytest.raises(sp.ConfigError, match="blocks 0 to 41"): sp.lm_hidden(texts, lm.lm, layer=42, max_length=16)
+
+
+def test_long_texts_are_cut_from_the_left(gemma):
+    lm = sp.HubLM("google/gemma-2-9b")
+    text = "the quick brown fox jumps over the lazy dog. " * 6 + "Paris."
+    (T,) = sp.lm_hidden([text], lm.lm, layer=3, max_length=8, what="tokens")
+    assert len(T) == 7                                                                                 # 8 tokens, BOS dropped
+    tok = lm.lm.tokenizer; tok.truncation_side = "left"
+    ids = tok(text, truncation=True, max_length=8)["input_ids"]
+    assert ids[0] == tok.bos_token_id and tok.decode(ids[1:]).endswith("Paris.")                       # the end of the prompt is kept
+
+
+def test_lm_activations_are_cached_by_snapshot_layer_and_texts(gemma, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    lm = sp.HubLM("google/gemma-2-9b")
+    assert lm.key.startswith("google/gemma-2-9b@") and len(lm.key.split("@")[1]) == 40                 # the hub cache's snapshot
+    a = sp.lm_activations(["Paris.", "a cat sat on the mat"], lm, layer=20, max_length=64)
+    files = list((tmp_path / "activations").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("lm_google--gemma-2-9b_L20_last_")
+    b = sp.lm_activations(["Paris.", "a cat sat on the mat"], lm, layer=20, max_length=64)
+    assert np.array_equal(a["X"], b["X"]) and a["X"].shape == (2, 32) and len(list((tmp_path / "activations").iterdir())) == 1
+    sp.lm_activations(["Paris.", "a cat sat on the mat"], lm, layer=19, max_length=64)
+    t = sp.lm_activations(["Paris.", "a cat sat on the mat"], lm, layer=20, max_length=64, what="tokens")
+    assert len(list((tmp_path / "activations").iterdir())) == 3 and t["offsets"][0] == 0 and t["offsets"][-1] == len(t["acts"])
+
+
+def test_batched_stats_equal_the_dense_ones():
+    import torch
+    X = np.random.default_rng(0).standard_normal((700, 24)).astype(np.float32)
+    sae = sp.train_probe_sae(X, d_sae=64, k=6, steps=20, batch_size=128, seed=0)
+    a, b, c = sp.sae_fit_stats(sae, X), sp.sae_stats_batched(sae, X, batch_size=97), sp.sae_stats_batched(sae, [X[:300], X[300:]], batch_size=128)
+    for k in ("fvu", "l0", "dead_frac"): assert a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-7) and b[k] == pytest.approx(c[k], rel=1e-9, abs=1e-12), k
+
+
+def test_pretrained_sae_and_its_control_on_the_standins(gemma, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    import trustlib.rehearse as RH
+    cfg = sp.Config.from_params("full", **RH.rehearsal_params("sae_probing", gemma))
+    lm = sp.HubLM(cfg.model)
+    g = sp.pretrained_sae(cfg, lm)
+    sae, rand = g["saes"]["sae"], g["saes"]["rand"]
+    assert type(sae).__name__ == "JumpReLUSAE" and (sae.d_in, sae.d_sae) == (32, 512)
+    assert type(rand).__name__ == "TopKSAE" and rand.d_sae == 512 and rand.k == g["control_k"] == round(g["stats"]["sae"]["l0"])
+    assert 0 < g["stats"]["rand"]["l0"] <= g["control_k"] and g["n_tokens"] > 0 and not set(g["pool"]) & set(cfg.datasets)
+    with pytest.raises(sp.ConfigError, match="has 512 latents, not 256"): sp.pretrained_sae(sp.Config.from_params("full", **{**RH.rehearsal_params("sae_probing", gemma), "d_sae": 256}), lm)
+    reps = {n: sp.lm_representations(n, lm=lm, layer=cfg.layer, pooling="last", max_rows=60, max_length=32, seed=0) for n in cfg.datasets}
+    codes = sp.LazyCodes(g["saes"], reps)
+    n = cfg.datasets[0]
+    assert n in codes and np.array_equal(codes[n]["sae"], sp.sae_encode(sae, reps[n]["X"])) and codes[n]["rand"].shape == (60, 512)

@@ -12,11 +12,11 @@ import numpy as np
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', 'REHEARSAL', 'FULL_PROFILE', 'rehearsing',
-           'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums', 'write_l2h_logits',
-           'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate', 'rehearsal', 'write_alpaca',
-           'write_mmlu', 'write_hellaswag', 'write_arc_easy', 'rehearsal_overrides', 'rehearsal_params',
-           'papermill_parameters', 'full_profile_table']
+__all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', 'GEMMA_SCOPE_STANDINS', 'REHEARSAL',
+           'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
+           'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
+           'rehearsal', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy', 'write_gemma_scope',
+           'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -213,7 +213,8 @@ def _versions() -> dict[str, str]:
 def standins_key() -> str:
     "A hash of everything the stand-ins depend on: the builders' source, the model specs and the writing packages' versions."
     fns = [_images, write_cifar10, write_fairface, write_acs_pums, write_l2h_logits, _bpe_tokenizer, _wordpiece_tokenizer,
-           _tiny_model, write_standin_model, *DATA_WRITERS.values()]
+           _tiny_model, write_standin_model]
+    fns += [w for w in DATA_WRITERS.values() if w not in fns]           # writers registered in later cells
     blob = json.dumps(dict(src=[inspect.getsource(f) for f in fns], corpus=_CORPUS, models=STANDIN_MODELS, versions=_versions()), sort_keys=True)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -338,6 +339,29 @@ def write_arc_easy(root:str|Path, n:int=12, seed:int=3) -> Path:
 DATA_WRITERS.update(alpaca=write_alpaca, mmlu=write_mmlu, hellaswag=write_hellaswag, arc_easy=write_arc_easy)
 
 # %% ../nbs/core/14_rehearse.ipynb #c846fda3
+GEMMA_SCOPE_STANDINS = {"google/gemma-scope-9b-pt-res": dict(model="google/gemma-2-9b", folder="layer_20/width_16k/average_l0_408", d_sae=512)}
+
+def write_gemma_scope(root:str|Path, # the stand-ins' data folder; the SAEs go into the hub cache beside it, `<root>/../hub`
+                      seed:int=0) -> Path:
+    "Gemma Scope stand-in in the hub cache layout: `models--google--gemma-scope-9b-pt-res/snapshots/<rev>/layer_20/width_16k/average_l0_408/params.npz` (W_enc, W_dec, b_enc, b_dec, threshold, float32, as Gemma Scope stores them) with the Gemma-2 stand-in's width and 512 latents."
+    hub = Path(root).parent / "hub"
+    rng = np.random.default_rng(seed)
+    for repo_id, spec in GEMMA_SCOPE_STANDINS.items():
+        m = hub / ("models--" + spec["model"].replace("/", "--"))
+        d = 32                                                              # _tiny_model's width, if the model stand-in is not built here
+        if (m / "refs" / "main").is_file(): d = json.loads((m / "snapshots" / (m / "refs" / "main").read_text().strip() / "config.json").read_text())["hidden_size"]
+        W_dec = rng.standard_normal((spec["d_sae"], d)); W_dec /= np.linalg.norm(W_dec, axis=1, keepdims=True)
+        rev = hashlib.sha1(f"trustlib-rehearsal:{repo_id}".encode()).hexdigest()
+        repo = hub / ("models--" + repo_id.replace("/", "--")); out = repo / "snapshots" / rev / spec["folder"]
+        out.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+        np.savez(out / "params.npz", W_enc=W_dec.T.astype(np.float32), W_dec=W_dec.astype(np.float32), b_enc=np.zeros(spec["d_sae"], np.float32),
+                 b_dec=np.zeros(d, np.float32), threshold=rng.uniform(0, 0.05, spec["d_sae"]).astype(np.float32))
+        (repo / "refs" / "main").write_text(rev)
+    return out
+
+DATA_WRITERS["gemma_scope"] = write_gemma_scope
+
+# %% ../nbs/core/14_rehearse.ipynb #8cb50bc9
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
@@ -349,6 +373,9 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "random_features": dict(keep=()),
     "label_smoothing": dict(keep=("model",), set=dict(llm_sft_examples=8, llm_max_len=48, llm_epochs=1, llm_batch_size=8, llm_micro_batch=4,
                                                      llm_eval_examples=6, llm_lr=1e-3)),
+    "sae_probing": dict(keep=("model", "layer", "sae_repo", "sae_folder", "regimes", "regime_k"),
+                        set=dict(d_sae=512, datasets=("96_spam_is", "5_hist_fig_ismale"), max_rows=200, regime_datasets=1, pool_rows=8,
+                                 pool_datasets=8, k_values=(16,), scarcity_n=(4,), imbalance_fracs=(0.2,))),
 }
 
 def _paper_config(paper:str):
@@ -472,10 +499,13 @@ FULL_PROFILE: list[dict[str, str]] = [
          ours="the same attacks at larger n and k, with datasketch's HLL; CPU only", resources="none beyond the package",
          gpu_time="CPU: ~30-90 min (estimate); no GPU use"),
     dict(paper="sae_probing", setup="probes on Gemma-2-9B / Llama-3.1-8B residual streams and Gemma Scope / LlamaScope SAEs, 113 datasets",
-         ours="stops with a clear message: the Gemma-2-9B + Gemma Scope path is not implemented (the cpu profile probes MiniLM, a 6-layer encoder)",
-         resources="`google/gemma-2-9b` (Gemma licence, gated, ~18 GB), Gemma Scope SAEs (`google/gemma-scope-9b-pt-res`, CC BY 4.0), SAELens; ~40 GB GPU memory",
-         gpu_time="~6-12 h (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before any model is loaded (a Gemma-2 stand-in with 42 layers exists)"),
+         ours="the paper's Gemma-2-9B experiment: `google/gemma-2-9b` by hub id (transformers, float32), the residual stream after block 20 at the last token "
+              "(texts left-truncated to 1,024 tokens; cached), Gemma Scope's 16k layer-20 SAE (`layer_20/width_16k/average_l0_408`, its params.npz) and a "
+              "random-init TopK control; all 113 binary sae-probes datasets (the wheel's subsampled copies) and the 8 OOD sets; the five baselines and "
+              "the SAE probes in every regime with the paper's grids, one split; not Llama-3.1-8B, the 131k/1M SAEs or the case studies",
+         resources="`google/gemma-2-9b` (Gemma licence, gated: accept it on the hub and log in; ~37 GB in float32), `google/gemma-scope-9b-pt-res` "
+                   "(CC BY 4.0; the one 16k SAE, ~0.5 GB), the sae-probes wheel; ~40 GB GPU memory in float32 (~20 GB with `lm_dtype` bfloat16), ~16 GB RAM",
+         gpu_time="activations: ~1-3 h on one GPU; the probes then run on CPU in one process: ~2-4 days (estimate)"),
     dict(paper="sop", setup="Sum-of-Parts on ImageNet-S (ViT), CosmoGrid, MultiRC (BERT)",
          ours="stops with a clear message: the ViT/BERT backbones and the image datasets are not implemented (the cpu profile's digits canvases run)",
          resources="ImageNet-S (ImageNet licence), CosmoGrid, MultiRC; pretrained ViT-B/16 and BERT; ~24 GB GPU memory, ~200 GB disk",

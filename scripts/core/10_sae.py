@@ -1121,6 +1121,72 @@ test_fail(lambda: TopKSAE.from_pretrained(tmp_ / 'relu'), contains="holds a ReLU
 test_fail(lambda: SAE.from_pretrained(tmp_ / 'norm'), contains="normalize_activations='layer_norm' is not supported")
 test_fail(lambda: SAE.from_pretrained(tmp_ / 'nothing'), contains="no cfg.json")
 
+# %% [markdown]
+# ### Gemma Scope's `params.npz`
+#
+# DeepMind's Gemma Scope SAEs (`google/gemma-scope-*` on the Hugging Face hub, CC BY 4.0) are JumpReLU SAEs stored one per
+# folder, `layer_<L>/width_<W>/average_l0_<N>/params.npz`, with the arrays `W_enc` `[d_model, d_sae]`, `W_dec`
+# `[d_sae, d_model]`, `b_enc` `[d_sae]`, `b_dec` `[d_model]` and `threshold` `[d_sae]`. Their code is
+# $z\,1[z > \theta]$ with $z = xW_{enc} + b_{enc}$ on the raw residual stream (no $b_{dec}$ subtracted, no normalisation):
+# exactly our `JumpReLUSAE`. `load_gemma_scope(repo, folder)` reads the file from a local folder or, by hub id, through
+# `huggingface_hub` (its cache first; a download only where the hub is online), and returns that SAE with the arrays
+# stored bit for bit.
+
+# %%
+#| export
+GEMMA_SCOPE_FILE = "params.npz"
+_GEMMA_SCOPE_KEYS = ("W_enc", "W_dec", "b_enc", "b_dec", "threshold")
+
+def gemma_scope_file(repo:str, # a hub id (e.g. 'google/gemma-scope-9b-pt-res') or a local folder
+                     folder:str, # the SAE's subfolder, e.g. 'layer_20/width_16k/average_l0_408'
+                     revision:str|None=None) -> Path:
+    "Path of a Gemma Scope `params.npz`: under a local folder, else from the hub cache by repo id (downloaded only if the hub is online)."
+    if Path(repo).expanduser().is_dir():
+        p = Path(repo).expanduser() / folder / GEMMA_SCOPE_FILE
+        if not p.is_file(): raise FileNotFoundError(f"no {GEMMA_SCOPE_FILE} in {p.parent}")
+        return p
+    from trustlib.config import require, ResourceUnavailable
+    hub = require("huggingface_hub", "loading a Gemma Scope SAE by hub id")
+    try: return Path(hub.hf_hub_download(repo, f"{folder.strip('/')}/{GEMMA_SCOPE_FILE}", revision=revision))
+    except Exception as e:
+        raise ResourceUnavailable(f"the Gemma Scope SAE {repo}/{folder} could not be found ({type(e).__name__}: {e}); it is on the Hugging Face hub "
+                                  "(CC BY 4.0): run once with network access to fill the hub cache, or give a local folder") from e
+
+def load_gemma_scope(repo:str, # a hub id (e.g. 'google/gemma-scope-9b-pt-res') or a local folder
+                     folder:str, # the SAE's subfolder, e.g. 'layer_20/width_16k/average_l0_408'
+                     device:str="cpu", revision:str|None=None) -> JumpReLUSAE:
+    "The Gemma Scope SAE in `repo`/`folder` (`params.npz`: W_enc, W_dec, b_enc, b_dec, threshold) as a `JumpReLUSAE` in eval mode."
+    path = gemma_scope_file(repo, folder, revision)
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in _GEMMA_SCOPE_KEYS if k not in z.files]
+        if missing: raise ValueError(f"{path} lacks the array(s) {missing}; a Gemma Scope params.npz holds {list(_GEMMA_SCOPE_KEYS)}")
+        w = {k: torch.from_numpy(np.ascontiguousarray(z[k])) for k in _GEMMA_SCOPE_KEYS}
+    d_in, d_sae = w["W_enc"].shape
+    shapes = dict(W_enc=(d_in, d_sae), W_dec=(d_sae, d_in), b_enc=(d_sae,), b_dec=(d_in,), threshold=(d_sae,))
+    bad = {k: tuple(v.shape) for k, v in w.items() if tuple(v.shape) != shapes[k]}
+    if bad: raise ValueError(f"{path}: array shapes {bad} do not fit W_enc {tuple(w['W_enc'].shape)} (expected {shapes})")
+    if bool((w["threshold"] < 0).any()): raise ValueError(f"{path}: negative JumpReLU thresholds (Gemma Scope's are >= 0)")
+    sae = JumpReLUSAE(int(d_in), int(d_sae)).to(w["W_enc"].dtype)
+    sae.load_state_dict({**{k: v.clone() for k, v in sae.state_dict().items()}, **w})
+    return sae.to(device).eval()
+
+
+# %%
+_gs = tmp_ / "gemma-scope" / "layer_3" / "width_64" / "average_l0_5"; _gs.mkdir(parents=True)
+_g = np.random.default_rng(0)
+_w = dict(W_enc=_g.standard_normal((16, 64)).astype(np.float32), W_dec=_g.standard_normal((64, 16)).astype(np.float32),
+          b_enc=_g.standard_normal(64).astype(np.float32), b_dec=_g.standard_normal(16).astype(np.float32), threshold=_g.random(64).astype(np.float32))
+np.savez(_gs / GEMMA_SCOPE_FILE, **_w)
+gs_ = load_gemma_scope(str(tmp_ / "gemma-scope"), "layer_3/width_64/average_l0_5")
+test_eq((type(gs_).__name__, gs_.d_in, gs_.d_sae), ("JumpReLUSAE", 16, 64))
+assert all(np.array_equal(getattr(gs_, k).detach().numpy(), v) for k, v in _w.items())      # stored bit for bit
+_h = x_io.numpy() @ _w["W_enc"] + _w["b_enc"]                                             # Gemma Scope's code, by hand
+with torch.no_grad(): test_close(gs_.encode(x_io).numpy(), _h * (_h > _w["threshold"]), eps=1e-5)
+with torch.no_grad(): test_close(gs_.decode(gs_.encode(x_io)).numpy(), (_h * (_h > _w["threshold"])) @ _w["W_dec"] + _w["b_dec"], eps=1e-4)
+np.savez(_gs / GEMMA_SCOPE_FILE, **{k: v for k, v in _w.items() if k != "threshold"})
+test_fail(lambda: load_gemma_scope(str(tmp_ / "gemma-scope"), "layer_3/width_64/average_l0_5"), contains="lacks the array(s) ['threshold']")
+test_fail(lambda: load_gemma_scope(str(tmp_ / "gemma-scope"), "layer_9/width_64/average_l0_5"), contains="no params.npz")
+
 
 # %% [markdown]
 # ## Activations of a real encoder to train on

@@ -14,10 +14,11 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'SAE_LENS_FORMAT', 'SAE_CFG_FILE', 'SAE_WEIGHTS_FILE', 'SAE_STATE_FILE',
-           'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask', 'sparse_decode', 'batch_topk_mask',
-           'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step', 'JumpReLUSAE', 'GatedSAE',
-           'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae', 'TrainLog', 'train_sae',
-           'sae_lens_view', 'save_pretrained', 'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
+           'GEMMA_SCOPE_FILE', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask', 'sparse_decode',
+           'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step',
+           'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae',
+           'TrainLog', 'train_sae', 'sae_lens_view', 'save_pretrained', 'gemma_scope_file', 'load_gemma_scope',
+           'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -600,6 +601,43 @@ def _from_pretrained(cls, path, # a folder written by `save_pretrained` or by sa
     for k, v in t["state"].items(): setattr(sae, k, v)
     return sae.to(device).eval()
 SAE.from_pretrained = classmethod(_from_pretrained)
+
+# %% ../../nbs/core/10_sae.ipynb #e4403de9
+GEMMA_SCOPE_FILE = "params.npz"
+_GEMMA_SCOPE_KEYS = ("W_enc", "W_dec", "b_enc", "b_dec", "threshold")
+
+def gemma_scope_file(repo:str, # a hub id (e.g. 'google/gemma-scope-9b-pt-res') or a local folder
+                     folder:str, # the SAE's subfolder, e.g. 'layer_20/width_16k/average_l0_408'
+                     revision:str|None=None) -> Path:
+    "Path of a Gemma Scope `params.npz`: under a local folder, else from the hub cache by repo id (downloaded only if the hub is online)."
+    if Path(repo).expanduser().is_dir():
+        p = Path(repo).expanduser() / folder / GEMMA_SCOPE_FILE
+        if not p.is_file(): raise FileNotFoundError(f"no {GEMMA_SCOPE_FILE} in {p.parent}")
+        return p
+    from trustlib.config import require, ResourceUnavailable
+    hub = require("huggingface_hub", "loading a Gemma Scope SAE by hub id")
+    try: return Path(hub.hf_hub_download(repo, f"{folder.strip('/')}/{GEMMA_SCOPE_FILE}", revision=revision))
+    except Exception as e:
+        raise ResourceUnavailable(f"the Gemma Scope SAE {repo}/{folder} could not be found ({type(e).__name__}: {e}); it is on the Hugging Face hub "
+                                  "(CC BY 4.0): run once with network access to fill the hub cache, or give a local folder") from e
+
+def load_gemma_scope(repo:str, # a hub id (e.g. 'google/gemma-scope-9b-pt-res') or a local folder
+                     folder:str, # the SAE's subfolder, e.g. 'layer_20/width_16k/average_l0_408'
+                     device:str="cpu", revision:str|None=None) -> JumpReLUSAE:
+    "The Gemma Scope SAE in `repo`/`folder` (`params.npz`: W_enc, W_dec, b_enc, b_dec, threshold) as a `JumpReLUSAE` in eval mode."
+    path = gemma_scope_file(repo, folder, revision)
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in _GEMMA_SCOPE_KEYS if k not in z.files]
+        if missing: raise ValueError(f"{path} lacks the array(s) {missing}; a Gemma Scope params.npz holds {list(_GEMMA_SCOPE_KEYS)}")
+        w = {k: torch.from_numpy(np.ascontiguousarray(z[k])) for k in _GEMMA_SCOPE_KEYS}
+    d_in, d_sae = w["W_enc"].shape
+    shapes = dict(W_enc=(d_in, d_sae), W_dec=(d_sae, d_in), b_enc=(d_sae,), b_dec=(d_in,), threshold=(d_sae,))
+    bad = {k: tuple(v.shape) for k, v in w.items() if tuple(v.shape) != shapes[k]}
+    if bad: raise ValueError(f"{path}: array shapes {bad} do not fit W_enc {tuple(w['W_enc'].shape)} (expected {shapes})")
+    if bool((w["threshold"] < 0).any()): raise ValueError(f"{path}: negative JumpReLU thresholds (Gemma Scope's are >= 0)")
+    sae = JumpReLUSAE(int(d_in), int(d_sae)).to(w["W_enc"].dtype)
+    sae.load_state_dict({**{k: v.clone() for k, v in sae.state_dict().items()}, **w})
+    return sae.to(device).eval()
 
 # %% ../../nbs/core/10_sae.ipynb #10784a43
 def _minilm_id() -> str:

@@ -46,6 +46,9 @@
 #   the first 12 datasets with logistic regression and the SAE probes at k = 16 and 128 only; XGBoost with 2
 #   random-search draws (official: 10) and the MLP with 1 (as the official code); the quiver's SAE probes are the
 #   graded k = 16 and 128 (the k sweep is shown, not graded).
+# - **The `full` profile is the paper's experiment** (Gemma-2-9B at layer 20, its last token, Gemma Scope's 16k SAE,
+#   all 113 binary datasets and the eight out-of-distribution sets, the paper's grids; hub downloads, a GPU): see
+#   [below](#the-full-profile-gemma-2-9b-and-gemma-scope). It is rehearsed offline on tiny stand-ins, never published here.
 # - **Not reproducible offline:** the paper's numbers (Gemma-2-9B, Llama-3.1-8B and their SAEs are hub
 #   downloads needing a GPU), the Section-4 interpretability case studies (manual inspection of latents on
 #   specific datasets), multi-token probing and the SAEBench-architecture comparison. Verdicts compare
@@ -98,7 +101,7 @@ ood_datasets: Optional[list[str]] = None  # datasets scored on their out-of-dist
 max_rows: Optional[int] = None  # rows kept per dataset (stratified subsample)
 test_frac: Optional[float] = None  # share of each dataset held out as the test set
 n_train: Optional[int] = None  # training examples in the standard, noise and covariate-shift regimes
-layer: Optional[int] = None  # MiniLM hidden-state layer (0 ＝ embeddings, 6 ＝ last)
+layer: Optional[int] = None  # MiniLM hidden-state layer (0 ＝ embeddings, 6 ＝ last); a causal LM: the residual stream after block `layer`, counted from 0
 pooling: Optional[str] = None  # last (the last token before [SEP], as the paper) or mean (over the text's tokens)
 max_length: Optional[int] = None  # tokens per text (truncation)
 pool_rows: Optional[int] = None  # texts per sae-probes dataset in the SAE's generic training pool
@@ -120,6 +123,10 @@ imbalance_n: Optional[int] = None  # largest training set in the imbalance regim
 noise_fracs: Optional[list[float]] = None  # fractions of flipped training labels (label noise)
 n_search: Optional[int] = None  # random-search draws of XGBoost (the MLP draws one, as the official code)
 n_threads: Optional[int] = None  # torch/BLAS threads (None: leave as is)
+model: Optional[str] = None  # the probed model: minilm (all-MiniLM-L6-v2, offline) or a Hugging Face causal LM by hub id (full: google/gemma-2-9b)
+lm_dtype: Optional[str] = None  # weights and activations of a causal LM (float32 as the official code, or bfloat16)
+sae_repo: Optional[str] = None  # a pretrained SAE in Gemma Scope's layout, by hub id or local folder (full: google/gemma-scope-9b-pt-res); empty: train one
+sae_folder: Optional[str] = None  # the pretrained SAE's subfolder (full: layer_20/width_16k/average_l0_408, the paper's 16k SAE)
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `9aaba61`, 1189 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
@@ -135,6 +142,34 @@ CPU_DATASETS = ("5_hist_fig_ismale", "87_glue_cola", "92_glue_sst2", "96_spam_is
                 "44_phys_tf", "48_cm_correct", "51_just_is", "54_cs_tf", "60_wikidata_occupation_isathlete", "65_high-school",
                 "69_blood-pressure", "76_trial-court", "100_news_fake", "105_click_bait", "110_aimade_humangpt3",
                 "117_us_state_FL", "123_world_country_United_Kingdom", "126_art_type_book", "136_glue_mnli_entailment")
+ALL_OOD = ENGLISH_OOD + ("66_living-room", "67_social-security", "73_control-group")   # with the French, Spanish and German sets
+PAPER_DATASETS = ('5_hist_fig_ismale', '6_hist_fig_isamerican', '7_hist_fig_ispolitician', '21_headline_istrump', '22_headline_isobama',
+                   '23_headline_ischina', '24_headline_isiran', '26_headline_isfrontpage', '36_sciq_tf', '41_truthqa_tf', '42_temp_sense',
+                   '44_phys_tf', '47_reasoning_tf', '48_cm_correct', '49_cm_isshort', '50_deon_isvalid', '51_just_is', '52_virtue_is',
+                   '54_cs_tf', '56_wikidatasex_or_gender', '57_wikidatais_alive', '58_wikidatapolitical_party',
+                   '59_wikidata_occupation_isjournalist', '60_wikidata_occupation_isathlete', '61_wikidata_occupation_isactor',
+                   '62_wikidata_occupation_ispolitician', '63_wikidata_occupation_issinger', '64_wikidata_occupation_isresearcher',
+                   '65_high-school', '66_living-room', '67_social-security', '68_credit-card', '69_blood-pressure', '70_prime-factors',
+                   '71_social-media', '72_gene-expression', '73_control-group', '74_magnetic-field', '75_cell-lines', '76_trial-court',
+                   '77_second-derivative', '78_north-america', '79_human-rights', '80_side-effects', '81_public-health',
+                   '82_federal-government', '83_third-party', '84_clinical-trials', '85_mental-health', '87_glue_cola', '89_glue_mrpc',
+                   '90_glue_qnli', '91_glue_qqp', '92_glue_sst2', '94_ai_gen', '95_toxic_is', '96_spam_is', '100_news_fake',
+                   '105_click_bait', '106_hate_hate', '107_hate_offensive', '110_aimade_humangpt3', '113_movie_sent',
+                   '114_nyc_borough_Manhattan', '115_nyc_borough_Brooklyn', '116_nyc_borough_Bronx', '117_us_state_FL', '118_us_state_CA',
+                   '119_us_state_TX', '120_us_timezone_Chicago', '121_us_timezone_New_York', '122_us_timezone_Los_Angeles',
+                   '123_world_country_United_Kingdom', '124_world_country_United_States', '125_world_country_Italy', '126_art_type_book',
+                   '127_art_type_song', '128_art_type_movie', '129_arith_mc_A', '130_temp_cat_Frequency', '131_temp_cat_Typical Time',
+                   '132_temp_cat_Event Ordering', '133_context_type_Causality', '134_context_type_Belief_states',
+                   '135_context_type_Event_duration', '136_glue_mnli_entailment', '137_glue_mnli_neutral', '138_glue_mnli_contradiction',
+                   '139_news_class_Politics', '140_news_class_Technology', '141_news_class_Entertainment', '142_cancer_cat_Thyroid_Cancer',
+                   '143_cancer_cat_Lung_Cancer', '144_cancer_cat_Colon_Cancer', '145_disease_class_digestive system diseases',
+                   '146_disease_class_cardiovascular diseases', '147_disease_class_nervous system diseases', '148_twt_emotion_worry',
+                   '149_twt_emotion_happiness', '150_twt_emotion_sadness', '151_it_tick_HR Support', '152_it_tick_Hardware',
+                   '153_it_tick_Administrative rights', '154_athlete_sport_football', '155_athlete_sport_basketball',
+                   '156_athlete_sport_baseball', '157_amazon_5star', '158_code_C', '159_code_Python', '160_code_HTML', '161_agnews_0',
+                   '162_agnews_1', '163_agnews_2')   # every binary sae-probes dataset: the paper's 113 tasks
+_LM_WIDTH = {"google/gemma-2-9b": 3584, "google/gemma-2-2b": 2304, "meta-llama/Llama-3.1-8B": 4096}   # residual width, for size estimates
+POOL_MAX_TOKENS = 128   # a causal LM's generic pool texts are cut to this many tokens (after BOS)
 _BYTES_PER_FLOAT = 4
 
 @dataclass
@@ -147,9 +182,9 @@ class Config(BaseConfig):
     max_rows: int = param(300, "rows kept per dataset (stratified subsample)", ge=40, max=20_000, le=1_000_000)
     test_frac: float = param(0.25, "share of each dataset held out as the test set", gt=0.05, lt=0.9)
     n_train: int = param(512, "training examples in the standard, noise and covariate-shift regimes", ge=8, le=1_000_000)
-    layer: int = param(4, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
+    layer: int = param(4, "MiniLM hidden-state layer (0 = embeddings, 6 = last); a causal LM: the residual stream after block `layer`, counted from 0", ge=0, le=1000)
     pooling: str = param("last", "last (the last token before [SEP], as the paper) or mean (over the text's tokens)", choices=("last", "mean"))
-    max_length: int = param(64, "tokens per text (truncation)", ge=4, le=512)
+    max_length: int = param(64, "tokens per text (truncation)", ge=4, le=8192)
     pool_rows: int = param(20, "texts per sae-probes dataset in the SAE's generic training pool", ge=1, max=5000, le=100_000)
     pool_datasets: int = param(20, "datasets in the generic pool (0 = every one that is not a probing set)", ge=0, le=155)
     d_sae: int = param(512, "SAE width", ge=16, max=65_536, le=1_000_000)
@@ -169,15 +204,19 @@ class Config(BaseConfig):
     noise_fracs: tuple[float, ...] = param((0.0, 0.4), "fractions of flipped training labels (label noise)", ge=0, le=0.5)
     n_search: int = param(1, "random-search draws of XGBoost (the MLP draws one, as the official code)", ge=1, le=1000)
     n_threads: Optional[int] = param(1, "torch/BLAS threads (None: leave as is)", ge=1, le=1024)
+    model: str = param("minilm", "the probed model: minilm (all-MiniLM-L6-v2, offline) or a Hugging Face causal LM by hub id (full: google/gemma-2-9b)")
+    lm_dtype: str = param("float32", "weights and activations of a causal LM (float32 as the official code, or bfloat16)", choices=("float32", "bfloat16"))
+    sae_repo: str = param("", "a pretrained SAE in Gemma Scope's layout, by hub id or local folder (full: google/gemma-scope-9b-pt-res); empty: train one")
+    sae_folder: str = param("", "the pretrained SAE's subfolder (full: layer_20/width_16k/average_l0_408, the paper's 16k SAE)")
     PROFILE_DEFAULTS = {
         "cpu": dict(datasets=CPU_DATASETS, regime_datasets=12, ood_datasets=ENGLISH_OOD, max_rows=800, pool_rows=150, pool_datasets=0,
                     d_sae=1536, sae_k=64, sae_steps=1200, sae_batch_size=1024, autocast="float32", k_values=(1, 4, 16, 64, 128), regime_k=(16, 128),
                     baselines=BASELINES, regime_baselines=("logreg",), regimes=REGIMES, noise_fracs=(0.0, 0.2, 0.4), n_search=2),
-        "full": dict(datasets=CPU_DATASETS, regime_datasets=32, ood_datasets=ENGLISH_OOD, max_rows=3500, n_train=1024, imbalance_n=1024,
-                     pool_rows=500, pool_datasets=0, d_sae=16_384, sae_k=64, sae_steps=50_000, sae_batch_size=4096,
-                     k_values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), regime_k=(16, 128), baselines=BASELINES, regime_baselines=BASELINES,
-                     regimes=REGIMES, scarcity_n=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), imbalance_fracs=tuple(np.round(np.linspace(0.05, 0.95, 19), 2)),
-                     noise_fracs=tuple(np.round(np.linspace(0, 0.5, 11), 2)), n_search=10, n_seeds=5),
+        "full": dict(model="google/gemma-2-9b", layer=20, max_length=1024, sae_repo="google/gemma-scope-9b-pt-res", sae_folder="layer_20/width_16k/average_l0_408",
+                     d_sae=16_384, datasets=PAPER_DATASETS, regime_datasets=len(PAPER_DATASETS), ood_datasets=ALL_OOD, max_rows=3500, n_train=1024,
+                     imbalance_n=1024, pool_rows=50, pool_datasets=0, k_values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), regime_k=(16, 128),
+                     baselines=BASELINES, regime_baselines=BASELINES, regimes=REGIMES, scarcity_n=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                     imbalance_fracs=tuple(np.round(np.linspace(0.05, 0.95, 19), 2)), noise_fracs=tuple(np.round(np.linspace(0, 0.5, 11), 2)), n_search=10),
     }
     def validate(self):
         if not self.datasets: raise ConfigError("parameter 'datasets': give at least one dataset")
@@ -190,6 +229,7 @@ class Config(BaseConfig):
             if max(getattr(self, field)) > self.d_sae: raise ConfigError(f"parameter '{field}': every k must be <= d_sae ({self.d_sae})")
         if self.sae_k > self.d_sae: raise ConfigError(f"parameter 'sae_k': must be <= d_sae ({self.d_sae})")
         if self.regime_datasets > len(self.datasets): raise ConfigError(f"parameter 'regime_datasets': at most the {len(self.datasets)} datasets given")
+        self._check_model()
         self._check_size()
     def _check_datasets(self):
         "Every named dataset is a binary sae-probes dataset, and every OOD dataset has an out-of-distribution file (checked before any work)."
@@ -201,10 +241,19 @@ class Config(BaseConfig):
         if bad: raise ConfigError(f"parameter 'ood_datasets': {bad} have no out-of-distribution file; choose from {sorted(ood)}")
         bad = [n for n in self.ood_datasets if n not in self.datasets]
         if bad: raise ConfigError(f"parameter 'ood_datasets': {bad} are not among the probed 'datasets'")
+    def _check_model(self):
+        "MiniLM goes with an SAE trained here, a causal LM (by hub id) with a pretrained SAE (`sae_repo` and `sae_folder`)."
+        if bool(self.sae_repo) != bool(self.sae_folder): raise ConfigError("parameters 'sae_repo' and 'sae_folder': give both (a pretrained SAE) or neither (train one)")
+        if (self.model == "minilm") == bool(self.sae_repo):
+            raise ConfigError("parameters 'model' and 'sae_repo': MiniLM is probed with an SAE trained here (sae_repo empty), a causal LM such as "
+                              "google/gemma-2-9b with a pretrained SAE (sae_repo and sae_folder, e.g. Gemma Scope's)")
+        if self.model == "minilm" and self.layer > 6: raise ConfigError(f"parameter 'layer': MiniLM has layers 0 (embeddings) to 6, got {self.layer}")
+        if self.model == "minilm" and self.max_length > 512: raise ConfigError(f"parameter 'max_length': MiniLM reads at most 512 tokens, got {self.max_length}")
     def _check_size(self):
         "Memory of the largest arrays, from products of the sizes; refused above 8 GiB unless allow_large."
         gib = _BYTES_PER_FLOAT / 2**30
-        est = {"SAE training batch (sae_batch_size × d_sae)": 6 * self.sae_batch_size * self.d_sae * gib,
+        if self.sae_repo: est = self._lm_sizes(gib)
+        else: est = {"SAE training batch (sae_batch_size × d_sae)": 6 * self.sae_batch_size * self.d_sae * gib,
                "SAE parameters and Adam state (d_sae × 384)": 8 * self.d_sae * 384 * gib,
                "SAE codes of the probing sets (datasets × max_rows × d_sae)": len(self.datasets) * self.max_rows * self.d_sae * gib,
                "token pool (pool_rows × datasets × max_length × 384)": self.pool_rows * (self.pool_datasets or 155) * self.max_length * 384 * gib}
@@ -212,6 +261,12 @@ class Config(BaseConfig):
         if big and not getattr(self, '_allow_large', False):
             k, v = max(big.items(), key=lambda kv: kv[1])
             raise ConfigError(f"the configuration needs about {v:.0f} GiB for the {k}; the limit is 8 GiB; pass allow_large=True (CLI: --allow-large) to run it anyway")
+    def _lm_sizes(self, gib) -> dict:
+        "The largest arrays of the causal-LM path (codes are made one dataset at a time)."
+        d = _LM_WIDTH.get(self.model, 4096)
+        return {"probing vectors (datasets × max_rows × d_model)": len(self.datasets) * self.max_rows * d * gib,
+                "SAE codes of one dataset, SAE and control (2 × max_rows × d_sae)": 2 * self.max_rows * self.d_sae * gib,
+                "pool tokens in float16 (pool_rows × datasets × 128 × d_model)": self.pool_rows * (self.pool_datasets or 155) * min(self.max_length, POOL_MAX_TOKENS) * d * gib / 2}
 
 
 # %%
@@ -628,11 +683,11 @@ def train_probe_sae(X, *, d_sae:int, k:int, steps:int, batch_size:int=512, lr:fl
     return sae
 
 def sae_encode(sae, X, batch_size:int=4096) -> np.ndarray:
-    "SAE latents of `X` as a float32 array (no gradients)."
+    "SAE latents of `X` as a float32 array (no gradients), computed on the SAE's device."
     import torch
-    out = []
+    out, dev = [], next(sae.parameters()).device
     with torch.no_grad():
-        for s in range(0, len(X), batch_size): out.append(sae.encode(torch.as_tensor(np.asarray(X[s:s + batch_size], np.float32))).numpy())
+        for s in range(0, len(X), batch_size): out.append(sae.encode(torch.as_tensor(np.asarray(X[s:s + batch_size], np.float32)).to(dev)).cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, sae.d_sae), np.float32)
 
 def sae_fit_stats(sae, X) -> dict[str, float]:
@@ -724,6 +779,194 @@ test_eq((_g1["cached"], _g2["cached"]), (False, True)); assert not set(_g1["pool
 test_eq(_g1["stats"], _g2["stats"]); _Xr = np.random.default_rng(0).standard_normal((5, 384)).astype(np.float32)
 test_eq(sae_encode(_g1["saes"]["sae"], _Xr), sae_encode(_g2["saes"]["sae"], _Xr))
 assert sae_cache_key(dataclasses.replace(_cf, seed=_cf.seed + 1)) != sae_cache_key(_cf)
+
+
+# %% [markdown]
+# ## The `full` profile: Gemma-2-9B and Gemma Scope
+#
+# `full` runs the paper's own setup. The model is `google/gemma-2-9b`, loaded by hub id with `transformers`
+# (`AutoModelForCausalLM`, on the GPU when there is one, float32 as the official TransformerLens code). A text is
+# represented by the residual stream after block 20 (`layer`, counted from 0: TransformerLens's `blocks.20.hook_resid_post`,
+# Gemma Scope's `layer_20`) at its last token. Texts are cut from the left to `max_length` = 1024 tokens, so the last
+# token stays, as in the official code. The activations are cached on disk, keyed by the model's snapshot, the layer,
+# the truncation and the texts. The 113 binary datasets and the eight out-of-distribution sets, the translated ones
+# included, come from the same sae-probes wheel. The SAE is Gemma Scope's 16k residual SAE at layer 20
+# (`google/gemma-scope-9b-pt-res`, `layer_20/width_16k/average_l0_408`, the paper's "16k"). It is read from its
+# `params.npz` through the hub cache (`trustlib.interp.sae.load_gemma_scope`) and applied to the raw residual stream,
+# with no scaling.
+#
+# Its conditions are checked as the cpu profile checks them. The FVU is measured on the tokens after BOS of generic
+# text: `pool_rows` texts of each sae-probes dataset that is not probed, cut to 128 tokens. The SAE was trained on none
+# of them, so no text is excluded. The random-init control is an untrained TopK SAE of the same width, with $k$ equal
+# to the Gemma Scope SAE's mean $L_0$ on those tokens and its decoder bias at their geometric median. The probes,
+# regimes, quiver and claims are the cpu profile's; the codes are made one dataset at a time. A rehearsal
+# (`trustlib run sae_probing --profile full --rehearse`) runs this path offline. It uses a 42-layer random Gemma-2
+# stand-in and a stand-in Gemma Scope `params.npz` in the hub cache layout. Its datasets and sizes are tiny.
+
+# %%
+#| export
+class HubLM:
+    "A causal LM by hub id (or local folder), loaded on first use through `transformers` (cuda if available), with an identity for cache keys."
+    def __init__(self, model:str, dtype:str="float32"): self.name, self.dtype, self._lm = str(model), dtype, None
+    @property
+    def lm(self):
+        "The loaded `trustlib.models.CausalLM` (downloads by hub id only when the hub is online and the files are missing)."
+        if self._lm is None:
+            import torch
+            from transformers.utils import logging as hf_logging
+            from trustlib.models import CausalLM
+            from trustlib.config import ResourceUnavailable
+            hf_logging.disable_progress_bar()                         # no progress bars in the run's notebook
+            try: self._lm = CausalLM(self.name, dtype=getattr(torch, self.dtype), allow_download=True).load()
+            except ResourceUnavailable as e:
+                raise ResourceUnavailable(f"the model {self.name!r} is neither in the Hugging Face cache nor downloadable here ({str(e)[:400]}). "
+                                          "google/gemma-2-9b is gated: accept its licence on its hub page and log in (`hf auth login`) on a "
+                                          "machine with network access, or give a local folder as `model`") from e
+        return self._lm
+    def revision(self) -> str|None:
+        "The snapshot the local hub cache resolves the hub id to (a local folder: a hash of its file listing); None if it is not there yet."
+        import hashlib
+        from pathlib import Path
+        p = Path(self.name).expanduser()
+        if p.is_dir():
+            files = sorted((str(f.relative_to(p)), f.stat().st_size) for f in p.rglob("*") if f.is_file())
+            return "local-" + hashlib.sha256(repr(files).encode()).hexdigest()[:16]
+        from huggingface_hub import try_to_load_from_cache
+        c = try_to_load_from_cache(self.name, "config.json")
+        return Path(c).parent.name if isinstance(c, str) else None
+    @property
+    def key(self) -> str:
+        "`<name>@<revision>`, loading the model first when the hub cache does not hold it yet."
+        rev = self.revision()
+        if rev is None: self.lm; rev = self.revision() or str(getattr(self.lm.model.config, "_commit_hash", None))
+        return f"{self.name}@{rev}"
+
+def _decoder_blocks(model):
+    "The list of decoder blocks of a Hugging Face causal LM (`model.model.layers` for Gemma-2, Llama, Mistral)."
+    base = model.get_decoder() if hasattr(model, "get_decoder") else getattr(model, "model", model)
+    blocks = getattr(base, "layers", None)
+    if blocks is None: raise ConfigError(f"cannot find the decoder blocks of {type(model).__name__} (expected .model.layers)")
+    return blocks
+
+def lm_hidden(texts:list[str], lm, *, layer:int, max_length:int, what:str="last", batch_size:int=16) -> list[np.ndarray]:
+    "Per text, the residual stream after decoder block `layer`: the last token's vector (`what='last'`), the mean over the tokens after BOS ('mean'), or every token after BOS [T, d] in float16 ('tokens')."
+    import torch
+    tok, model = lm.tokenizer, lm.model
+    blocks = _decoder_blocks(model)
+    if not 0 <= layer < len(blocks): raise ConfigError(f"parameter 'layer': {lm.name_or_path} has blocks 0 to {len(blocks) - 1}, got {layer}")
+    tok.truncation_side, tok.padding_side = "left", "right"          # keep the end of a long prompt, as the official code
+    ids = tok([str(t) for t in texts], truncation=True, max_length=max_length)["input_ids"]
+    order, bos, grab, out = np.argsort([len(t) for t in ids], kind="stable"), tok.bos_token_id, {}, [None] * len(texts)
+    class _Stop(Exception): pass
+    def hook(mod, inp, o):
+        grab["h"] = o[0] if isinstance(o, tuple) else o
+        raise _Stop                                                   # the blocks above `layer` are not needed
+    handle = blocks[layer].register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            for s in range(0, len(texts), batch_size):
+                b = order[s:s + batch_size]
+                enc = tok.pad({"input_ids": [ids[i] for i in b]}, return_tensors="pt")
+                try: model(input_ids=enc["input_ids"].to(lm.device), attention_mask=enc["attention_mask"].to(lm.device), use_cache=False)
+                except _Stop: pass
+                H, lens = grab.pop("h").float().cpu(), enc["attention_mask"].sum(1).tolist()
+                for j, i in enumerate(b):
+                    n = int(lens[j]); a = 1 if n > 1 and bos is not None and int(enc["input_ids"][j, 0]) == bos else 0
+                    out[i] = H[j, n - 1].numpy() if what == "last" else H[j, a:n].mean(0).numpy() if what == "mean" else H[j, a:n].numpy().astype(np.float16)
+    finally: handle.remove()
+    return out
+
+def lm_activations(texts:list[str], lm:HubLM, *, layer:int, max_length:int, what:str="last", cache:bool=True) -> dict:
+    "`lm_hidden` of `texts` as arrays, cached on disk (`data/cache/activations`, keyed by the model's snapshot, layer, truncation, pooling and texts): `X` [n, d], or `acts` [T, d] and `offsets` for `what='tokens'`."
+    import hashlib, json, os
+    from pathlib import Path
+    from trustlib.data import data_dir
+    texts = [str(t) for t in texts]
+    key = hashlib.sha256(json.dumps([lm.key, lm.dtype, int(layer), int(max_length), what, hashlib.sha256("\x1f".join(texts).encode()).hexdigest()]).encode()).hexdigest()[:24]
+    path = Path(data_dir()) / "activations" / f"lm_{lm.name.replace('/', '--')}_L{layer}_{what}_{key}.npz"
+    if cache and path.is_file():
+        with np.load(path, allow_pickle=False) as z: return {k: z[k] for k in z.files}
+    h = lm_hidden(texts, lm.lm, layer=layer, max_length=max_length, what=what)
+    if what == "tokens":
+        out = dict(acts=np.concatenate(h) if h else np.zeros((0, 0), np.float16), offsets=np.concatenate([[0], np.cumsum([len(a) for a in h])]).astype(np.int64))
+    else: out = dict(X=np.stack(h).astype(np.float32))
+    if cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.npz"); np.savez(tmp, **out); os.replace(tmp, path)
+        except OSError: pass                                        # a read-only data folder: no cache, same result
+    return out
+
+def lm_representations(name:str, *, lm:HubLM, layer:int, pooling:str, max_rows:int|None, max_length:int, seed:int) -> dict:
+    "`representations` from a causal LM: the residual stream after block `layer` at the last token of each text (or its mean over the tokens after BOS)."
+    from trustlib.data import load_sae_probes
+    df = load_sae_probes(name, max_rows=max_rows, seed=seed)
+    if df.attrs.get("data_type") != "Binary Classification" or df["y"].nunique() != 2:
+        raise ConfigError(f"dataset {name!r} is not a binary classification task ({df.attrs.get('data_type')})")
+    texts = df["prompt"].astype(str).tolist()
+    X = lm_activations(texts, lm, layer=layer, max_length=max_length, what=pooling)["X"]
+    return dict(X=X, y=df["y"].to_numpy().astype(np.int64), texts=texts)
+
+def lm_pool(cfg, lm:HubLM) -> dict:
+    "Token activations (after BOS, cut to `POOL_MAX_TOKENS`) of generic text: `pool_rows` texts of each sae-probes dataset that is not probed."
+    from trustlib.data import sae_probes_datasets, load_sae_probes
+    names = [n for n in sae_probes_datasets() if n not in set(cfg.datasets)][:cfg.pool_datasets or None]
+    acts, n_texts = [], 0
+    for n in names:
+        texts = load_sae_probes(n, max_rows=cfg.pool_rows, seed=derive_seed(cfg.seed, "pool", name_key(n)) % 2**31)["prompt"].astype(str).tolist()
+        acts.append(lm_activations(texts, lm, layer=cfg.layer, max_length=min(cfg.max_length, POOL_MAX_TOKENS), what="tokens")["acts"]); n_texts += len(texts)
+    return dict(tokens=np.concatenate(acts), n_texts=n_texts, datasets=names)
+
+def sae_stats_batched(sae, X, batch_size:int=4096) -> dict[str, float]:
+    "`sae_fit_stats` (FVU, mean L0, dead-latent fraction) in batches on the SAE's device, with float64 sums; `X` an array or a list of arrays."
+    import torch
+    dev = next(sae.parameters()).device
+    sse = sxx = 0.0; sx, n, l0 = 0.0, 0, 0.0
+    fired = torch.zeros(sae.d_sae, dtype=torch.bool, device=dev)
+    with torch.no_grad():
+        for part in (X if isinstance(X, (list, tuple)) else [X]):
+            for s in range(0, len(part), batch_size):
+                x = torch.as_tensor(np.asarray(part[s:s + batch_size], np.float32)).to(dev)
+                z = sae.encode(x); xd = x.double()
+                sse += float(((xd - sae.decode(z).double()) ** 2).sum()); sxx += float((xd ** 2).sum()); sx = sx + xd.sum(0); n += len(x)
+                nz = z != 0; l0 += float(nz.sum()); fired |= nz.any(0)
+    return dict(fvu=sse / (sxx - float((sx ** 2).sum()) / n), l0=l0 / n, dead_frac=float((~fired).double().mean()))
+
+def pretrained_sae(cfg, lm:HubLM) -> dict:
+    "The pretrained SAE (`sae_repo`/`sae_folder`, Gemma Scope's layout) and its random-init control (an untrained TopK SAE of the same width, k = the SAE's mean L0 on the pool), with their fit on the pool tokens."
+    import torch
+    from trustlib.interp.sae import load_gemma_scope
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    sae = load_gemma_scope(cfg.sae_repo, cfg.sae_folder, device=dev)
+    if sae.d_sae != cfg.d_sae: raise ConfigError(f"parameter 'd_sae': the SAE {cfg.sae_repo}/{cfg.sae_folder} has {sae.d_sae} latents, not {cfg.d_sae}")
+    p = lm_pool(cfg, lm); T = p["tokens"]
+    if T.shape[1] != sae.d_in: raise ConfigError(f"the SAE reads width {sae.d_in}; the residual stream of {cfg.model} has width {T.shape[1]}")
+    st = sae_stats_batched(sae, T)
+    k = int(min(cfg.d_sae, max(1, round(st["l0"]))))
+    pick = np.random.default_rng(derive_seed(cfg.seed, "rand-init")).permutation(len(T))[:4096]
+    rand = train_probe_sae(T[np.sort(pick)], d_sae=cfg.d_sae, k=k, steps=1, seed=derive_seed(cfg.seed, "sae"), trained=False).to(dev)
+    return dict(saes=dict(sae=sae, rand=rand), stats=dict(sae=st, rand=sae_stats_batched(rand, T)), n_tokens=len(T), n_texts=p["n_texts"],
+                pool=p["datasets"], control_k=k)
+
+class LazyCodes(dict):
+    "Per dataset, the codes of each SAE, computed when asked (the last one kept): the codes of all datasets at once would not fit in memory."
+    def __init__(self, saes:dict, reps:dict): super().__init__(); self.saes, self.reps, self._last = saes, reps, (None, None)
+    def __getitem__(self, name):
+        if self._last[0] != name: self._last = (name, {k: sae_encode(s, self.reps[name]["X"]) for k, s in self.saes.items()})
+        return self._last[1]
+    def __contains__(self, name): return name in self.reps
+
+def _pretrained_sae_and_codes(cfg, reps:dict, ood:dict, lm:HubLM):
+    "`_sae_and_codes` for a pretrained SAE on a causal LM's raw residual stream (no scaling): the SAE, its control, their fit, and lazily made codes."
+    import pandas as pd
+    g = pretrained_sae(cfg, lm); saes = g["saes"]
+    Xp = [r["X"] for r in reps.values()]
+    tab = pd.DataFrame({n: {**{f"pool tokens/{k}": v for k, v in g["stats"][n].items()},
+                            **{f"probing vectors/{k}": v for k, v in sae_stats_batched(s, Xp).items()}} for n, s in saes.items()}).T
+    tab.insert(0, "model", lm.key); tab.insert(1, "training tokens", 0); tab.insert(2, "pool texts", g["n_texts"])
+    for n, o in ood.items(): o["codes"] = {k: sae_encode(s, o["X"]) for k, s in saes.items()}
+    return tab, LazyCodes(saes, reps), g
+
 
 
 # %% [markdown]
@@ -940,27 +1183,27 @@ def _sae_and_codes(cfg, reps:dict, ood:dict, progress:bool):
 def run(cfg:Config, progress:bool=True):
     "The whole experiment: representations, the SAE (+ random control), all probing cells, tables, figures and measurements (no verdicts)."
     import time
+    from functools import partial
     from tqdm.auto import tqdm
     from threadpoolctl import threadpool_limits
-    if cfg.profile == "full":
-        raise ResourceUnavailable("the full profile probes Gemma-2-9B / Llama-3.1-8B residual streams with Gemma Scope / LlamaScope SAEs "
-                                  "(hub downloads through SAELens, a GPU); none of these is available offline. Use the cpu profile, "
-                                  "or run the official sae-probes package.")
-    cpu = {}
+    cpu, lm = {}, (None if cfg.model == "minilm" else HubLM(cfg.model, cfg.lm_dtype))
+    embed = representations if lm is None else partial(lm_representations, lm=lm)
     with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
         t0 = time.process_time()
         kw = dict(layer=cfg.layer, pooling=cfg.pooling, max_length=cfg.max_length)
-        reps = {n: representations(n, max_rows=cfg.max_rows, seed=derive_seed(cfg.seed, "rows", name_key(n)) % 2**31, **kw)
-                for n in tqdm(cfg.datasets, desc="MiniLM representations", disable=not progress)}
-        ood = {n: representations(_ood_name(n), max_rows=None, seed=0, **kw) for n in cfg.ood_datasets} if "ood" in cfg.regimes else {}
+        reps = {n: embed(n, max_rows=cfg.max_rows, seed=derive_seed(cfg.seed, "rows", name_key(n)) % 2**31, **kw)
+                for n in tqdm(cfg.datasets, desc="MiniLM representations" if lm is None else f"{cfg.model} representations", disable=not progress)}
+        ood = {n: embed(_ood_name(n), max_rows=None, seed=0, **kw) for n in cfg.ood_datasets} if "ood" in cfg.regimes else {}
         cpu["embed"] = time.process_time() - t0; t0 = time.process_time()
-        sae_tab, codes, cached = _sae_and_codes(cfg, reps, ood, progress)
+        if lm is None: sae_tab, codes, cached = _sae_and_codes(cfg, reps, ood, progress)
+        else: sae_tab, codes, g = _pretrained_sae_and_codes(cfg, reps, ood, lm); cached = False
         cpu["sae"] = time.process_time() - t0; t0 = time.process_time()
         df = run_probes(cfg, reps, codes, ood, progress=progress)
         cpu["probe"] = time.process_time() - t0
     res = _assemble(cfg, df, sae_tab, reps, ood)
     for k, v in cpu.items(): res.metrics[f"speed/{k}_cpu_seconds"] = round(v, 2)   # CPU seconds of this process per phase
     res.metrics["speed/sae_from_cache"] = bool(cached)     # the SAE phase read a trained SAE from the cache (no pool, no training)
+    if lm is not None: res.metrics.update({"sae/control_k": g["control_k"], "sae/pool_tokens": g["n_tokens"]})
     return res
 
 def _assemble(cfg, df, sae_tab, reps, ood):
