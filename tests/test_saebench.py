@@ -271,3 +271,19 @@ def test_full_profile_is_the_papers_setup():
     assert cfg.architectures == sb.ARCHS and cfg.l0_targets == (20, 40, 80, 160, 320, 640) and cfg.minilm_d_sae == 2**14
     with pytest.raises(ConfigError, match="'layer'"): sb.Config.from_params("smoke", layer=7)
     with pytest.raises(ConfigError, match="'device'"): sb.Config.from_params("smoke", device="cuda")
+
+def test_corpus_by_dataset_id_is_streamed_once_and_cached(tmp_path, monkeypatch):
+    """A Hugging Face dataset id is read with `datasets` (streamed, its first n documents) once; the documents are kept in
+    The Pile's format under the data folder and later runs read them from there without `datasets`."""
+    import sys, types
+    calls = []
+    def load_dataset(name, split, streaming):
+        calls.append((name, split, streaming))
+        return iter([dict(text=f"document {i}", meta={}) for i in range(10)])
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    assert sb.corpus_texts("owner/pile", 4) == [f"document {i}" for i in range(4)]
+    assert calls == [("owner/pile", "train", True)]
+    assert [p.name for p in (tmp_path/"corpora"/"owner--pile").iterdir()] == ["00.jsonl.zst"]
+    monkeypatch.delitem(sys.modules, "datasets")
+    assert sb.corpus_texts("owner/pile", 3) == [f"document {i}" for i in range(3)] and len(calls) == 1

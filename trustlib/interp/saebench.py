@@ -588,7 +588,7 @@ def corpus_texts(corpus:str, # a folder, or a Hugging Face dataset id
                  n:int, # documents wanted (the first ones)
                  ) -> list[str]:
     "The first `n` documents of `corpus` (a dataset id is streamed with `datasets` once and cached in The Pile's format)."
-    import json, os, tempfile
+    import json, os, shutil, tempfile
     from trustlib.config import ResourceUnavailable, install_hint
     d = corpus_folder(corpus)
     if d.is_dir():
@@ -605,7 +605,8 @@ def corpus_texts(corpus:str, # a folder, or a Hugging Face dataset id
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=d.parent)
     with open(os.path.join(tmp, "00.jsonl.zst"), "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
         for t in texts: w.write((json.dumps(dict(text=t)) + "\n").encode())
-    os.replace(tmp, d)
+    try: os.replace(tmp, d)
+    except OSError: shutil.rmtree(tmp, ignore_errors=True)   # another run cached it first
     return [t for t in texts if t.strip()]
 
 def corpus_documents(cfg, exclude:set) -> list[str]:
