@@ -455,7 +455,8 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "robust_sketches": dict(keep=()),
     "random_features": dict(keep=()),
     "saebench": dict(keep=("architectures", "lm", "layer", "corpus", "device", "max_length"),
-                     set=dict(n_train=2000, steps=30, n_eval=400, corpus_docs=150, minilm_d_sae=64, l0_targets=(8,), minilm_steps=20, minilm_batch_size=256)),
+                     set=dict(n_train=2000, steps=10, n_eval=200, corpus_docs=150, minilm_d_sae=64, l0_targets=(8,), minilm_steps=10, minilm_batch_size=256,
+                              probe_rows=20, scr_rows=20, tpp_rows=5, n_words=100)),
 }
 
 def _paper_config(paper:str):
