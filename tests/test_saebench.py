@@ -245,3 +245,45 @@ def test_scr_dataset_without_short_texts_of_both_classes_is_refused():
         sb.Config.from_params("cpu", scr_datasets=["161_agnews_0"])
     cfg = sb.Config.from_params("cpu")
     assert all(min(sb.scr_fitting(n, cfg.max_length, cfg.scr_marker)) >= 2 * cfg.scr_rows for n in cfg.scr_datasets)
+
+def test_corpus_folders_read_in_each_format(tmp_path):
+    """The full profile's training text: a folder of .txt documents (OpenWebText's layout) or JSON lines, plain or
+    zstd-compressed (The Pile's), read in file-name order up to the number of documents asked for; a dataset id maps
+    to its cache folder under the data folder."""
+    import json, zstandard
+    (tmp_path/"a.txt").write_text("first document")
+    (tmp_path/"b.jsonl").write_text(json.dumps(dict(text="second")) + "\n\n" + json.dumps(dict(text="third")) + "\n")
+    (tmp_path/"c.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress((json.dumps(dict(text="fourth", meta={})) + "\n").encode()))
+    (tmp_path/"d.csv").write_text("text\nignored\n")
+    assert sb.corpus_texts(str(tmp_path), 10) == ["first document", "second", "third", "fourth"]
+    assert sb.corpus_texts(str(tmp_path), 2) == ["first document", "second"]
+    assert sb.corpus_folder("owner/name").parts[-2:] == ("corpora", "owner--name")
+    from trustlib.config import ResourceUnavailable
+    (tmp_path/"empty").mkdir()
+    with pytest.raises(ResourceUnavailable, match="no documents"): sb.corpus_texts(str(tmp_path/"empty"), 5)
+
+def test_full_profile_is_the_papers_setup():
+    """The full profile trains on Pythia-160M's residual stream after block 8 (SAEBench's layer 8, `blocks.8.hook_resid_post`)
+    with The Pile as training text, all 7 architectures at the paper's L0 targets; MiniLM's layer bound still holds for MiniLM."""
+    from trustlib.config import ConfigError
+    cfg = sb.Config.from_params("full")
+    assert (cfg.lm, cfg.layer, cfg.corpus, cfg.device) == ("EleutherAI/pythia-160m", 9, "monology/pile-uncopyrighted", "auto")
+    assert cfg.architectures == sb.ARCHS and cfg.l0_targets == (20, 40, 80, 160, 320, 640) and cfg.minilm_d_sae == 2**14
+    with pytest.raises(ConfigError, match="'layer'"): sb.Config.from_params("smoke", layer=7)
+    with pytest.raises(ConfigError, match="'device'"): sb.Config.from_params("smoke", device="cuda")
+
+def test_corpus_by_dataset_id_is_streamed_once_and_cached(tmp_path, monkeypatch):
+    """A Hugging Face dataset id is read with `datasets` (streamed, its first n documents) once; the documents are kept in
+    The Pile's format under the data folder and later runs read them from there without `datasets`."""
+    import sys, types
+    calls = []
+    def load_dataset(name, split, streaming):
+        calls.append((name, split, streaming))
+        return iter([dict(text=f"document {i}", meta={}) for i in range(10)])
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    assert sb.corpus_texts("owner/pile", 4) == [f"document {i}" for i in range(4)]
+    assert calls == [("owner/pile", "train", True)]
+    assert [p.name for p in (tmp_path/"corpora"/"owner--pile").iterdir()] == ["00.jsonl.zst"]
+    monkeypatch.delitem(sys.modules, "datasets")
+    assert sb.corpus_texts("owner/pile", 3) == [f"document {i}" for i in range(3)] and len(calls) == 1

