@@ -875,7 +875,7 @@ def run_minilm(cfg, progress:bool=True) -> tuple["pd.DataFrame", dict]:
         rows.append(dict(seed=s, l0_target=l0, architecture=arch, **evaluate_minilm(sae, held, ev, probes, cfg.top_n, cfg.autocast),
                          **(ce_scores(sae, cfg, ref, scale) if ref else {})))
     t = ev.tpp
-    facts = dict(train_tokens=len(train), heldout_tokens=len(held), scale=scale, letters=len(probes['letters']),
+    facts = dict(train_tokens=len(train), heldout_tokens=len(held), scale=scale, letters=len(probes['letters']['letters']),
                  scr_gap=float(np.mean([p.a_oracle - p.a_base for p in probes['scr']])),
                  scr_base_acc=float(np.mean([p.a_base for p in probes['scr']])), scr_oracle_acc=float(np.mean([p.a_oracle for p in probes['scr']])),
                  tpp_probe_acc=float(np.mean([(probes['tpp'][j].predict(ev.X[t['test'][j]]) == t['Y'][t['test'][j], j]).mean() for j in range(t['Y'].shape[1])])),
