@@ -109,14 +109,15 @@ def _published_hpp_table() -> dict:
 
 def test_two_group_post_processing_matches_the_published_page():
     """The any-number-of-groups RelaxedThresholdOptimizer gives the paper's two-group numbers unchanged: the post-processing table of
-    the graded configuration, recomputed now, equals the one stored on the published page (means over seeds, 4 decimals)."""
+    the graded configuration, recomputed now, equals the one stored on the published page (means over seeds, 4 decimals; the last
+    decimal may differ by one between CPU models, whose floating-point kernels round differently)."""
     pub = _published_hpp_table()
     assert len(pub) == 15, pub
     H = pd.concat([h for *_, h in _graded_cpu_seeds()])
     now = H.groupby(["constraint", "setting"], sort=False)[["acc", "unfairness", "binds"]].mean().round(4)
     for (c, setting), (acc, unf, binds) in pub.items():
         r = now.loc[(c, setting)]
-        assert (r.acc, r.unfairness) == (acc, unf), (c, setting, (r.acc, r.unfairness), (acc, unf))
+        assert abs(r.acc - acc) <= 1.5e-4 and abs(r.unfairness - unf) <= 1.5e-4, (c, setting, (r.acc, r.unfairness), (acc, unf))
         assert np.isnan(binds) and np.isnan(r.binds) or abs(r.binds - binds) < 0.006, (c, setting, r.binds, binds)
 
 

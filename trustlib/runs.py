@@ -19,11 +19,11 @@ __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOC
            'RAY_CONNECT_TIMEOUT_S', 'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks',
            'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short',
            'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
-           'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'RunLocked',
-           'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult', 'error_chain',
-           'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'changed_versions', 'run_notebook', 'mount_of',
-           'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size',
-           'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
+           'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'machine_info',
+           'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult',
+           'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'changed_versions', 'run_notebook',
+           'mount_of', 'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources',
+           'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -471,6 +471,15 @@ def git_info(path:str|Path) -> dict[str, Any]:
 
 def _now() -> str: return datetime.now(timezone.utc).isoformat()
 
+def machine_info() -> dict:
+    "The machine a run ran on: CPU model, logical cores, architecture. Floating-point results can differ in the last digits between CPU models (their BLAS kernels differ), so a run records it."
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"): cpu = line.split(":", 1)[1].strip(); break
+    except OSError: pass
+    return dict(cpu=cpu or platform.processor() or platform.machine(), cores=os.cpu_count(), arch=platform.machine(), system=platform.system())
+
 def _sha1_file(p:Path) -> str: return hashlib.sha1(Path(p).read_bytes()).hexdigest()
 
 # %% ../nbs/core/05_runs.ipynb #ec9de3c4
@@ -796,7 +805,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
     out_nb = tmp/nb.name
     meta = dict(paper=name, run_id=rid, status='running', profile=profile, params=encode_params(params),
                 notebook=nb.name, source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha,
-                hostname=socket.gethostname(), started=_now(), **(dict(rehearsal=True) if rehearsal else {}))
+                hostname=socket.gethostname(), machine=machine_info(), started=_now(), **(dict(rehearsal=True) if rehearsal else {}))
     t0 = time.perf_counter()
     saved_env = {k: os.environ.get(k) for k in ('TRUSTLIB_RUN_DIR', 'TQDM_DISABLE', 'TRUSTLIB_ALLOW_LARGE')}
     old_term = None
@@ -1092,7 +1101,7 @@ def _record_lost(job:dict, error:str) -> dict:
         now = _now()
         write_json(tmp/'metrics.json', dict(
             paper=job['name'], run_id=rid, status='failed', profile=job['profile'], params=encode_params(job['params']), notebook=None,
-            source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha, hostname=socket.gethostname(), started=now,
+            source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha, hostname=socket.gethostname(), machine=machine_info(), started=now,
             error=err, error_chain=[err], traceback='', config={}, metrics={}, verdicts=[], tables=[], figures=[],
             versions=versions(), **git_info(nb.parent), finished=now, duration_s=None))
         if is_complete(final): where = _failed_name(final); _rename(tmp, where)   # a complete run is never replaced by a failure

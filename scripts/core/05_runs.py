@@ -684,6 +684,15 @@ def git_info(path:str|Path) -> dict[str, Any]:
 
 def _now() -> str: return datetime.now(timezone.utc).isoformat()
 
+def machine_info() -> dict:
+    "The machine a run ran on: CPU model, logical cores, architecture. Floating-point results can differ in the last digits between CPU models (their BLAS kernels differ), so a run records it."
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"): cpu = line.split(":", 1)[1].strip(); break
+    except OSError: pass
+    return dict(cpu=cpu or platform.processor() or platform.machine(), cores=os.cpu_count(), arch=platform.machine(), system=platform.system())
+
 def _sha1_file(p:Path) -> str: return hashlib.sha1(Path(p).read_bytes()).hexdigest()
 
 
@@ -692,6 +701,8 @@ _v = versions()
 assert {'python', 'numpy', 'papermill', 'trustlib-icml25'} <= set(_v), _v     # the code's own version is recorded with every run
 test_eq(set(git_info(_root)), {'git_commit', 'git_dirty', 'git_dirty_files'})
 test_eq(git_info(tempfile.mkdtemp()), dict(git_commit=None, git_dirty=None, git_dirty_files=None))
+_m = machine_info()                                                              # metrics.json's `machine`: what the numbers were computed on
+test_eq((_m['cores'], _m['arch']), (os.cpu_count(), platform.machine())); assert isinstance(_m['cpu'], str) and _m['cpu']
 
 # %% [markdown]
 # A repository where a notebook's outputs changed is clean; a changed source is dirty:
@@ -1146,7 +1157,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
     out_nb = tmp/nb.name
     meta = dict(paper=name, run_id=rid, status='running', profile=profile, params=encode_params(params),
                 notebook=nb.name, source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha,
-                hostname=socket.gethostname(), started=_now(), **(dict(rehearsal=True) if rehearsal else {}))
+                hostname=socket.gethostname(), machine=machine_info(), started=_now(), **(dict(rehearsal=True) if rehearsal else {}))
     t0 = time.perf_counter()
     saved_env = {k: os.environ.get(k) for k in ('TRUSTLIB_RUN_DIR', 'TQDM_DISABLE', 'TRUSTLIB_ALLOW_LARGE')}
     old_term = None
@@ -1547,7 +1558,7 @@ def _record_lost(job:dict, error:str) -> dict:
         now = _now()
         write_json(tmp/'metrics.json', dict(
             paper=job['name'], run_id=rid, status='failed', profile=job['profile'], params=encode_params(job['params']), notebook=None,
-            source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha, hostname=socket.gethostname(), started=now,
+            source_notebook=_relpath(nb), source_sha1=file_sha, source_code_sha1=src_sha, hostname=socket.gethostname(), machine=machine_info(), started=now,
             error=err, error_chain=[err], traceback='', config={}, metrics={}, verdicts=[], tables=[], figures=[],
             versions=versions(), **git_info(nb.parent), finished=now, duration_s=None))
         if is_complete(final): where = _failed_name(final); _rename(tmp, where)   # a complete run is never replaced by a failure
