@@ -15,8 +15,14 @@
 #
 # ```bash
 # make reproduce   # run every paper notebook with the `cpu` profile, collect results, build the website
-# make test        # the whole test suite (every notebook at the `smoke` profile + unit/integration tests)
+# make test        # the test suite (every notebook at the `smoke` profile, unit/integration tests, the `full` rehearsals)
+# TRUSTLIB_SLOW=1 make test   # also the tests marked slow (what CI runs)
 # ```
+#
+# The tests marked `slow` recompute a claim's condition on a paper's whole `cpu` configuration (training the SAEs of
+# SAEBench and SAE probing, DOR's prompt tuning, ecolevels' audit) or build the site in a copy without `../shared`:
+# several CPU-minutes each. Without `TRUSTLIB_SLOW=1` they skip, saying so; the default suite still checks the same
+# conditions on each published run and every paper at its `smoke` profile.
 #
 # Both create `.venv` (Python 3.11) when it is missing and install everything from this repository's own
 # files (`settings.ini` declares compatible ranges, `constraints.txt` pins the tested set, torch 2.13.0 among them;

@@ -36,6 +36,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "requires_sae_probes: reads the sae-probes text datasets (the wheel that `make install` "
                             "downloads); skipped with the reason when it is not found, a failure when TRUSTLIB_REQUIRE_SAE_PROBES=1")
 
+SLOW_SKIP = ("marked slow: recomputes a claim's condition on the paper's whole cpu configuration (or builds the site in a copy), "
+             "several CPU-minutes; the published run's check runs without it. Set TRUSTLIB_SLOW=1 to run it (CI does)")
+
+def pytest_collection_modifyitems(config, items):
+    "Tests marked `slow` run only with TRUSTLIB_SLOW=1 (CI sets it); otherwise they skip with the reason."
+    if os.environ.get("TRUSTLIB_SLOW") == "1": return
+    for item in items:
+        if item.get_closest_marker("slow"): item.add_marker(pytest.mark.skip(reason=SLOW_SKIP))
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("requires_sns_bench"): _skip_without_sns_bench()
     if item.get_closest_marker("requires_sae_probes") and (why := sae_probes_skip_reason()) is not None:
