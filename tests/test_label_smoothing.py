@@ -256,9 +256,11 @@ def test_tiny_gpt_and_vocab_resize_are_deterministic():
 
 
 def test_full_profile_needs_the_model(tmp_path):
-    "The full profile fine-tunes the LLM `model`; one that cannot be found stops with ResourceUnavailable before any work."
-    cfg = Config.from_params("full", model=str(tmp_path / "no-such-model"))
+    """The full profile fine-tunes the LLM `model`: a name that is neither a local path nor a hub id is refused by the Config;
+    a hub id that cannot be loaded here (offline, not in the cache) stops with ResourceUnavailable before any training."""
+    with pytest.raises(ConfigError, match="neither an existing local path"): Config.from_params("full", model=str(tmp_path / "no-such-model"))
     assert Config.from_params("full").model == "Qwen/Qwen2.5-0.5B" and Config.from_params("cpu").model == "toy"
+    cfg = Config.from_params("full", model="trustlib-test/no-such-model")
     with pytest.raises(ResourceUnavailable, match="could not be loaded"): run(cfg, progress=False)
     with pytest.raises(ConfigError, match="llm_eval_data"): Config.from_params("full", llm_eval_data=[])
     with pytest.raises(ConfigError, match="llm_loss"): Config.from_params("full", llm_loss="triton")

@@ -10,11 +10,11 @@ from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 import numpy as np
 
 # %% auto #0
-__all__ = ['PROFILES', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'MissingDependency',
-           'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'did_you_mean', 'injected_names',
-           'BaseConfig', 'check_cost', 'in_test', 'in_papermill', 'resolve_profile', 'parameters_cell',
-           'check_parameters_cell', 'canonical_params', 'seed_everything', 'torch_generator', 'derive_seed',
-           'torch_threads', 'get_device', 'Paper', 'get_paper']
+__all__ = ['PROFILES', 'HUB_ID', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError', 'ResourceUnavailable', 'check_hub_name',
+           'MissingDependency', 'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'did_you_mean',
+           'injected_names', 'BaseConfig', 'check_cost', 'in_test', 'in_papermill', 'resolve_profile',
+           'parameters_cell', 'check_parameters_cell', 'canonical_params', 'seed_everything', 'torch_generator',
+           'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -24,6 +24,26 @@ class ConfigError(ValueError):
 
 class ResourceUnavailable(RuntimeError):
     "A resource (dataset, model weights, GPU) the chosen profile needs is not available on this machine."
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")   # 'owner/name', the form of Hugging Face model and dataset ids
+
+def check_hub_name(param:str, # the parameter's name (for the message)
+                   value:str, # a local path, or a Hugging Face id
+                   what:str="model", # 'model' or 'dataset' (a bare model id such as 'gpt2' passes when it is in the local cache)
+                   roots=(), # folders a relative local path may also be found under (e.g. the data folder)
+                  ) -> str:
+    "`value` if it names an existing local path (as given or under one of `roots`) or a Hugging Face id ('owner/name'); else `ConfigError`, before any work."
+    v = str(value).strip()
+    if not v: raise ConfigError(f"parameter {param!r}: empty; give a local path or a Hugging Face {what} id ('owner/name')")
+    from pathlib import Path
+    if Path(v).expanduser().exists() or any((Path(r) / v).exists() for r in roots) or HUB_ID.match(v): return v
+    if what == "model":
+        try:
+            from huggingface_hub import try_to_load_from_cache
+            if isinstance(try_to_load_from_cache(v, "config.json"), str): return v
+        except Exception: pass
+    raise ConfigError(f"parameter {param!r}: {v!r} is neither an existing local path nor a Hugging Face {what} id ('owner/name'"
+                      + (", or a bare id already in the local cache)" if what == "model" else ")"))
 
 # %% ../nbs/core/00_config.ipynb #ac920d7f
 DIST_NAME = "trustlib-icml25"   # the distribution name (pip install DIST_NAME); the import name stays `trustlib`

@@ -41,6 +41,32 @@ class ConfigError(ValueError):
 class ResourceUnavailable(RuntimeError):
     "A resource (dataset, model weights, GPU) the chosen profile needs is not available on this machine."
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")   # 'owner/name', the form of Hugging Face model and dataset ids
+
+def check_hub_name(param:str, # the parameter's name (for the message)
+                   value:str, # a local path, or a Hugging Face id
+                   what:str="model", # 'model' or 'dataset' (a bare model id such as 'gpt2' passes when it is in the local cache)
+                   roots=(), # folders a relative local path may also be found under (e.g. the data folder)
+                  ) -> str:
+    "`value` if it names an existing local path (as given or under one of `roots`) or a Hugging Face id ('owner/name'); else `ConfigError`, before any work."
+    v = str(value).strip()
+    if not v: raise ConfigError(f"parameter {param!r}: empty; give a local path or a Hugging Face {what} id ('owner/name')")
+    from pathlib import Path
+    if Path(v).expanduser().exists() or any((Path(r) / v).exists() for r in roots) or HUB_ID.match(v): return v
+    if what == "model":
+        try:
+            from huggingface_hub import try_to_load_from_cache
+            if isinstance(try_to_load_from_cache(v, "config.json"), str): return v
+        except Exception: pass
+    raise ConfigError(f"parameter {param!r}: {v!r} is neither an existing local path nor a Hugging Face {what} id ('owner/name'"
+                      + (", or a bare id already in the local cache)" if what == "model" else ")"))
+
+
+# %%
+test_eq(check_hub_name("model", "EleutherAI/pythia-160m"), "EleutherAI/pythia-160m")          # a hub id: resolved (or downloaded) by the run
+test_eq(check_hub_name("corpus", ".", "dataset"), ".")                                         # an existing local path
+test_fail(lambda: check_hub_name("model", "no_such_name_zz9"), contains="neither an existing local path")
+test_fail(lambda: check_hub_name("data", "a/b/c", "dataset"), contains="'data'")
 
 # %% [markdown]
 # Optional dependencies are grouped in extras of the distribution `trustlib-icml25` (the import name is

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib, copy, json, math, os, subprocess, sys, time
 from dataclasses import dataclass
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything, torch_threads, require
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, seed_everything, torch_threads, require, check_hub_name
 from ..results import Result, Estimate, mean_ci, median_ci, Claim, Change, Above, Below, AtLeast, AllOf, Each, claims_table
 from .. import metrics as M
 
@@ -81,6 +81,10 @@ class Config(BaseConfig):
     }
     def validate(self):
         if not self.model.strip(): raise ConfigError("parameter 'model': give 'toy' or the hub id / local folder of a causal LM")
+        if self.model != "toy": check_hub_name("model", self.model)
+        from trustlib.data import data_dir
+        for name, spec in [("llm_sft_data", self.llm_sft_data), *(("llm_eval_data", e) for e in self.llm_eval_data)]:
+            check_hub_name(name, parse_data_spec(spec)[0], "dataset", roots=(data_dir() / "hf",))
         if not self.llm_eval_data: raise ConfigError("parameter 'llm_eval_data': give at least one multiple-choice set")
         bad = set(self.bench_impls) - {"naive", "chunked", "fused"}
         if bad or not self.bench_impls: raise ConfigError(f"parameter 'bench_impls': {sorted(bad) or '[]'} not allowed; choose a non-empty subset of ['naive', 'chunked', 'fused']")

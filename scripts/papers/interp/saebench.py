@@ -65,7 +65,7 @@ import functools, math, os, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_hub_name
 
 # %%
 #| hide
@@ -258,6 +258,10 @@ class Config(BaseConfig):
         if self.lm == "minilm" and self.layer > 6: raise ConfigError(f"parameter 'layer': MiniLM has 6 layers; {self.layer} is out of range 0..6")
         if self.lm == "minilm" and self.device != "cpu": raise ConfigError(f"parameter 'device': MiniLM runs on the cpu; {self.device!r} is for a causal LM (lm=...)")
         if not self.corpus.strip(): raise ConfigError("parameter 'corpus': give 'sae-probes', a Hugging Face dataset id or a folder")
+        if self.lm != "minilm": check_hub_name("lm", self.lm)
+        if self.corpus != "sae-probes":
+            from trustlib.data import data_dir
+            check_hub_name("corpus", self.corpus, "dataset", roots=(data_dir(),))
         if max(self.l0_targets) >= self.minilm_d_sae: raise ConfigError(f"parameter 'l0_targets': every target must be < minilm_d_sae ({self.minilm_d_sae})")
         if self.ravel_attrs > self.n_parents: raise ConfigError(f"parameter 'ravel_attrs': must be <= n_parents ({self.n_parents})")
         if not self.scr_marker.strip(): raise ConfigError("parameter 'scr_marker': the spurious cue must not be empty")
