@@ -131,7 +131,9 @@ def test_report_publish_refuses_a_rehearsal(tmp_path, capsys):
 def test_resolve_profile_in_a_rehearsal(monkeypatch, standins):
     from trustlib.config import resolve_profile
     monkeypatch.setenv("TRUSTLIB_REHEARSE", "1"); monkeypatch.setenv("TRUSTLIB_REHEARSE_ROOT", str(standins)); monkeypatch.setenv("IN_TEST", "1")
-    for k in ("TRUSTLIB_DATA", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRUSTLIB_OFFLINE"): monkeypatch.delenv(k, raising=False)
+    for k in RH.rehearsal_env(standins):             # every variable activate() sets is restored after the test (setenv records it, absent or not)
+        monkeypatch.setenv(k, "x"); monkeypatch.delenv(k)
+    monkeypatch.setenv("TRUSTLIB_REHEARSE", "1"); monkeypatch.setenv("TRUSTLIB_REHEARSE_ROOT", str(standins))
     import huggingface_hub.constants as hc
     monkeypatch.setattr(hc, "HF_HUB_CACHE", hc.HF_HUB_CACHE); monkeypatch.setattr(hc, "HF_HUB_OFFLINE", hc.HF_HUB_OFFLINE)
     assert resolve_profile("full") == "full"                                  # not forced to smoke under a test runner
