@@ -841,18 +841,12 @@ class HubLM:
         if rev is None: self.lm; rev = self.revision() or str(getattr(self.lm.model.config, "_commit_hash", None))
         return f"{self.name}@{rev}"
 
-def _decoder_blocks(model):
-    "The list of decoder blocks of a Hugging Face causal LM (`model.model.layers` for Gemma-2, Llama, Mistral)."
-    base = model.get_decoder() if hasattr(model, "get_decoder") else getattr(model, "model", model)
-    blocks = getattr(base, "layers", None)
-    if blocks is None: raise ConfigError(f"cannot find the decoder blocks of {type(model).__name__} (expected .model.layers)")
-    return blocks
-
 def lm_hidden(texts:list[str], lm, *, layer:int, max_length:int, what:str="last", batch_size:int=16) -> list[np.ndarray]:
     "Per text, the residual stream after decoder block `layer`: the last token's vector (`what='last'`), the mean over the tokens after BOS ('mean'), or every token after BOS [T, d] in float16 ('tokens')."
     import torch
     tok, model = lm.tokenizer, lm.model
-    blocks = _decoder_blocks(model)
+    from trustlib.interp.sae import _blocks                           # the shared finder of a model's block list
+    blocks = _blocks(model)
     if not 0 <= layer < len(blocks): raise ConfigError(f"parameter 'layer': {lm.name_or_path} has blocks 0 to {len(blocks) - 1}, got {layer}")
     tok.truncation_side, tok.padding_side = "left", "right"          # keep the end of a long prompt, as the official code
     ids = tok([str(t) for t in texts], truncation=True, max_length=max_length)["input_ids"]
