@@ -304,6 +304,7 @@ class BaseConfig:
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         cls.__doc__ = _ParamDoc(cls.__dict__.get('__doc__'))
+        cls._repr_pretty_ = BaseConfig._repr_pretty_   # IPython takes a class's own __repr__ (the dataclass one) before an inherited _repr_pretty_
 
     def __post_init__(self):
         allow, trusted = _VALIDATION.get() or (False, {})
@@ -407,6 +408,21 @@ class BaseConfig:
 
     def replace(self, **changes):
         return type(self).from_params(**{**self.to_dict(), **changes}, allow_large=getattr(self, '_allow_large', False))
+
+    def pretty(self, width:int=100) -> str:
+        "The config as `repr` gives it when that fits in `width` characters, else one parameter per line (long values wrapped)."
+        one = repr(self)
+        if len(one) <= width: return one
+        import pprint
+        lines = [f"{type(self).__name__}("]
+        for f in fields(self):
+            if not f.repr: continue
+            body = pprint.pformat(getattr(self, f.name), width=max(width - len(f.name) - 5, 40), compact=True)
+            lines.append(f"    {f.name}=" + body.replace("\n", "\n" + " " * (len(f.name) + 5)) + ",")
+        return "\n".join(lines) + "\n)"
+
+    def _repr_pretty_(self, p, cycle):   # how Jupyter shows a config: a stored output never has a line of thousands of characters
+        p.text(self.pretty())
 
     @classmethod
     def describe(cls) -> list[dict[str, Any]]:

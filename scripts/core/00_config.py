@@ -447,6 +447,7 @@ class BaseConfig:
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         cls.__doc__ = _ParamDoc(cls.__dict__.get('__doc__'))
+        cls._repr_pretty_ = BaseConfig._repr_pretty_   # IPython takes a class's own __repr__ (the dataclass one) before an inherited _repr_pretty_
 
     def __post_init__(self):
         allow, trusted = _VALIDATION.get() or (False, {})
@@ -551,6 +552,21 @@ class BaseConfig:
     def replace(self, **changes):
         return type(self).from_params(**{**self.to_dict(), **changes}, allow_large=getattr(self, '_allow_large', False))
 
+    def pretty(self, width:int=100) -> str:
+        "The config as `repr` gives it when that fits in `width` characters, else one parameter per line (long values wrapped)."
+        one = repr(self)
+        if len(one) <= width: return one
+        import pprint
+        lines = [f"{type(self).__name__}("]
+        for f in fields(self):
+            if not f.repr: continue
+            body = pprint.pformat(getattr(self, f.name), width=max(width - len(f.name) - 5, 40), compact=True)
+            lines.append(f"    {f.name}=" + body.replace("\n", "\n" + " " * (len(f.name) + 5)) + ",")
+        return "\n".join(lines) + "\n)"
+
+    def _repr_pretty_(self, p, cycle):   # how Jupyter shows a config: a stored output never has a line of thousands of characters
+        p.text(self.pretty())
+
     @classmethod
     def describe(cls) -> list[dict[str, Any]]:
         "One row per parameter: name, type, help, bounds, and its value in each profile."
@@ -588,6 +604,13 @@ class _DemoConfig(BaseConfig):
         if self.variant == 'concat' and self.n_members < 2: raise ConfigError("variant 'concat' needs n_members >= 2")
 
 c = _DemoConfig.from_params("cpu", seed=3)
+test_eq(c.pretty(width=len(repr(c))), repr(c))   # when it fits: the one-line dataclass repr
+_long = _DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True).pretty()
+from IPython.lib.pretty import pretty as _ipy_pretty
+test_eq(_ipy_pretty(_DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True)), _long)   # what Jupyter stores
+assert _long.startswith("_DemoConfig(\n    profile='cpu',\n") and max(map(len, _long.splitlines())) <= 100, _long[:300]
+_c = _DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True)
+test_eq(eval(_long.replace("_DemoConfig(", "dict(")), {f.name: getattr(_c, f.name) for f in fields(_c)})   # the same values, read back
 test_eq((c.profile, c.n_members, c.seed, c.widths), ("cpu", 10, 3, (8, 16)))
 test_eq(_DemoConfig.from_params("smoke", n_members=None).n_members, 3)   # None -> profile default
 test_eq(_DemoConfig.from_params("smoke", widths=[4, 5]).widths, (4, 5))   # YAML list -> tuple
