@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost, check_hub_name
 from ..results import Result
 
 # %% auto #0
@@ -52,7 +52,8 @@ class Config(BaseConfig):
     intervention_levels: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 1.0), "fractions of concepts replaced by their true values at test time", ge=0, le=1)
     n_bins: int = param(15, "equal-width bins of the concept ECE", ge=2, le=1000)
     real_datasets: tuple[str, ...] = param((), "the paper's image datasets (full profile only; need local copies and a GPU)", choices=("cub", "awa2", "celeba"))
-    backbone: str = param("microsoft/resnet-50", "pretrained image backbone of the full profile: Hugging Face hub id (or local folder) whose pooled features feed the concept encoder")
+    backbone: str = param("microsoft/resnet-50", "pretrained image backbone of the full profile: Hugging Face hub id (or local folder) whose pooled features feed the concept encoder",
+                          allowed="the hub id ('owner/name') or local folder of a transformers image model with pooled features (e.g. 'microsoft/resnet-50')")
     device: str = param("auto", "where the backbone computes the image embeddings: auto (CUDA when present), cpu, cuda or mps", choices=("auto", "cpu", "cuda", "mps"))
     embed_batch: int = param(64, "images per backbone forward pass", ge=1, max=4096, le=10**6)
     cub_concepts: str = param("class", "CUB concept labels: class (Koh et al.'s class-level majority vote) or image (the raw per-image annotations, all 312)", choices=("class", "image"))
@@ -71,6 +72,7 @@ class Config(BaseConfig):
         if self.systematic_per_class > self.n_concepts:
             raise ConfigError(f"parameter 'systematic_per_class': {self.systematic_per_class} exceeds n_concepts {self.n_concepts}")
         if not self.intervention_levels: raise ConfigError("parameter 'intervention_levels': give at least one level")
+        check_hub_name("backbone", self.backbone)
         if self.real_datasets: return        # the image datasets' cost: see the full-profile table (estimate_cost sizes the synthetic experiment)
         sec, gib = estimate_cost(self)
         check_cost(self, {"CPU time": (sec, 3600.0, "s"), "peak memory": (gib, 8.0, "GiB")},
