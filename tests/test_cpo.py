@@ -113,3 +113,23 @@ def test_real_measurements_pool_datasets_paired():
     np.testing.assert_allclose(M["real/cpo/concept_acc_noisy"], [0.81, 0.81, 0.91, 0.91])
     np.testing.assert_allclose(np.subtract(M["real/cpo/concept_acc_noisy"], M["real/bce/concept_acc_noisy"]), [0.01] * 4)
     assert M["celeba/cpo/concept_acc_noisy"] is None and len(M["cub/bce/concept_drop"]) == 2
+
+def test_awa2_loader_reads_the_official_layout(tmp_path):
+    "load_awa2 on a tiny folder in AwA2's layout: class-level predicates as concepts, labels by class folder, a fixed stratified split."
+    from PIL import Image
+    root = tmp_path / "Animals_with_Attributes2"
+    classes, preds = ["antelope", "grizzly+bear", "killer+whale"], ["black", "white", "blue", "brown"]
+    (root).mkdir()
+    (root / "classes.txt").write_text("".join(f"{i + 1}\t{c}\n" for i, c in enumerate(classes)))
+    (root / "predicates.txt").write_text("".join(f"{i + 1}\t{p}\n" for i, p in enumerate(preds)))
+    M = np.array([[1, 0, 0, 1], [0, 0, 0, 1], [1, 1, 1, 0]])
+    (root / "predicate-matrix-binary.txt").write_text("".join(" ".join(map(str, r)) + "\n" for r in M))
+    for c in classes:
+        (root / "JPEGImages" / c).mkdir(parents=True)
+        for j in range(5): Image.new("RGB", (8, 8)).save(root / "JPEGImages" / c / f"{c}_{10001 + j}.jpg")
+    ds = cbm.load_awa2(root)
+    assert ds.concept_names == preds and len(ds.paths) == 15
+    np.testing.assert_array_equal(ds.C, M[ds.y].astype(np.float32))
+    assert [Path(p).parent.name for p in ds.paths] == [classes[k] for k in ds.y]
+    assert ds.train.sum() == 12 and all(ds.train[ds.y == k].sum() == 4 for k in range(3))
+    np.testing.assert_array_equal(ds.train, cbm.load_awa2(root).train)                # the split is fixed
