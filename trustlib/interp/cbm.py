@@ -541,7 +541,9 @@ def _preprocess(path, spec:dict):
 
 def load_backbone(hub_id:str, device:str="cpu"):
     "(model, preprocessing spec, revision) of an image backbone by hub id or folder, in eval mode on `device`."
-    import json, transformers
+    import json
+    from trustlib.config import require
+    transformers = require("transformers", "the full profile's image backbone")
     from transformers.utils import cached_file
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error()
