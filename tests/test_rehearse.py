@@ -167,3 +167,18 @@ def test_rehearsal(paper, tmp_path, standins):
     assert json.loads((run/"result.json").read_text()).get("rehearsal") is True
     assert m["verdicts"], "a rehearsal grades the claims like a real run (the verdicts are never published)"
     assert not (tmp_path/"net.log").exists(), (tmp_path/"net.log").read_text()   # nothing tried the network
+
+
+def test_cpo_standins_are_in_the_real_formats(standins):
+    "The CPO stand-ins: microsoft/resnet-50 resolves by hub id to a ResNet with ResNet-50's stages and pooled features; CUB_200_2011 reads with the paper's loader."
+    import torch, transformers as T
+    from trustlib.interp import cbm
+    with RH.rehearsal(standins):
+        cfg = T.AutoConfig.from_pretrained("microsoft/resnet-50", local_files_only=True)
+        assert cfg.architectures == ["ResNetForImageClassification"] and cfg.depths == [3, 4, 6, 3] and cfg.layer_type == "bottleneck"
+        model, spec, rev = cbm.load_backbone("microsoft/resnet-50")
+        assert spec["crop_pct"] == 0.875 and type(model).__name__ == "ResNetModel"
+        ds = cbm.load_cub(standins / "data" / "cub" / "CUB_200_2011", concepts="image")
+        assert ds.C.shape == (72, 312) and ds.train.sum() == 36
+        E = cbm.embed_images(ds.paths[:3], model, spec)
+        assert E.shape == (3, cfg.hidden_sizes[-1]) and np.isfinite(E).all()

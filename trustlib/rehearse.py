@@ -16,8 +16,8 @@ __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', '
            'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
            'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
-           'write_gemma_scope', 'write_sns_bench', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters',
-           'full_profile_table']
+           'write_gemma_scope', 'write_sns_bench', 'write_cub', 'write_resnet50', 'rehearsal_overrides',
+           'rehearsal_params', 'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -440,6 +440,50 @@ def write_sns_bench(root:str|Path, seed:int=0) -> Path:
 DATA_WRITERS["sns_bench"] = write_sns_bench
 
 # %% ../nbs/core/14_rehearse.ipynb #4ed59d8d
+def write_cub(root:str|Path, n_classes:int=12, per_class:int=6, seed:int=0, size:int=48) -> Path:
+    "CUB-200-2011 stand-in: `cub/CUB_200_2011/` in the official layout (312 attributes per image, official-style split), `n_classes` × `per_class` JPEGs."
+    from PIL import Image
+    d = Path(root) / "cub" / "CUB_200_2011"; (d / "attributes").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    X, y = _images(n_classes * per_class, n_classes, seed, size)
+    order = np.argsort(y, kind="stable"); X, y = X[order], y[order]            # image ids run class by class, as in the archive
+    prof = rng.random((n_classes, 312)) < 0.3
+    classes = [f"{k + 1:03d}.Standin_Bird_{k + 1}" for k in range(n_classes)]
+    imgs, labs, split, atts = [], [], [], []
+    for i, (x, k) in enumerate(zip(X, y), start=1):
+        rel = f"{classes[k]}/Standin_Bird_{k + 1}_{i:04d}_{i}.jpg"
+        (d / "images" / classes[k]).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(x).save(d / "images" / rel, format="JPEG", quality=90)
+        imgs.append(f"{i} {rel}"); labs.append(f"{i} {k + 1}"); split.append(f"{i} {int(i % 2 == 1)}")
+        present = (rng.random(312) < np.where(prof[k], 0.9, 0.1)).astype(int)
+        atts += [f"{i} {a + 1} {present[a]} {rng.integers(1, 5)} {rng.uniform(1, 30):.3f}" for a in range(312)]
+    for f, lines in (("images.txt", imgs), ("image_class_labels.txt", labs), ("train_test_split.txt", split),
+                     ("classes.txt", [f"{k + 1} {c}" for k, c in enumerate(classes)]), ("attributes/image_attribute_labels.txt", atts)):
+        (d / f).write_text("\n".join(lines) + "\n")
+    (d.parent / "attributes.txt").write_text("".join(f"{a + 1} has_standin_part_{a // 8 + 1}::value_{a % 8 + 1}\n" for a in range(312)))
+    return d
+
+def write_resnet50(root:str|Path, # the stand-ins' data folder; the model goes into the hub cache beside it, `<root>/../hub`
+                   seed:int=0) -> Path:
+    "`microsoft/resnet-50` stand-in in the hub cache layout: ResNet-50's bottleneck depths (3, 4, 6, 3), widths 8-32, random init, the real preprocessor config."
+    import torch, transformers as T
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(seed)
+    model = T.ResNetForImageClassification(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[3, 4, 6, 3], layer_type="bottleneck",
+                                                          hidden_act="relu", downsample_in_first_stage=False, num_labels=1000))
+    rev = hashlib.sha1(b"trustlib-rehearsal:microsoft/resnet-50").hexdigest()
+    repo = Path(root).parent / "hub" / "models--microsoft--resnet-50"; snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    model.save_pretrained(snap)
+    (snap / "preprocessor_config.json").write_text(json.dumps(dict(crop_pct=0.875, do_normalize=True, do_resize=True, feature_extractor_type="ConvNextFeatureExtractor",
+                                                                   image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225], resample=3, size=224), indent=2))
+    (repo / "refs" / "main").write_text(rev)
+    return snap
+
+DATA_WRITERS.update(cub=write_cub, resnet50=write_resnet50)
+
+# %% ../nbs/core/14_rehearse.ipynb #addaf29e
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
@@ -461,6 +505,7 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "pta": dict(keep=("text_lm", "accountant"), set=dict(n_queries=10, accountant_rows=(), subsample="fixed", text_n_test=4, text_max_tokens=1,
                                                        text_example_tokens=8)),   # fixed-size groups: their σ search is the cheaper one
     "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
+    "cpo": dict(keep=("real_datasets", "backbone", "device", "cub_concepts"), set=dict(cub_min_classes=2, n_seeds=2, embed_batch=36)),
 }
 
 def _paper_config(paper:str):
@@ -569,11 +614,16 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="`gpt2` (MIT), `Qwen/Qwen2.5-0.5B` (Apache-2.0), `google/gemma-2-2b` (Gemma licence, gated), `meta-llama/Llama-3.1-8B` (gated); mib-bench datasets on the hub; 24-80 GB GPU memory",
          gpu_time="GPT-2 only: ~1-2 h; all models: days (estimate)",
          not_rehearsed="the full path is not implemented: it stops before loading a model (GPT-2 and Gemma-2 stand-ins exist)"),
-    dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones",
-         ours="stops with a clear message: the image-backbone pipeline is not implemented (the cpu profile's synthetic concepts run)",
-         resources="CUB-200-2011 (research use), AwA2 (CC BY-NC-SA), CelebA (research use, non-commercial); ~10 GB disk; ~8 GB GPU memory",
-         gpu_time="~3-6 h (estimate)",
-         not_rehearsed="the full path is not implemented: it stops after checking for the datasets"),
+    dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones; BCE vs CPO with and without added concept noise",
+         ours="CUB-200-2011 (official layout and split; Koh et al.'s 112 class-level concepts) and AwA2 (85 class-level attributes, stratified 80/20 "
+              "split) when present; features of a frozen `microsoft/resnet-50` (hub id, CUDA when present; computed once and cached); the notebook's "
+              "joint MLP CBMs with BCE and CPO (β 1, uniform reference), 5 seeds × p ∈ {0, 0.1, 0.2, 0.3, 0.4}, early stopping on a noisy 20 % "
+              "validation split (patience 10, ≤ 100 epochs); the cpu profile's graded claims on the pooled datasets and one per dataset; CelebA is "
+              "skipped (its CBM construction is not known to us), the backbone is not fine-tuned end to end, no ablation",
+         resources="CUB-200-2011 (Caltech; research and non-commercial use; `CUB_200_2011.tgz`, 1.1 GB) unpacked to `data/cache/cub/`; AwA2 "
+                   "(CC BY-NC-SA 4.0; `AwA2-data.zip`, 13 GB) unpacked to `data/cache/awa2/`; `microsoft/resnet-50` (Apache-2.0, ~100 MB); "
+                   "~2 GB GPU memory (inference only); ~16 GB RAM with AwA2 (25 CBMs trained side by side on CPU); ~15 GB disk",
+         gpu_time="embeddings: ~5 min (CUB) + ~20 min (AwA2) on one GPU; the CBMs train on the CPU: ~0.5-2 h with all cores (estimate)"),
     dict(paper="proxy_multicalibration", setup="ACSIncome (folktables, California 2018) with the repository's 10 groups; LR, tree, random forest",
          ours="the paper's setup: ACSIncome from the folktables cache, 10 groups, three label models, 5 seeds, proxy-quality ablation; CPU only",
          resources="ACS PUMS 2018 1-year California person file (`psam_p06.csv`, ~350 MB; US Census, public domain) in `data/cache/folktables/`; no GPU",
