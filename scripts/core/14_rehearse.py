@@ -693,7 +693,7 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "pta": dict(keep=("text_lm", "accountant"), set=dict(n_queries=10, accountant_rows=(), subsample="fixed", text_n_test=4, text_max_tokens=1,
                                                        text_example_tokens=8)),   # fixed-size groups: their σ search is the cheaper one
     "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
-    "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=4, max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
+    "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=2, step_candidates=(1, 2), max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
 }
 
 def _paper_config(paper:str):
