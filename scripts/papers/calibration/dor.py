@@ -98,10 +98,10 @@ n_seeds: Optional[int] = None  # graded repetitions (class split, shots, test do
 n_pilot: Optional[int] = None  # pilot repetitions (seeds disjoint from the graded ones) that choose the number of steps
 n_sweep_seeds: Optional[int] = None  # graded seeds that also run the λ/K sweep and KgCoOp+DOR (the first ones)
 dataset: Optional[str] = None  # sae-probes multiclass dataset whose documents and class names are classified
-n_classes: Optional[int] = None  # classes per split (base and new each)
+n_classes: Optional[int] = None  # classes per split (base and new each; clip-vit-b16: every class of a dataset, split in halves)
 docs_per_class: Optional[int] = None  # documents per class embedded once and drawn from by every seed
-n_shots: Optional[int] = None  # training documents per base class
-n_test: Optional[int] = None  # test documents per class
+n_shots: Optional[int] = None  # training documents (clip-vit-b16: images) per base class
+n_test: Optional[int] = None  # test documents per class (clip-vit-b16: at most this many test images per class)
 ctx_init: Optional[str] = None  # words whose embeddings initialise the learned context (M: their word-piece count)
 step_candidates: Optional[list[int]] = None  # tuning steps tried by the pilot, in order (the first that meets the condition is used)
 lr: Optional[float] = None  # Adam learning rate of the context vectors
@@ -295,10 +295,10 @@ class Config(BaseConfig):
     n_pilot: int = param(2, "pilot repetitions (seeds disjoint from the graded ones) that choose the number of steps", ge=1, max=50, le=1000)
     n_sweep_seeds: int = param(1, "graded seeds that also run the λ/K sweep and KgCoOp+DOR (the first ones)", ge=0, max=50, le=1000)
     dataset: str = param("13_us_state", "sae-probes multiclass dataset whose documents and class names are classified")
-    n_classes: int = param(5, "classes per split (base and new each)", ge=2, le=100)
+    n_classes: int = param(5, "classes per split (base and new each; clip-vit-b16: every class of a dataset, split in halves)", ge=2, le=100)
     docs_per_class: int = param(40, "documents per class embedded once and drawn from by every seed", ge=2, max=5000, le=10**6)
-    n_shots: int = param(8, "training documents per base class", ge=1, max=1000, le=100_000)
-    n_test: int = param(20, "test documents per class", ge=1, max=5000, le=1_000_000)
+    n_shots: int = param(8, "training documents (clip-vit-b16: images) per base class", ge=1, max=1000, le=100_000)
+    n_test: int = param(20, "test documents per class (clip-vit-b16: at most this many test images per class)", ge=1, max=5000, le=1_000_000)
     ctx_init: str = param("a place in", "words whose embeddings initialise the learned context (M: their word-piece count)")
     step_candidates: tuple[int, ...] = param((2, 4), "tuning steps tried by the pilot, in order (the first that meets the condition is used)", ge=1, max=2000, le=100_000)
     lr: float = param(1e-2, "Adam learning rate of the context vectors", gt=0, le=1)
@@ -1257,8 +1257,9 @@ def _draw(items, n:int, rng) -> list:
 
 def clip_prepare(cfg:Config, tower:ClipPromptTower, proc, model, name:str, raw:dict, nouns:list, noun_zs:dict) -> dict:
     "One dataset's shots (per seed), test images, image features, class prompts and outlier pool (`noun_zs`: a word → zero-shot feature memo, filled here)."
-    train = {c: [p for p, y in raw["train"] if y == c] for c in range(len(raw["classnames"]))}
-    test = {c: [p for p, y in raw["test"] if y == c] for c in range(len(raw["classnames"]))}
+    train, test = ({c: [] for c in range(len(raw["classnames"]))} for _ in range(2))
+    for p, y in raw["train"]: train[y].append(p)                                   # one pass (ImageNet: 1.28M training images)
+    for p, y in raw["test"]: test[y].append(p)
     base_i, new_i = base_new_split(len(raw["classnames"]))
     shots = {(key, s): {int(c): _draw(train[c], cfg.n_shots, np.random.default_rng(derive_seed(cfg.seed, key, name, s))) for c in base_i}
              for key, n in (("data", cfg.n_seeds), ("pilot", cfg.n_pilot)) for s in range(n)}
