@@ -16,8 +16,8 @@ __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', '
            'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
            'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
-           'write_gemma_scope', 'write_sns_bench', 'write_cub', 'write_resnet50', 'rehearsal_overrides',
-           'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'write_gemma_scope', 'write_sns_bench', 'write_cub', 'write_resnet50', 'write_coop_images',
+           'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -484,6 +484,38 @@ def write_resnet50(root:str|Path, # the stand-ins' data folder; the model goes i
 DATA_WRITERS.update(cub=write_cub, resnet50=write_resnet50)
 
 # %% ../nbs/core/14_rehearse.ipynb #addaf29e
+_EUROSAT = (("AnnualCrop", "Annual Crop Land"), ("Forest", "Forest"), ("HerbaceousVegetation", "Herbaceous Vegetation Land"),
+            ("Highway", "Highway or Road"), ("Industrial", "Industrial Buildings"), ("Pasture", "Pasture Land"),
+            ("PermanentCrop", "Permanent Crop Land"), ("Residential", "Residential Buildings"), ("River", "River"), ("SeaLake", "Sea or Lake"))
+_AIRCRAFT = ("707-320", "727-200", "737-200", "737-300", "A300B4", "A310", "BAE 146-200", "Boeing 717")
+
+def write_coop_images(root:str|Path, n_train:int=10, n_val:int=2, n_test:int=4, seed:int=0) -> Path:
+    "CoOp-layout stand-ins: `coop/eurosat/` (split_zhou_EuroSAT.json, 2750/<folder>/<folder>_<i>.jpg) and `coop/fgvc_aircraft/data/` (variants.txt, images_variant_*.txt, images/<id>.jpg)."
+    from PIL import Image
+    d = Path(root) / "coop"; per = n_train + n_val + n_test
+    e = d / "eurosat"
+    X, y = _images(per * len(_EUROSAT), len(_EUROSAT), seed, size=64)
+    split, count = dict(train=[], val=[], test=[]), [0] * len(_EUROSAT)
+    for x, c in zip(X, y):
+        folder, name = _EUROSAT[c]; i = count[c]; count[c] += 1
+        rel = f"{folder}/{folder}_{i + 1}.jpg"; (e / "2750" / folder).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(x).save(e / "2750" / rel, format="JPEG", quality=90)
+        split["train" if i < n_train else "val" if i < n_train + n_val else "test"].append([rel, int(c), name])
+    (e / "split_zhou_EuroSAT.json").write_text(json.dumps(split, indent=4))
+    a = d / "fgvc_aircraft" / "data"; (a / "images").mkdir(parents=True, exist_ok=True)
+    X, y = _images(per * len(_AIRCRAFT), len(_AIRCRAFT), seed + 1, size=48)
+    lines, count = dict(train=[], val=[], test=[]), [0] * len(_AIRCRAFT)
+    for j, (x, c) in enumerate(zip(X, y)):
+        i = count[c]; count[c] += 1; iid = f"{1000000 + j:07d}"
+        Image.fromarray(x[:, 8:40]).save(a / "images" / f"{iid}.jpg", format="JPEG", quality=90)   # 48×32: not square, as the real photos
+        lines["train" if i < n_train else "val" if i < n_train + n_val else "test"].append(f"{iid} {_AIRCRAFT[c]}")
+    (a / "variants.txt").write_text("\n".join(_AIRCRAFT) + "\n")
+    for k, v in lines.items(): (a / f"images_variant_{k}.txt").write_text("\n".join(v) + "\n")
+    return d
+
+DATA_WRITERS["coop_images"] = write_coop_images
+
+# %% ../nbs/core/14_rehearse.ipynb #0e5ddf6c
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
@@ -506,6 +538,7 @@ REHEARSAL: dict[str, dict[str, Any]] = {
                                                        text_example_tokens=8)),   # fixed-size groups: their σ search is the cheaper one
     "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
     "cpo": dict(keep=("real_datasets", "backbone", "device", "cub_concepts"), set=dict(cub_min_classes=2, n_seeds=2, embed_batch=36)),
+    "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=2, step_candidates=(1, 2), max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
 }
 
 def _paper_config(paper:str):
@@ -572,11 +605,17 @@ FULL_PROFILE: list[dict[str, str]] = [
     dict(paper="random_features", setup="theory paper (no experiments); the phenomena at larger n",
          ours="the same illustrations at larger sizes (16-bit inputs, wider networks, longer grids); CPU only",
          resources="none beyond the package; several GB of RAM for the largest grids", gpu_time="CPU: ~1-3 h (estimate); no GPU use"),
-    dict(paper="dor", setup="CLIP ViT-B/16 prompt tuning (CoOp, KgCoOp, MaPLe, …) on 11 base-to-new datasets",
-         ours="stops with a clear message: the CLIP image pipeline and the 11 datasets are not implemented (the cpu profile runs the MiniLM text stand-in)",
-         resources="CLIP ViT-B/16 (`openai/clip-vit-base-patch16`, MIT) and ImageNet + 10 datasets (ImageNet needs a licence acceptance; ~150 GB); ~16 GB GPU memory",
-         gpu_time="paper's grid: ~1-2 days (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before any model or data is loaded (a CLIP stand-in exists for when it is)"),
+    dict(paper="dor", setup="CLIP ViT-B/16 prompt tuning (CoOp, KgCoOp, MaPLe, …) on 11 base-to-new datasets, 16 shots, 3 seeds",
+         ours="CLIP ViT-B/16 (`openai/clip-vit-base-patch16`, transformers, GPU when present) on every base-to-new dataset found in CoOp's folders "
+              "under `data/cache/coop/` (missing ones skipped, named): classes split in halves, 16 shots per base class, 3 seeds, all test images; "
+              "zero-shot, CoOp, KgCoOp (λ 8), CoOp+DOR (λ 8, near-OOD WordNet nouns, B 64) with a random-noun control, the λ/K sweep and KgCoOp+DOR "
+              "on the first seed; base/new accuracy, HM, ECE/MCE/ACE/PIECE, FD, logit gap; the cpu profile's claims graded over (dataset, seed) units. "
+              "Image features are computed once without augmentation and contexts are trained full-batch with Adam (steps chosen by the pilot); "
+              "no CoCoOp/MaPLe/TCP/DEPT, no domain generalisation, no visual variant",
+         resources="`openai/clip-vit-base-patch16` in the Hugging Face cache (MIT, ~0.6 GB); CoOp's datasets (ImageNet: licence acceptance, ~150 GB; "
+                   "the other ten ~15 GB together; each under its own licence, e.g. EuroSAT MIT, DTD research use, Food-101 research use) prepared as in "
+                   "CoOp's DATASETS.md; ~20-40 GB GPU memory (ImageNet's 500 base-class prompts × 8 methods per step), ~16 GB RAM",
+         gpu_time="feature extraction ~30-60 min (ImageNet's 50k test images dominate), tuning ~1-3 h for 11 datasets × 3 seeds (estimate)"),
     dict(paper="l2h", setup="logits of TURTLE/TEMI flat clustering models (CLIP/DINOv2 backbones) on CIFAR-10/100 and Food-101",
          ours="L2H on a user-supplied logits file (`data/cache/l2h/logits.npz`, or `logits_path`): the tree's merges, its dendrogram and leaf "
               "purity against the labels (and the superclasses, when given) and the CPU time of the fit; the page's synthetic experiments "
