@@ -153,8 +153,9 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
                     max_position_embeddings=77, bos_token_id=0, eos_token_id=0, pad_token_id=2)
         vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2, image_size=224, patch_size=16)
         return T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
-    if arch == "vit":     # ImageNet-1k's 1,000 classes, 224-px input and 16-px patches: structural, as google/vit-base-patch16-224
-        return T.ViTForImageClassification(T.ViTConfig(hidden_size=32, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=64,
+    if arch == "vit":     # ImageNet-1k's 1,000 classes, 224-px input and 16-px patches: structural, as google/vit-base-patch16-224; width 16
+                          # (197 tokens through 12 blocks is most of a rehearsal's CPU time: occlusion runs it once per patch)
+        return T.ViTForImageClassification(T.ViTConfig(hidden_size=16, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32,
                                                        image_size=224, patch_size=16, num_labels=1000))
     raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip, vit")
 
