@@ -639,8 +639,8 @@ FULL_PROFILE: list[dict[str, str]] = [
                    "(CC BY 4.0; the one 16k SAE, ~0.5 GB), the sae-probes wheel; ~40 GB GPU memory in float32 (~20 GB with `lm_dtype` bfloat16), ~16 GB RAM",
          gpu_time="activations: ~1-3 h on one GPU; the probes then run on CPU in one process: ~2-4 days (estimate)"),
     dict(paper="sop", setup="Sum-of-Parts on ImageNet-S (ViT), CosmoGrid, MultiRC (BERT)",
-         ours="the ImageNet-S experiment: SOP's group generator (a trainable copy of the ViT's first 11 blocks, 200 query patches, 20 groups "
-              "of ⌊0.2·196⌋ 16-px patches, blur 3) and sparsemax group selector trained (AdamW, batch 16, 10 epochs, lr 1e-5) around a frozen "
+         ours="the ImageNet-S experiment: SOP's group generator (a trainable copy of the ViT's first 11 blocks, up to 200 query patches (all "
+              "196), 20 groups of ⌊0.2·196⌋ = 39 16-px patches, blur 3) and sparsemax group selector trained (AdamW, batch 16, 10 epochs, lr 1e-5) around a frozen "
               "`google/vit-base-patch16-224` on 100 ImageNet-S50 training images per class, 3 seeds; accuracy, fidelity, insertion/deletion, "
               "purity and IoU against the human segmentations of all 752 validation images and distinct groups per image, beside IG-F, "
               "Occlusion-F and KernelSHAP-F; the cpu profile's claims graded on them (purity only when at least half of an image's groups "
