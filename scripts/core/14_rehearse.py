@@ -92,6 +92,7 @@ STANDIN_MODELS = {
     "Qwen/Qwen2.5-0.5B": dict(arch="qwen2", layers=24, tokenizer="bpe"),
     "bert-base-uncased": dict(arch="bert", layers=12, tokenizer="wordpiece"),
     "openai/clip-vit-base-patch16": dict(arch="clip", layers=12, tokenizer="bpe"),
+    "google/vit-base-patch16-224": dict(arch="vit", layers=12, tokenizer=None),      # an image classifier: an image processor, no tokenizer
 }
 
 def _bpe_tokenizer(cls_name:str="PreTrainedTokenizerFast", bos:str|None=None):
@@ -152,7 +153,11 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
                     max_position_embeddings=77, bos_token_id=0, eos_token_id=0, pad_token_id=2)
         vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2, image_size=224, patch_size=16)
         return T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
-    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip")
+    if arch == "vit":     # ImageNet-1k's 1,000 classes, 224-px input and 16-px patches: structural, as google/vit-base-patch16-224; width 16
+                          # (197 tokens through 12 blocks is most of a rehearsal's CPU time: occlusion runs it once per patch)
+        return T.ViTForImageClassification(T.ViTConfig(hidden_size=16, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32,
+                                                       image_size=224, patch_size=16, num_labels=1000))
+    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip, vit")
 
 def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
                         hub:str|Path, # the hub cache folder (HF_HUB_CACHE) to write into
@@ -166,13 +171,18 @@ def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
     repo = Path(hub) / ("models--" + hub_id.replace("/", "--"))
     snap = repo / "snapshots" / rev
     snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
-    if spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
+    if spec["tokenizer"] is None: tok = None
+    elif spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
     elif spec["arch"] == "gpt2": tok = _bpe_tokenizer("GPT2TokenizerFast")
     elif spec["arch"] in ("gemma2", "mistral"): tok = _bpe_tokenizer(bos="<s>")
     else: tok = _bpe_tokenizer()
-    tok.save_pretrained(snap)
-    model = _tiny_model(spec["arch"], spec["layers"], len(tok))
+    if tok is not None: tok.save_pretrained(snap)
+    model = _tiny_model(spec["arch"], spec["layers"], len(tok) if tok is not None else 0)
     model.save_pretrained(snap)
+    if spec["arch"] == "vit":                 # the real model's preprocessor_config.json: resize to 224×224, normalise with mean = std = 0.5
+        (snap / "preprocessor_config.json").write_text(json.dumps(dict(
+            do_normalize=True, do_rescale=True, do_resize=True, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
+            image_processor_type="ViTImageProcessor", resample=2, rescale_factor=1 / 255, size=dict(height=224, width=224)), indent=2))
     if spec["arch"] == "clip":
         from transformers import CLIPImageProcessor
         CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}).save_pretrained(snap)
@@ -737,6 +747,57 @@ with tempfile.TemporaryDirectory() as _t:
     _l = (_d / "fgvc_aircraft" / "data" / "images_variant_test.txt").read_text().splitlines()
     test_eq(len(_l), 32); assert (_d / "fgvc_aircraft" / "data" / "images" / f"{_l[0].split(' ', 1)[0]}.jpg").is_file()
 
+# %% [markdown]
+# **ImageNet-S50** (the `sop` paper's `full` profile): the layout the ImageNet-S tools write, under the data folder's
+# `imagenet-s/ImageNetS50/`: `train/<wnid>/<wnid>_<k>.JPEG`, `validation/<wnid>/ILSVRC2012_val_<8 digits>.JPEG` and
+# `validation-segmentation/<wnid>/<same stem>.png`, an RGB PNG whose R + 256·G is the ImageNet-S class id of each pixel
+# (0 other, 1000 ignored; class *i* is the i-th of the 50 sorted wnids). Three real wnids, a few non-square images each; the
+# object is a class-coloured rectangle, its segment the rectangle, with an ignored border.
+
+# %%
+#| export
+_IMAGENET_S_STANDIN = {"n01443537": 1, "n02104029": 5, "n12998815": 50}   # three ImageNet-S50 wnids and their ImageNet-S class ids
+
+def write_imagenet_s(root:str|Path, n_train:int=3, n_val:int=2, seed:int=0, size:tuple=(64, 48)) -> Path:
+    "ImageNet-S50 stand-in: `imagenet-s/ImageNetS50/{train,validation}/<wnid>/*.JPEG` and `validation-segmentation/<wnid>/*.png` (R + 256·G = class id; 0 other, 1000 ignored) for three classes."
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    d = Path(root) / "imagenet-s" / "ImageNetS50"
+    W, H = size; k = 0
+    for c, (wnid, cid) in enumerate(_IMAGENET_S_STANDIN.items()):
+        colour = np.array([(90 * c + 40) % 256, (150 + 60 * c) % 256, (200 - 70 * c) % 256])
+        for split, n in (("train", n_train), ("validation", n_val)):
+            (d / split / wnid).mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                img = rng.normal(110, 40, (H, W, 3))
+                r0, c0 = int(rng.integers(2, H // 2)), int(rng.integers(2, W // 2))
+                img[r0:r0 + H // 3, c0:c0 + W // 3] = colour + rng.normal(0, 10, 3)
+                img = np.clip(img, 0, 255).astype(np.uint8)
+                if split == "train":
+                    Image.fromarray(img).save(d / split / wnid / f"{wnid}_{i + 1}.JPEG", format="JPEG", quality=90)
+                    continue
+                k += 1; stem = f"ILSVRC2012_val_{k:08d}"
+                Image.fromarray(img).save(d / split / wnid / f"{stem}.JPEG", format="JPEG", quality=90)
+                ids = np.zeros((H, W), np.int64)
+                ids[r0 - 1:r0 + H // 3 + 1, c0 - 1:c0 + W // 3 + 1] = 1000          # the annotators' uncertain border
+                ids[r0:r0 + H // 3, c0:c0 + W // 3] = cid
+                (d / "validation-segmentation" / wnid).mkdir(parents=True, exist_ok=True)
+                Image.fromarray(np.stack([ids % 256, ids // 256, np.zeros_like(ids)], -1).astype(np.uint8)).save(
+                    d / "validation-segmentation" / wnid / f"{stem}.png")
+    return d
+
+DATA_WRITERS["imagenet_s"] = write_imagenet_s
+
+# %%
+with tempfile.TemporaryDirectory() as _t:
+    _d = write_imagenet_s(_t)
+    test_eq(sorted(p.name for p in (_d / "validation").iterdir()), sorted(_IMAGENET_S_STANDIN))
+    _m = sorted((_d / "validation-segmentation" / "n12998815").iterdir())[0]
+    from PIL import Image as _Im
+    _a = np.asarray(_Im.open(_m).convert("RGB")).astype(int); _ids = _a[..., 0] + 256 * _a[..., 1]
+    test_eq(sorted(set(_ids.ravel().tolist())), [0, 50, 1000])
+    test_eq(_Im.open(_d / "validation" / "n12998815" / (_m.stem + ".JPEG")).size, (64, 48))
+
 # %%
 #| export
 REHEARSAL: dict[str, dict[str, Any]] = {
@@ -763,6 +824,12 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "cpo": dict(keep=("real_datasets", "backbone", "device", "cub_concepts"), set=dict(cub_min_classes=2, n_seeds=2, embed_batch=36)),
     "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=2, step_candidates=(1, 2), max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
 }
+
+# the sop paper: ImageNet-S50 with the ViT stand-in (its 12 blocks, 16-px patches at 224 px), the full profile's SOP structure
+REHEARSAL["sop"] = dict(keep=("real_data", "vit", "device", "proj_layers", "num_masks_max", "tau", "blur", "gen_scale", "sel_scale", "pos_scale",
+                              "weight_decay", "vit_batch"),
+                        set=dict(imagenet_train_per_class=1, imagenet_test_per_class=1, num_masks_sample=4, epochs=1, batch_size=4,
+                                 ig_steps=4, shap_samples=8, curve_steps=2))
 
 def _paper_config(paper:str):
     "The `Config` class of `paper` (imported from its module in the paper registry)."
@@ -914,10 +981,17 @@ FULL_PROFILE: list[dict[str, str]] = [
                    "(CC BY 4.0; the one 16k SAE, ~0.5 GB), the sae-probes wheel; ~40 GB GPU memory in float32 (~20 GB with `lm_dtype` bfloat16), ~16 GB RAM",
          gpu_time="activations: ~1-3 h on one GPU; the probes then run on CPU in one process: ~2-4 days (estimate)"),
     dict(paper="sop", setup="Sum-of-Parts on ImageNet-S (ViT), CosmoGrid, MultiRC (BERT)",
-         ours="stops with a clear message: the ViT/BERT backbones and the image datasets are not implemented (the cpu profile's digits canvases run)",
-         resources="ImageNet-S (ImageNet licence), CosmoGrid, MultiRC; pretrained ViT-B/16 and BERT; ~24 GB GPU memory, ~200 GB disk",
-         gpu_time="~1 day (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before any data is loaded"),
+         ours="the ImageNet-S experiment: SOP's group generator (a trainable copy of the ViT's first 11 blocks, up to 200 query patches (all "
+              "196), 20 groups of ⌊0.2·196⌋ = 39 16-px patches, blur 3) and sparsemax group selector trained (AdamW, batch 16, 10 epochs, lr 1e-5) around a frozen "
+              "`google/vit-base-patch16-224` on 100 ImageNet-S50 training images per class, 3 seeds; accuracy, fidelity, insertion/deletion, "
+              "purity and IoU against the human segmentations of all 752 validation images and distinct groups per image, beside IG-F, "
+              "Occlusion-F and KernelSHAP-F; the cpu profile's claims graded on them (purity only when at least half of an image's groups "
+              "are distinct); the theorem's LPs as in cpu. No BagNet/FRESH/B-cos baselines; CosmoGrid and MultiRC (BERT) are out of scope",
+         resources="`google/vit-base-patch16-224` in the Hugging Face cache (Apache-2.0, ~350 MB); ImageNet-S50 built with the ImageNet-S "
+                   "tools from a local ImageNet-1k copy (ImageNet's non-commercial research licence; ~150 GB for ImageNet, ~8 GB for "
+                   "ImageNetS50 with its segmentations) under `data/cache/imagenet-s/ImageNetS50/`; one GPU with ~40 GB (SOP training "
+                   "runs the ViT on 320 masked images per step; integrated gradients' batches)",
+         gpu_time="~1-3 h for 3 seeds on one H100/A100-class GPU (estimate; not measured)"),
     dict(paper="saebench", setup="SAEs of 7 architectures trained on Pythia-160M and Gemma-2-2B activations, 8 SAEBench evaluations",
          ours="`EleutherAI/pythia-160m` (by hub id, GPU when present) residual stream after block 8 (SAEBench's layer 8) on the first 16,000 documents of "
               "The Pile (`monology/pile-uncopyrighted`, streamed once and cached), 128 tokens each (about 2M tokens, not 500M); all 7 architectures "
