@@ -969,7 +969,9 @@ def hub_circuit_seed(cfg:Config, gm:GraphModel, train:IOIData, val:IOIData, seed
     for method in cfg.methods:
         t0 = time.process_time()
         with torch.enable_grad():
-            S = exact_patching(gm, attr, chunk=512, only=sample) if method == "exact" else score_edges(method, gm, attr, cfg, seed)
+            if method == "exact": S = exact_patching(gm, attr, chunk=512, only=sample)
+            elif method == "ifr": S = ifr(gm, attr, batch_size=1)      # its [B, T, n_fwd, n_bwd, D] proximity tensor: one prompt at a time
+            else: S = score_edges(method, gm, attr, cfg, seed)
         out["seconds"][method] = time.process_time() - t0
         out["scores"][method] = S
         if method != "exact" or sample is None: out["curves"] += _curves(gm, ev, method, S, mN, m0, seed, cache=cache, chunk=chunk)
