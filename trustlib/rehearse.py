@@ -17,7 +17,8 @@ __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', '
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
            'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
            'write_gemma_scope', 'write_sns_bench', 'write_cub', 'write_resnet50', 'write_coop_images',
-           'write_imagenet_s', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters', 'full_profile_table']
+           'write_imagenet_s', 'write_mib_ioi', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters',
+           'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
 REHEARSE_ENV = 'TRUSTLIB_REHEARSE'
@@ -559,6 +560,31 @@ def write_imagenet_s(root:str|Path, n_train:int=3, n_val:int=2, seed:int=0, size
 DATA_WRITERS["imagenet_s"] = write_imagenet_s
 
 # %% ../nbs/core/14_rehearse.ipynb #5b9adc76
+_MIB_NAMES = ("Mary", "John", "Alice", "Bob", "Tom", "Anna", "Sam", "Kate")
+
+def write_mib_ioi(root:str|Path, n:int=48, seed:int=0) -> Path:
+    "MIB IOI stand-in: `hf/mib-bench/ioi/{train,validation}.jsonl`, `n` rows each with the fields prompt, choices, answerKey, metadata and four counterfactual rows (synthetic prompts)."
+    rng = np.random.default_rng(seed)
+    frames = ("When {X} and {Y} went to the park, {S} gave a ball to", "Then, {X} and {Y} had a long day at the office. {S} gave a book to")
+    def row(f, X, Y, S, io, s):
+        return dict(prompt=f.format(X=X, Y=Y, S=S), choices=[io, s], answerKey=0, metadata=dict(subject=s, indirect_object=io, object="ball", place="park"))
+    for split in ("train", "validation"):
+        rows = []
+        for i in range(n):
+            f = frames[i % len(frames)]
+            A, B, C, D = (str(x) for x in rng.choice(_MIB_NAMES, 4, replace=False))
+            X, Y = (A, B) if rng.random() < 0.5 else (B, A)
+            r = row(f, X, Y, B, A, B)
+            r.update(abc_counterfactual=row(f, X, Y, C, A, C), s2_io_flip_counterfactual=row(f, X, Y, A, B, A),
+                     s1_io_flip_counterfactual=row(f, *((B, A) if (X, Y) == (A, B) else (A, B)), B, A, B),
+                     random_names_counterfactual=row(f, *((C, D) if (X, Y) == (A, B) else (D, C)), D, C, D))
+            rows.append(r)
+        _jsonl(Path(root) / "hf" / "mib-bench" / "ioi" / f"{split}.jsonl", rows)
+    return Path(root) / "hf" / "mib-bench" / "ioi"
+
+DATA_WRITERS["mib_ioi"] = write_mib_ioi
+
+# %% ../nbs/core/14_rehearse.ipynb #5bfe33c7
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
@@ -582,6 +608,9 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
     "cpo": dict(keep=("real_datasets", "backbone", "device", "cub_concepts"), set=dict(cub_min_classes=2, n_seeds=2, embed_batch=36)),
     "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=2, step_candidates=(1, 2), max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
+    "mib": dict(keep=("model_names", "device", "corruption", "planted", "methods", "mean_ablation"),
+                set=dict(n_seeds=1, n_attr=4, n_eval=4, ig_steps=1, mask_steps=2, exact_edges=40, cv_n_train=200, cv_epochs=1, cv_pairs=20,
+                         cv_int_epochs=1, sae_latents=16, sae_k=4, sae_steps=5)),
 }
 
 # the sop paper: ImageNet-S50 with the ViT stand-in (its 12 blocks, 16-px patches at 224 px), the full profile's SOP structure
@@ -698,10 +727,16 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="SNS-Bench's JSON files (CC BY-NC-SA 4.0) and a causal LM in the local cache (e.g. `Qwen/Qwen2.5-7B-Instruct`, Apache-2.0); 16-80 GB GPU memory",
          gpu_time="7B model over all items: ~2-6 h (estimate)"),
     dict(paper="mib", setup="circuit localisation and causal-variable benchmarks on GPT-2, Qwen-2.5, Gemma-2, Llama-3.1 with the mib-bench datasets",
-         ours="stops with a clear message when `model_names` is set: the hub models and mib-bench datasets are not loaded (the offline tiny transformers run)",
-         resources="`gpt2` (MIT), `Qwen/Qwen2.5-0.5B` (Apache-2.0), `google/gemma-2-2b` (Gemma licence, gated), `meta-llama/Llama-3.1-8B` (gated); mib-bench datasets on the hub; 24-80 GB GPU memory",
-         gpu_time="GPT-2 only: ~1-2 h; all models: days (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before loading a model (GPT-2 and Gemma-2 stand-ins exist)"),
+         ours="the circuit track on GPT-2 small (`gpt2` through transformers, its weights in trustlib's hooked transformer; 32,491 edges) with MIB's IOI "
+              "data (`mib-bench/ioi`: train prompts for attribution, validation for evaluation, the s2-io-flip counterfactual; template prompts "
+              "when the dataset is absent): random, EAP, EAP-IG-inputs and -activations (5 steps), clean-corrupted, NAP, IFR, a learned edge mask "
+              "and EAP-IG with mean ablation on 100 prompts, exact patching on 3,000 sampled edges; CPR/CMD over the 10 sizes on 100 prompts, 5 "
+              "prompt samples; the paper's circuit claims graded on them; the causal-variable track in miniature; no Qwen/Gemma/Llama, no other "
+              "task, no InterpBench AUROC, no UGS code",
+         resources="`gpt2` (MIT, ~0.5 GB) in the Hugging Face cache; `mib-bench/ioi` as a local copy under `data/cache/hf/mib-bench/ioi/` or "
+                   "through `datasets` (licence as stated on its hub card, not recorded here); ~20-40 GB GPU memory (float32, 100-prompt "
+                   "batches through the edge-decomposed graph); < 2 GB disk",
+         gpu_time="GPT-2 on one GPU: ~0.5-1.5 h (estimate); other models: not implemented"),
     dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones; BCE vs CPO with and without added concept noise",
          ours="CUB-200-2011 (official layout and split; Koh et al.'s 112 class-level concepts) and AwA2 (85 class-level attributes, stratified 80/20 "
               "split) when present; features of a frozen `microsoft/resnet-50` (hub id, CUDA when present; computed once and cached); the notebook's "
