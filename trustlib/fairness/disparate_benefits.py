@@ -1083,10 +1083,12 @@ def _digest(*parts) -> str:
     import hashlib, json
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:16]
 
+_TRAINING_CODE = (fairface_splits, _resnet50_here, resnet50, _batch, resnet_probs, train_resnet_member)   # the code whose source keys the cache
+
 def _member_key(cfg, pool, test, weights) -> str:
     "Key of the members' cache: the data (files, labels, split), the training parameters, the starting weights, torch and the training code."
     import inspect, torch
-    code = "".join(inspect.getsource(f) for f in (fairface_splits, _resnet50_here, resnet50, _batch, resnet_probs, train_resnet_member))
+    code = "".join(inspect.getsource(f) for f in _TRAINING_CODE)
     return _digest(list(pool.file), list(pool.y), list(test.file), cfg.fairface_target, cfg.image_size, cfg.lr, cfg.batch_size, cfg.epochs,
                    cfg.seed, FAIRFACE_DATA_SEED, FAIRFACE_SGD, None if weights is None else weights.name, torch.__version__, code)
 

@@ -1599,7 +1599,6 @@ test_eq((sum(p.numel() for p in _net.parameters()), _net.fc.out_features), (23_5
 test_eq(sorted(k for k in _net.state_dict() if k.startswith("layer4.0.downsample")),
         ['layer4.0.downsample.0.weight', 'layer4.0.downsample.1.bias', 'layer4.0.downsample.1.num_batches_tracked',
          'layer4.0.downsample.1.running_mean', 'layer4.0.downsample.1.running_var', 'layer4.0.downsample.1.weight'])   # torchvision's names
-del _net
 _impl
 
 
@@ -1677,6 +1676,33 @@ def train_resnet_member(X, y, train_idx, val_idx, cfg, seed:int, device:str="cpu
 
 
 # %% [markdown]
+# Decoding, batching and prediction on three small JPEGs: the images are resized to `size`, a batch is
+# normalised with ImageNet's statistics (and mirrored where asked), and a member's outputs are probabilities.
+
+# %%
+import tempfile
+import torch
+from pathlib import Path
+from PIL import Image
+
+# %%
+with tempfile.TemporaryDirectory() as _t:
+    _paths = []
+    for _i in range(3):
+        _arr = np.full((24, 20, 3), 40 * _i, np.uint8); _arr[:, :10] = 255                       # left half white
+        _paths.append(Path(_t) / f"{_i + 1}.jpg"); Image.fromarray(_arr).save(_paths[-1], quality=95)
+    _X = fairface_pixels(_paths, 16, Path(_t) / "px.npy")
+    test_eq((_X.shape, _X.dtype, type(_X).__name__), ((3, 16, 16, 3), np.uint8, "memmap"))       # resized, cached, memory-mapped
+    test_eq(fairface_pixels(["no/such/file.jpg"], 16, Path(_t) / "px.npy").shape, (3, 16, 16, 3))  # read back from the cache
+    _b = _batch(_X, np.array([0, 0]), "cpu", flip=torch.tensor([False, True]))
+    test_close(_b[0, :, 0, 0].numpy(), (1 - np.array(IMAGENET_MEAN)) / np.array(IMAGENET_STD), eps=0.05)   # white, normalised
+    test_close(_b[1].flip(2).numpy(), _b[0].numpy())                                            # the second row mirrored
+    with torch_threads(1): _p = resnet_probs(_net, _X, np.arange(3), "cpu")
+    test_eq(_p.shape, (3, 2)); test_close(_p.sum(1), 1.0)
+del _net
+
+
+# %% [markdown]
 # The members' probabilities are cached one file per (seed, member) under a folder keyed by the data, the
 # training parameters and this code; `run_fairface` reads what is there and trains only what is missing.
 
@@ -1694,10 +1720,12 @@ def _digest(*parts) -> str:
     import hashlib, json
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:16]
 
+_TRAINING_CODE = (fairface_splits, _resnet50_here, resnet50, _batch, resnet_probs, train_resnet_member)   # the code whose source keys the cache
+
 def _member_key(cfg, pool, test, weights) -> str:
     "Key of the members' cache: the data (files, labels, split), the training parameters, the starting weights, torch and the training code."
     import inspect, torch
-    code = "".join(inspect.getsource(f) for f in (fairface_splits, _resnet50_here, resnet50, _batch, resnet_probs, train_resnet_member))
+    code = "".join(inspect.getsource(f) for f in _TRAINING_CODE)
     return _digest(list(pool.file), list(pool.y), list(test.file), cfg.fairface_target, cfg.image_size, cfg.lr, cfg.batch_size, cfg.epochs,
                    cfg.seed, FAIRFACE_DATA_SEED, FAIRFACE_SGD, None if weights is None else weights.name, torch.__version__, code)
 
