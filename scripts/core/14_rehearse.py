@@ -716,7 +716,7 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="FairFace (CC BY 4.0; images 'Padding=0.25' `fairface-img-margin025-trainval.zip` ~550 MB and the two label CSVs, a manual "
                    "download from the FairFace GitHub page's Google Drive links) extracted into `data/cache/fairface/`; ~16 GB disk for the "
                    "decoded-image cache (uint8, 224 px); one GPU with ~16 GB (ResNet-50, batch 128, fp32); ~20 GB RAM",
-         gpu_time="50 ResNet-50s × 100 epochs of 65k images: ~40-80 h on one A100/H100-class GPU (estimate; ~1-1.5 h per member)"),
+         gpu_time="50 ResNet-50s × 100 epochs of 65k images in fp32: ~1-2 h per member, ~50-100 h in all on one A100/H100-class GPU (estimate)"),
     dict(paper="noisy_signsgd", setup="federated image classification (the paper's exact models and datasets are not stated), σ grid, heterogeneity grid",
          ours="CIFAR-10 (binary batches) split over 10 workers (Dirichlet α 0.1) with a small CNN; all six methods, 5 seeds, 500 rounds; the accounting and heterogeneity grids at full size",
          resources="CIFAR-10 binary version (`cifar-10-binary.tar.gz`, 170 MB) under `data/cache/cifar10/`; < 2 GB GPU memory (runs on CPU too)",

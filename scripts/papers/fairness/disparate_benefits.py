@@ -1974,7 +1974,8 @@ except DataUnavailable: print("full profile: FairFace is not in the data folder;
 #
 # The paper's numbers are FairFace (target age, attribute gender, ResNet-50, 5 seeds × 10 members), from
 # the authors' stored notebook outputs. Ours come from the run above, in the graded configuration of the
-# digits noise sweep; each verdict follows the claims table in "How each claim is judged".
+# digits noise sweep; each verdict follows the claims table in "How each claim is judged". A `full` run
+# reads FairFace itself, graded by the claims table of "The claims on FairFace".
 
 # %%
 result.verdict_table()
