@@ -845,6 +845,8 @@ with tempfile.TemporaryDirectory() as _t:
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
+    "disparate_benefits": dict(keep=("dataset", "lr", "batch_size", "tolerance"),   # ResNet-50 (23.5 M weights, structural) on the stand-in images
+                               set=dict(n_members=2, n_seeds=1, epochs=1, image_size=16)),    # resized to 16 px: 2 members, 1 epoch, within 30 s of CPU
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
     "backdoor_complications": dict(keep=("ptlm", "precision", "n_frozen")),
     "ecolevels": dict(keep=(), set=dict(lm_path="@standin:gpt2")),
@@ -937,10 +939,16 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="CIFAR-10 as `data/cache/cifar10/cifar10.npz` (about 180 MB; MIT-style licence of the CIFAR page); runs on CPU, a GPU helps; < 2 GB GPU memory",
          gpu_time="~1-2 h (estimate)"),
     dict(paper="disparate_benefits", setup="FairFace, UTKFace, CheXpert; ResNet-50 ensembles of 10 members, 5 seeds",
-         ours="loads the FairFace index through the data registry, then stops: the ResNet-50 ensemble pipeline on images is not implemented (the cpu profile's tabular stand-in is what runs)",
-         resources="FairFace (CC BY 4.0, manual download from Google Drive, ~550 MB) into `data/cache/fairface/`; for the paper's pipeline ~16 GB GPU memory",
-         gpu_time="paper's pipeline: ~10-20 h (estimate)",
-         not_rehearsed="the full path stops after loading FairFace: the ResNet-50 ensemble training on images is not implemented"),
+         ours="the paper's FairFace experiment: Deep Ensembles of 10 ResNet-50s (torchvision's, or the same network when torchvision is absent; "
+              "from scratch as in the paper, ImageNet weights from the torch hub cache with `init`), 5 method seeds, target age ≥ 30 and "
+              "attribute gender, the official split (seed 42: 6/8 train, 1/8 validation, 1/8 'fair'; FairFace's val set as test), SGD 5e-2 "
+              "with the official schedule, batch 128, 100 epochs, best validation epoch; members' probabilities cached (a run resumes); the "
+              "notebook's analysis (Δ member vs ensemble, DIV, HPP at τ = 0.05 and at the average-member tolerance, fairest member and "
+              "fairness-weighted averaging on the 'fair' split) and the claims graded; no UTKFace, no CheXpert, no ablations",
+         resources="FairFace (CC BY 4.0; images 'Padding=0.25' `fairface-img-margin025-trainval.zip` ~550 MB and the two label CSVs, a manual "
+                   "download from the FairFace GitHub page's Google Drive links) extracted into `data/cache/fairface/`; ~16 GB disk for the "
+                   "decoded-image cache (uint8, 224 px); one GPU with ~16 GB (ResNet-50, batch 128, fp32); ~20 GB RAM",
+         gpu_time="50 ResNet-50s × 100 epochs of 65k images in fp32: ~1-2 h per member, ~50-100 h in all on one A100/H100-class GPU (estimate)"),
     dict(paper="noisy_signsgd", setup="federated image classification (the paper's exact models and datasets are not stated), σ grid, heterogeneity grid",
          ours="CIFAR-10 (binary batches) split over 10 workers (Dirichlet α 0.1) with a small CNN; all six methods, 5 seeds, 500 rounds; the accounting and heterogeneity grids at full size",
          resources="CIFAR-10 binary version (`cifar-10-binary.tar.gz`, 170 MB) under `data/cache/cifar10/`; < 2 GB GPU memory (runs on CPU too)",
