@@ -209,7 +209,7 @@ def _images(n:int, n_classes:int, seed:int, size:int=32) -> tuple[np.ndarray, np
         r = (c * 5) % (size - 8); X[i, r:r + 8, r:r + 8, :] += 80
     return np.clip(X, 0, 255).astype(np.uint8), y.astype(np.int64)
 
-def write_cifar10(root:str|Path, n_per_batch:int=100, n_test:int=100, seed:int=0) -> Path:
+def write_cifar10(root:str|Path, n_per_batch:int=50, n_test:int=100, seed:int=0) -> Path:
     "CIFAR-10 stand-in: the binary version (`cifar10/cifar-10-batches-bin/data_batch_1..5.bin`, `test_batch.bin`: rows of label byte + 3072 CHW bytes) and `cifar10/cifar10.npz` (X uint8 [N, 32, 32, 3], y)."
     d = Path(root) / "cifar10"; b = d / "cifar-10-batches-bin"; b.mkdir(parents=True, exist_ok=True)
     X, y = _images(5 * n_per_batch + n_test, 10, seed)
