@@ -1175,8 +1175,11 @@ def _pool_worker(conn):
     """A local worker process: run the jobs it is sent, one at a time, until the pipe closes. ctrl-C (SIGINT, which the
     terminal sends to the whole process group) or SIGTERM stops the run it holds, which is recorded as failed while
     further signals are ignored; the worker then says so in one line and exits (130 or 143), with no traceback."""
+    def _ignore(signum, frame): pass
     def _stop(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second signal must not cut the recording short
+        # a second signal must not cut the recording short. A no-op handler, not SIG_IGN: a signal already caught at the C
+        # level but not yet handled in Python would then raise "OSError: Signal 15 ignored due to race condition" (a traceback)
+        signal.signal(signal.SIGINT, _ignore); signal.signal(signal.SIGTERM, _ignore)
         if signum == signal.SIGINT: raise KeyboardInterrupt
         raise Terminated("the run received SIGTERM")
     signal.signal(signal.SIGINT, _stop); signal.signal(signal.SIGTERM, _stop)
