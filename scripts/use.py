@@ -20,8 +20,9 @@
 # ```
 #
 # The tests marked `slow` recompute a claim's condition on a paper's whole `cpu` configuration (training the SAEs of
-# SAEBench and SAE probing, DOR's prompt tuning, ecolevels' audit) or build the site in a copy without `../shared`:
-# several CPU-minutes each. Without `TRUSTLIB_SLOW=1` they skip, saying so; the default suite still checks the same
+# SAEBench and SAE probing, DOR's prompt tuning, ecolevels' audit), build the site in a copy without `../shared`, or
+# render it with Quarto and load every page in headless Chromium (`make site` renders it too): several CPU-minutes
+# each. Without `TRUSTLIB_SLOW=1` they skip, saying so; the default suite still checks the same
 # conditions on each published run and every paper at its `smoke` profile.
 #
 # Both create `.venv` (Python 3.11) when it is missing and install everything from this repository's own

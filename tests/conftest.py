@@ -36,7 +36,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "requires_sae_probes: reads the sae-probes text datasets (the wheel that `make install` "
                             "downloads); skipped with the reason when it is not found, a failure when TRUSTLIB_REQUIRE_SAE_PROBES=1")
 
-SLOW_SKIP = ("marked slow: recomputes a claim's condition on the paper's whole cpu configuration (or builds the site in a copy), "
+SLOW_SKIP = ("marked slow: recomputes a claim's condition on the paper's whole cpu configuration (or builds or renders the site), "
              "several CPU-minutes; the published run's check runs without it. Set TRUSTLIB_SLOW=1 to run it (CI does)")
 
 def pytest_collection_modifyitems(config, items):

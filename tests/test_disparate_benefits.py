@@ -208,3 +208,37 @@ def test_rto_sensitive_features_forms():
         db.RelaxedThresholdOptimizer().fit(s, y, sensitive_features=two.iloc[:-1])
     with pytest.raises(ValueError, match="not seen in fit"): h.predict(s, sensitive_features=two.assign(age="middle"))
     with pytest.raises(TypeError, match="sensitive_features"): h.predict(s)
+
+
+# --- the full profile: the FairFace path ---------------------------------------------------------------------------
+
+def test_full_profile_without_fairface_stops_before_work(monkeypatch, tmp_path):
+    "Without the FairFace images the full profile stops with the data registry's instructions (where to put the files), before any training."
+    from trustlib.data import DataUnavailable
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    monkeypatch.setattr(db, "train_resnet_member", lambda *a, **k: pytest.fail("trained without data"))
+    cfg = db.Config.from_params("full")
+    assert (cfg.dataset, cfg.n_members, cfg.n_seeds, cfg.epochs, cfg.lr, cfg.batch_size, cfg.tolerance) == ("fairface", 10, 5, 100, 0.05, 128, 0.05)
+    with pytest.raises(DataUnavailable, match="github.com/joojs/fairface"): db.run(cfg, progress=False)
+    with pytest.raises(ConfigError, match="must differ from the target"): db.Config.from_params("full", fairface_target="gender")
+
+
+def test_fairface_path_resumes_from_its_cache(monkeypatch, tmp_path):
+    """On the FairFace stand-in (the real layout: train/ and val/ JPEG folders and the two label CSVs), the full path trains its
+    members, caches their probabilities, and a second run reads every member from the cache (no training) and gives the same
+    measurements; ImageNet weights that are not in the torch hub cache are refused before any training when asked for."""
+    import trustlib.rehearse as RH
+    from trustlib.config import ResourceUnavailable
+    data = RH.build_standins(tmp_path/"standins", models=[], data=["fairface"])/"data"
+    monkeypatch.setenv("TRUSTLIB_DATA", str(data)); monkeypatch.setenv("TRUSTLIB_FAIRFACE_CACHE", str(tmp_path/"cache"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path/"torch"))
+    cfg = db.Config.from_params("smoke", dataset="fairface", n_members=2, n_seeds=1, epochs=1, image_size=16, batch_size=128, device="cpu")
+    first = db.run_fairface(cfg, progress=False).metrics
+    assert first["fairface/members_from_cache"] == 0 and first["fairface/n_test"] == 70 and len(first["fairface/member_val_acc"]) == 2
+    assert len(list((tmp_path/"cache").glob("members_*/seed0_member*.npz"))) == 2 and list((tmp_path/"cache").glob("pixels_*.npy"))
+    monkeypatch.setattr(db, "train_resnet_member", lambda *a, **k: pytest.fail("a cached member was trained again"))
+    again = db.run_fairface(cfg, progress=False).metrics
+    assert again["fairface/members_from_cache"] == 2
+    for k in ("member/acc", "ensemble/acc", "ensemble/abs_spd", "hpp/ens_acc", "mit/fm_acc", "ddiv_y0", "fairface/member_val_acc"):
+        assert again[k] == first[k], k
+    with pytest.raises(ResourceUnavailable, match="not in the torch hub cache"): db.run_fairface(cfg.replace(init="imagenet"), progress=False)

@@ -71,6 +71,28 @@ def test_bad_parameters_are_refused_before_work():
     with pytest.raises(ConfigError, match="'n_classes'"): dor.Config.from_params("smoke", dataset="97_news_class", n_classes=3, fd_neighbours=1)
     with pytest.raises(ConfigError, match="'step_candidates'"): dor.Config.from_params("smoke", step_candidates=[])
 
-def test_full_profile_needs_clip():
-    with pytest.raises(ResourceUnavailable, match="CLIP ViT-B/16"):
-        dor.run(dor.Config.from_params("full"), progress=False)
+def test_full_profile_without_image_datasets_stops_naming_where_it_looked(tmp_path, capsys):
+    with pytest.raises(ResourceUnavailable, match="none of the base-to-new image datasets"):
+        dor.run(dor.Config.from_params("full", image_root=str(tmp_path), image_datasets=["eurosat", "dtd"]), progress=False)
+    out = capsys.readouterr().out
+    assert "split_zhou_EuroSAT.json" in out and "split_zhou_DescribableTextures.json" in out
+
+def test_coop_layouts_are_read(tmp_path):
+    "The rehearsal's CoOp-layout stand-ins (a split_zhou JSON and FGVC-Aircraft's variant files) are read as CoOp reads them."
+    from trustlib.rehearse import write_coop_images
+    root = write_coop_images(tmp_path)
+    e = dor.read_image_dataset("eurosat", root)
+    assert e["classnames"][:2] == ["Annual Crop Land", "Forest"] and len(e["classnames"]) == 10
+    assert len(e["train"]) == 100 and len(e["test"]) == 40 and all(Path(p).is_file() for p, _ in e["test"])
+    a = dor.read_image_dataset("fgvc_aircraft", root)
+    assert a["classnames"] == ["707-320", "727-200", "737-200", "737-300", "A300B4", "A310", "BAE 146-200", "Boeing 717"]
+    assert len(a["train"]) == 80 and len(a["test"]) == 32 and all(Path(p).is_file() for p, _ in a["train"])
+    assert sorted({y for _, y in a["test"]}) == list(range(8))
+    with pytest.raises(Exception, match="classnames.txt"): dor.read_image_dataset("imagenet", root)
+
+def test_clip_parameters_are_checked_before_work(tmp_path):
+    with pytest.raises(ConfigError, match="'image_root'"): dor.Config.from_params("full", image_root=str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="'image_datasets'"): dor.Config.from_params("full", image_datasets=["cifar10"])
+    with pytest.raises(ConfigError, match="'clip_model'"): dor.Config.from_params("full", clip_model="no_such_name_zz9")
+    cfg = dor.Config.from_params("full")
+    assert (cfg.backbone, cfg.n_shots, cfg.n_seeds, cfg.ctx_init, cfg.clip_model) == ("clip-vit-b16", 16, 3, "a photo of a", "openai/clip-vit-base-patch16")

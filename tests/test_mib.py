@@ -221,3 +221,25 @@ def test_split_input_graph_pass_equals_the_published_one(planted_cpu):
     diffs["circuit_metric"] = float((torch.as_tensor(m_new) - torch.as_tensor(m_old)).abs().max())
     torch.testing.assert_close(torch.as_tensor(m_new), torch.as_tensor(m_old), rtol=1e-5, atol=1e-5)
     print("max |new - old|:", diffs)
+
+
+def test_gpt2_adapter_graph_is_the_transformers_model():
+    "The full profile's GPT-2 path: a transformers GPT2LMHeadModel (random, 3 layers, 4 heads) through TinyTransformer.from_gpt2 and the graph model"
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=97, n_layer=3, n_head=4, n_embd=32, n_positions=24)).eval()
+    gm = C.GraphModel(TinyTransformer.from_gpt2(hf).eval()); g = gm.graph
+    assert g.n_edges == C.n_edges(3, 4)
+    gen = torch.Generator().manual_seed(0)
+    clean = torch.randint(0, 97, (6, 12), generator=gen); corrupt = clean.clone(); corrupt[:, 7] = torch.randint(0, 97, (6,), generator=gen)
+    labels = torch.randint(0, 97, (6, 2), generator=gen)
+    with torch.no_grad():
+        ref, ref_k = hf(input_ids=clean).logits, hf(input_ids=corrupt).logits
+        torch.testing.assert_close(gm(clean), ref, atol=1e-5, rtol=1e-5)                       # unhooked model = graph model
+        assert C.adapter_gap(hf, gm, clean) < 1e-5
+        Ak = C.node_acts(gm, corrupt)
+        torch.testing.assert_close(gm(clean, mask=torch.zeros(g.n_fwd, g.n_bwd), corrupt=Ak), ref_k, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(gm(clean, mask=torch.ones(g.n_fwd, g.n_bwd), corrupt=Ak), ref, atol=1e-5, rtol=1e-5)
+    data = C.IOIData(clean, corrupt, labels, np.zeros(6, dtype=int))
+    only = torch.zeros_like(g.valid); only[0, :5] = True; only[g.fwd_index(1, 2), -1] = True
+    S, full = C.exact_patching(gm, data, only=only), C.exact_patching(gm, data)
+    assert bool((S[~only] == 0).all()) and torch.allclose(S[only], full[only], atol=1e-5)       # an edge sample scores as the full pass does

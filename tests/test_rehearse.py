@@ -24,13 +24,14 @@ def test_standins_are_in_the_real_formats(standins):
     import torch, transformers as T
     hub, data = standins/"hub", standins/"data"
     classes = dict(gpt2="GPT2LMHeadModel", gpt_neox="GPTNeoXForCausalLM", gemma2="Gemma2ForCausalLM", mistral="MistralForCausalLM", qwen2="Qwen2ForCausalLM",
-                   bert="BertForMaskedLM", clip="CLIPModel")
+                   bert="BertForMaskedLM", clip="CLIPModel", vit="ViTForImageClassification")
     with RH.rehearsal(standins):
         assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRUSTLIB_DATA"] == str(data.resolve())
         for hub_id, spec in RH.STANDIN_MODELS.items():
             repo = hub/("models--" + hub_id.replace("/", "--"))
             snap = repo/"snapshots"/(repo/"refs"/"main").read_text()
-            assert (snap/"config.json").is_file() and (snap/"model.safetensors").is_file() and (snap/"tokenizer.json").is_file(), hub_id
+            assert (snap/"config.json").is_file() and (snap/"model.safetensors").is_file(), hub_id
+            assert (snap/("tokenizer.json" if spec["tokenizer"] else "preprocessor_config.json")).is_file(), hub_id   # an image classifier has an image processor
             cfg = T.AutoConfig.from_pretrained(hub_id, local_files_only=True)             # resolved by hub id through the cache
             assert cfg.architectures == [classes[spec["arch"]]], hub_id
             n = cfg.vision_config.num_hidden_layers if spec["arch"] == "clip" else cfg.num_hidden_layers
@@ -62,6 +63,11 @@ def test_standins_are_in_the_real_formats(standins):
         sns = load_all()                                                                   # the harness's own loader and its format checks
         assert {n: len(r) for n, r in sns.items()} == {n: s.n for n, s in SUBSETS.items()}
         assert (data/"sns_bench"/"Note-MRC-simple.json").read_text(encoding="utf-8").startswith('[\n    {\n        "query": ')
+        from trustlib.interp.sop import load_imagenet_s, load_vit, vit_outputs
+        val = load_imagenet_s("validation")                                                # the sop paper's own loader
+        assert val.X.shape[1:] == (224, 224, 3) and set(val.y) <= {1, 222, 992} and val.seg.sum() > 0 and (val.valid == 0).any()
+        vit = load_vit("google/vit-base-patch16-224")
+        assert vit_outputs(vit, torch.zeros(1, 3, 224, 224))[0].shape == (1, 1000) and vit.config.patch_size == 16
     assert os.environ.get("HF_HUB_OFFLINE") != "1" or "HF_HUB_OFFLINE" in kernel_env()   # the context restored the environment
     assert not RH.rehearsing()
 
@@ -167,3 +173,18 @@ def test_rehearsal(paper, tmp_path, standins):
     assert json.loads((run/"result.json").read_text()).get("rehearsal") is True
     assert m["verdicts"], "a rehearsal grades the claims like a real run (the verdicts are never published)"
     assert not (tmp_path/"net.log").exists(), (tmp_path/"net.log").read_text()   # nothing tried the network
+
+
+def test_cpo_standins_are_in_the_real_formats(standins):
+    "The CPO stand-ins: microsoft/resnet-50 resolves by hub id to a ResNet with ResNet-50's stages and pooled features; CUB_200_2011 reads with the paper's loader."
+    import torch, transformers as T
+    from trustlib.interp import cbm
+    with RH.rehearsal(standins):
+        cfg = T.AutoConfig.from_pretrained("microsoft/resnet-50", local_files_only=True)
+        assert cfg.architectures == ["ResNetForImageClassification"] and cfg.depths == [3, 4, 6, 3] and cfg.layer_type == "bottleneck"
+        model, spec, rev = cbm.load_backbone("microsoft/resnet-50")
+        assert spec["crop_pct"] == 0.875 and type(model).__name__ == "ResNetModel"
+        ds = cbm.load_cub(standins / "data" / "cub" / "CUB_200_2011", concepts="image")
+        assert ds.C.shape == (72, 312) and ds.train.sum() == 36
+        E = cbm.embed_images(ds.paths[:3], model, spec)
+        assert E.shape == (3, cfg.hidden_sizes[-1]) and np.isfinite(E).all()

@@ -1,6 +1,7 @@
 """Sum-of-Parts (trustlib.interp.sop): properties that do not belong in the notebook — the notebook's parameters cell is
 the canonical one, fidelity holds for random backbones and inputs, sparsemax against the simplex projection, the d = 2
-LP optimum, masked inputs keep their shape, bad tau / group counts are rejected, and the full profile stops."""
+LP optimum, masked inputs keep their shape, bad tau / group counts are rejected, and the full profile (ImageNet-S with a ViT)
+stops naming the folder when ImageNet-S is missing."""
 from pathlib import Path
 import numpy as np
 import pytest
@@ -57,9 +58,19 @@ def test_bad_tau_and_group_counts_rejected():
         with pytest.raises(ConfigError):
             sop.Config.from_params("smoke", **kw)
 
-def test_full_profile_needs_the_real_datasets():
-    with pytest.raises(ResourceUnavailable, match="ImageNet-S"):
+def test_full_profile_needs_imagenet_s(tmp_path, monkeypatch):
+    "Without ImageNet-S50 in the data folder the full profile stops before any model is loaded, naming the folder it looked in."
+    monkeypatch.setenv("TRUSTLIB_DATA", str(tmp_path))
+    with pytest.raises(ResourceUnavailable, match=r"ImageNet-S50 validation images.*imagenet-s/ImageNetS50/validation"):
         sop.run(sop.Config.from_params("full"), progress=False)
+
+def test_full_profile_config():
+    "The full profile is the ImageNet-S experiment (the ViT's 196 patches: 200 queries allowed) and refuses a bad ViT name before any work."
+    c = sop.Config.from_params("full")
+    assert c.real_data and c.vit == "google/vit-base-patch16-224" and (c.num_masks_max, c.num_masks_sample, c.pos_scale) == (200, 20, 0.0)
+    with pytest.raises(ConfigError, match="'vit'"): sop.Config.from_params("full", vit="no_such_name_zz9")
+    with pytest.raises(ConfigError, match="'num_masks_sample'"): sop.Config.from_params("full", num_masks_sample=197)
+    with pytest.raises(ConfigError, match="'tau'"): sop.Config.from_params("full", tau=0.004)
 
 def _published():
     rows, note = published_verdicts(ROOT / "nbs" / "papers" / "interp" / "sop.ipynb")

@@ -16,9 +16,9 @@ BUDGET_S = 300
 def collect(roots):
     from trustlib.config import PAPERS
     best = {}
-    def offer(paper, cpu, wall, when, src):
+    def offer(paper, cpu, wall, when, src):   # the newest wins; on the same date, the later one (ledgers list publications in order)
         if cpu is None: return
-        if paper not in best or str(when) > str(best[paper]['when']): best[paper] = dict(paper=paper, cpu_s=float(cpu), wall_s=wall, when=str(when), source=src)
+        if paper not in best or str(when) >= str(best[paper]["when"]): best[paper] = dict(paper=paper, cpu_s=float(cpu), wall_s=wall, when=str(when), source=src)
     for root in map(Path, roots):
         for f in (root/'nbs'/'results'/'ledger').glob('*.json'):
             try: d = json.loads(f.read_text())

@@ -203,9 +203,11 @@ class Hooked:
         if names is None: return active
         if callable(names): return [n for n in active if names(n)]
         names = [names] if isinstance(names, str) else list(names)
+        fire = set(active)                                  # the module tree is walked only for a name that does not fire
         for n in names:
+            if n in fire: continue
             if n not in self.hook_dict: raise KeyError(f"no hook point {n!r}; see hook_names()")
-            if n not in active: raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
+            raise ValueError(f"hook point {n!r} does not fire with the current settings ({self._hook_settings()})")
         return names
     def _hook_settings(self) -> str: return ""
     @contextlib.contextmanager

@@ -16,7 +16,8 @@ __all__ = ['REHEARSE_ENV', 'STANDIN_MODELS', 'FAIRFACE_RACES', 'DATA_WRITERS', '
            'FULL_PROFILE', 'rehearsing', 'write_standin_model', 'write_cifar10', 'write_fairface', 'write_acs_pums',
            'write_l2h_logits', 'standins_key', 'rehearse_cache', 'build_standins', 'rehearsal_env', 'activate',
            'rehearsal', 'write_pile', 'write_alpaca', 'write_mmlu', 'write_hellaswag', 'write_arc_easy',
-           'write_gemma_scope', 'write_sns_bench', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters',
+           'write_gemma_scope', 'write_sns_bench', 'write_cub', 'write_resnet50', 'write_coop_images',
+           'write_imagenet_s', 'write_mib_ioi', 'rehearsal_overrides', 'rehearsal_params', 'papermill_parameters',
            'full_profile_table']
 
 # %% ../nbs/core/14_rehearse.ipynb #8268e9f0
@@ -43,6 +44,7 @@ STANDIN_MODELS = {
     "Qwen/Qwen2.5-0.5B": dict(arch="qwen2", layers=24, tokenizer="bpe"),
     "bert-base-uncased": dict(arch="bert", layers=12, tokenizer="wordpiece"),
     "openai/clip-vit-base-patch16": dict(arch="clip", layers=12, tokenizer="bpe"),
+    "google/vit-base-patch16-224": dict(arch="vit", layers=12, tokenizer=None),      # an image classifier: an image processor, no tokenizer
 }
 
 def _bpe_tokenizer(cls_name:str="PreTrainedTokenizerFast", bos:str|None=None):
@@ -103,7 +105,11 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
                     max_position_embeddings=77, bos_token_id=0, eos_token_id=0, pad_token_id=2)
         vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2, image_size=224, patch_size=16)
         return T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
-    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip")
+    if arch == "vit":     # ImageNet-1k's 1,000 classes, 224-px input and 16-px patches: structural, as google/vit-base-patch16-224; width 16
+                          # (197 tokens through 12 blocks is most of a rehearsal's CPU time: occlusion runs it once per patch)
+        return T.ViTForImageClassification(T.ViTConfig(hidden_size=16, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32,
+                                                       image_size=224, patch_size=16, num_labels=1000))
+    raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip, vit")
 
 def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
                         hub:str|Path, # the hub cache folder (HF_HUB_CACHE) to write into
@@ -117,13 +123,18 @@ def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
     repo = Path(hub) / ("models--" + hub_id.replace("/", "--"))
     snap = repo / "snapshots" / rev
     snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
-    if spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
+    if spec["tokenizer"] is None: tok = None
+    elif spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
     elif spec["arch"] == "gpt2": tok = _bpe_tokenizer("GPT2TokenizerFast")
     elif spec["arch"] in ("gemma2", "mistral"): tok = _bpe_tokenizer(bos="<s>")
     else: tok = _bpe_tokenizer()
-    tok.save_pretrained(snap)
-    model = _tiny_model(spec["arch"], spec["layers"], len(tok))
+    if tok is not None: tok.save_pretrained(snap)
+    model = _tiny_model(spec["arch"], spec["layers"], len(tok) if tok is not None else 0)
     model.save_pretrained(snap)
+    if spec["arch"] == "vit":                 # the real model's preprocessor_config.json: resize to 224×224, normalise with mean = std = 0.5
+        (snap / "preprocessor_config.json").write_text(json.dumps(dict(
+            do_normalize=True, do_rescale=True, do_resize=True, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
+            image_processor_type="ViTImageProcessor", resample=2, rescale_factor=1 / 255, size=dict(height=224, width=224)), indent=2))
     if spec["arch"] == "clip":
         from transformers import CLIPImageProcessor
         CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}).save_pretrained(snap)
@@ -440,9 +451,145 @@ def write_sns_bench(root:str|Path, seed:int=0) -> Path:
 DATA_WRITERS["sns_bench"] = write_sns_bench
 
 # %% ../nbs/core/14_rehearse.ipynb #4ed59d8d
+def write_cub(root:str|Path, n_classes:int=12, per_class:int=6, seed:int=0, size:int=48) -> Path:
+    "CUB-200-2011 stand-in: `cub/CUB_200_2011/` in the official layout (312 attributes per image, official-style split), `n_classes` × `per_class` JPEGs."
+    from PIL import Image
+    d = Path(root) / "cub" / "CUB_200_2011"; (d / "attributes").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    X, y = _images(n_classes * per_class, n_classes, seed, size)
+    order = np.argsort(y, kind="stable"); X, y = X[order], y[order]            # image ids run class by class, as in the archive
+    prof = rng.random((n_classes, 312)) < 0.3
+    classes = [f"{k + 1:03d}.Standin_Bird_{k + 1}" for k in range(n_classes)]
+    imgs, labs, split, atts = [], [], [], []
+    for i, (x, k) in enumerate(zip(X, y), start=1):
+        rel = f"{classes[k]}/Standin_Bird_{k + 1}_{i:04d}_{i}.jpg"
+        (d / "images" / classes[k]).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(x).save(d / "images" / rel, format="JPEG", quality=90)
+        imgs.append(f"{i} {rel}"); labs.append(f"{i} {k + 1}"); split.append(f"{i} {int(i % 2 == 1)}")
+        present = (rng.random(312) < np.where(prof[k], 0.9, 0.1)).astype(int)
+        atts += [f"{i} {a + 1} {present[a]} {rng.integers(1, 5)} {rng.uniform(1, 30):.3f}" for a in range(312)]
+    for f, lines in (("images.txt", imgs), ("image_class_labels.txt", labs), ("train_test_split.txt", split),
+                     ("classes.txt", [f"{k + 1} {c}" for k, c in enumerate(classes)]), ("attributes/image_attribute_labels.txt", atts)):
+        (d / f).write_text("\n".join(lines) + "\n")
+    (d.parent / "attributes.txt").write_text("".join(f"{a + 1} has_standin_part_{a // 8 + 1}::value_{a % 8 + 1}\n" for a in range(312)))
+    return d
+
+def write_resnet50(root:str|Path, # the stand-ins' data folder; the model goes into the hub cache beside it, `<root>/../hub`
+                   seed:int=0) -> Path:
+    "`microsoft/resnet-50` stand-in in the hub cache layout: ResNet-50's bottleneck depths (3, 4, 6, 3), widths 8-32, random init, the real preprocessor config."
+    import torch, transformers as T
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(seed)
+    model = T.ResNetForImageClassification(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[3, 4, 6, 3], layer_type="bottleneck",
+                                                          hidden_act="relu", downsample_in_first_stage=False, num_labels=1000))
+    rev = hashlib.sha1(b"trustlib-rehearsal:microsoft/resnet-50").hexdigest()
+    repo = Path(root).parent / "hub" / "models--microsoft--resnet-50"; snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    model.save_pretrained(snap)
+    (snap / "preprocessor_config.json").write_text(json.dumps(dict(crop_pct=0.875, do_normalize=True, do_resize=True, feature_extractor_type="ConvNextFeatureExtractor",
+                                                                   image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225], resample=3, size=224), indent=2))
+    (repo / "refs" / "main").write_text(rev)
+    return snap
+
+DATA_WRITERS.update(cub=write_cub, resnet50=write_resnet50)
+
+# %% ../nbs/core/14_rehearse.ipynb #addaf29e
+_EUROSAT = (("AnnualCrop", "Annual Crop Land"), ("Forest", "Forest"), ("HerbaceousVegetation", "Herbaceous Vegetation Land"),
+            ("Highway", "Highway or Road"), ("Industrial", "Industrial Buildings"), ("Pasture", "Pasture Land"),
+            ("PermanentCrop", "Permanent Crop Land"), ("Residential", "Residential Buildings"), ("River", "River"), ("SeaLake", "Sea or Lake"))
+_AIRCRAFT = ("707-320", "727-200", "737-200", "737-300", "A300B4", "A310", "BAE 146-200", "Boeing 717")
+
+def write_coop_images(root:str|Path, n_train:int=10, n_val:int=2, n_test:int=4, seed:int=0) -> Path:
+    "CoOp-layout stand-ins: `coop/eurosat/` (split_zhou_EuroSAT.json, 2750/<folder>/<folder>_<i>.jpg) and `coop/fgvc_aircraft/data/` (variants.txt, images_variant_*.txt, images/<id>.jpg)."
+    from PIL import Image
+    d = Path(root) / "coop"; per = n_train + n_val + n_test
+    e = d / "eurosat"
+    X, y = _images(per * len(_EUROSAT), len(_EUROSAT), seed, size=64)
+    split, count = dict(train=[], val=[], test=[]), [0] * len(_EUROSAT)
+    for x, c in zip(X, y):
+        folder, name = _EUROSAT[c]; i = count[c]; count[c] += 1
+        rel = f"{folder}/{folder}_{i + 1}.jpg"; (e / "2750" / folder).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(x).save(e / "2750" / rel, format="JPEG", quality=90)
+        split["train" if i < n_train else "val" if i < n_train + n_val else "test"].append([rel, int(c), name])
+    (e / "split_zhou_EuroSAT.json").write_text(json.dumps(split, indent=4))
+    a = d / "fgvc_aircraft" / "data"; (a / "images").mkdir(parents=True, exist_ok=True)
+    X, y = _images(per * len(_AIRCRAFT), len(_AIRCRAFT), seed + 1, size=48)
+    lines, count = dict(train=[], val=[], test=[]), [0] * len(_AIRCRAFT)
+    for j, (x, c) in enumerate(zip(X, y)):
+        i = count[c]; count[c] += 1; iid = f"{1000000 + j:07d}"
+        Image.fromarray(x[:, 8:40]).save(a / "images" / f"{iid}.jpg", format="JPEG", quality=90)   # 48×32: not square, as the real photos
+        lines["train" if i < n_train else "val" if i < n_train + n_val else "test"].append(f"{iid} {_AIRCRAFT[c]}")
+    (a / "variants.txt").write_text("\n".join(_AIRCRAFT) + "\n")
+    for k, v in lines.items(): (a / f"images_variant_{k}.txt").write_text("\n".join(v) + "\n")
+    return d
+
+DATA_WRITERS["coop_images"] = write_coop_images
+
+# %% ../nbs/core/14_rehearse.ipynb #0e5ddf6c
+_IMAGENET_S_STANDIN = {"n01443537": 1, "n02104029": 5, "n12998815": 50}   # three ImageNet-S50 wnids and their ImageNet-S class ids
+
+def write_imagenet_s(root:str|Path, n_train:int=3, n_val:int=2, seed:int=0, size:tuple=(64, 48)) -> Path:
+    "ImageNet-S50 stand-in: `imagenet-s/ImageNetS50/{train,validation}/<wnid>/*.JPEG` and `validation-segmentation/<wnid>/*.png` (R + 256·G = class id; 0 other, 1000 ignored) for three classes."
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    d = Path(root) / "imagenet-s" / "ImageNetS50"
+    W, H = size; k = 0
+    for c, (wnid, cid) in enumerate(_IMAGENET_S_STANDIN.items()):
+        colour = np.array([(90 * c + 40) % 256, (150 + 60 * c) % 256, (200 - 70 * c) % 256])
+        for split, n in (("train", n_train), ("validation", n_val)):
+            (d / split / wnid).mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                img = rng.normal(110, 40, (H, W, 3))
+                r0, c0 = int(rng.integers(2, H // 2)), int(rng.integers(2, W // 2))
+                img[r0:r0 + H // 3, c0:c0 + W // 3] = colour + rng.normal(0, 10, 3)
+                img = np.clip(img, 0, 255).astype(np.uint8)
+                if split == "train":
+                    Image.fromarray(img).save(d / split / wnid / f"{wnid}_{i + 1}.JPEG", format="JPEG", quality=90)
+                    continue
+                k += 1; stem = f"ILSVRC2012_val_{k:08d}"
+                Image.fromarray(img).save(d / split / wnid / f"{stem}.JPEG", format="JPEG", quality=90)
+                ids = np.zeros((H, W), np.int64)
+                ids[r0 - 1:r0 + H // 3 + 1, c0 - 1:c0 + W // 3 + 1] = 1000          # the annotators' uncertain border
+                ids[r0:r0 + H // 3, c0:c0 + W // 3] = cid
+                (d / "validation-segmentation" / wnid).mkdir(parents=True, exist_ok=True)
+                Image.fromarray(np.stack([ids % 256, ids // 256, np.zeros_like(ids)], -1).astype(np.uint8)).save(
+                    d / "validation-segmentation" / wnid / f"{stem}.png")
+    return d
+
+DATA_WRITERS["imagenet_s"] = write_imagenet_s
+
+# %% ../nbs/core/14_rehearse.ipynb #5b9adc76
+_MIB_NAMES = ("Mary", "John", "Alice", "Bob", "Tom", "Anna", "Sam", "Kate")
+
+def write_mib_ioi(root:str|Path, n:int=48, seed:int=0) -> Path:
+    "MIB IOI stand-in: `hf/mib-bench/ioi/{train,validation}.jsonl`, `n` rows each with the fields prompt, choices, answerKey, metadata and four counterfactual rows (synthetic prompts)."
+    rng = np.random.default_rng(seed)
+    frames = ("When {X} and {Y} went to the park, {S} gave a ball to", "Then, {X} and {Y} had a long day at the office. {S} gave a book to")
+    def row(f, X, Y, S, io, s):
+        return dict(prompt=f.format(X=X, Y=Y, S=S), choices=[io, s], answerKey=0, metadata=dict(subject=s, indirect_object=io, object="ball", place="park"))
+    for split in ("train", "validation"):
+        rows = []
+        for i in range(n):
+            f = frames[i % len(frames)]
+            A, B, C, D = (str(x) for x in rng.choice(_MIB_NAMES, 4, replace=False))
+            X, Y = (A, B) if rng.random() < 0.5 else (B, A)
+            r = row(f, X, Y, B, A, B)
+            r.update(abc_counterfactual=row(f, X, Y, C, A, C), s2_io_flip_counterfactual=row(f, X, Y, A, B, A),
+                     s1_io_flip_counterfactual=row(f, *((B, A) if (X, Y) == (A, B) else (A, B)), B, A, B),
+                     random_names_counterfactual=row(f, *((C, D) if (X, Y) == (A, B) else (D, C)), D, C, D))
+            rows.append(r)
+        _jsonl(Path(root) / "hf" / "mib-bench" / "ioi" / f"{split}.jsonl", rows)
+    return Path(root) / "hf" / "mib-bench" / "ioi"
+
+DATA_WRITERS["mib_ioi"] = write_mib_ioi
+
+# %% ../nbs/core/14_rehearse.ipynb #5bfe33c7
 REHEARSAL: dict[str, dict[str, Any]] = {
     "noisy_signsgd": dict(keep=("dataset", "split", "model", "lr"), set=dict(rounds=4, hidden=8)),
     "dsda": dict(keep=(), set=dict(n_per_class=24)),
+    "disparate_benefits": dict(keep=("dataset", "lr", "batch_size", "tolerance"),   # ResNet-50 (23.5 M weights, structural) on the stand-in images
+                               set=dict(n_members=2, n_seeds=1, epochs=1, image_size=16)),    # resized to 16 px: 2 members, 1 epoch, within 30 s of CPU
     "proxy_multicalibration": dict(keep=("dataset", "groups", "models", "mc_gate", "boost_levels"), set=dict(rf_trees=10)),
     "backdoor_complications": dict(keep=("ptlm", "precision", "n_frozen")),
     "ecolevels": dict(keep=(), set=dict(lm_path="@standin:gpt2")),
@@ -461,7 +608,18 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "pta": dict(keep=("text_lm", "accountant"), set=dict(n_queries=10, accountant_rows=(), subsample="fixed", text_n_test=4, text_max_tokens=1,
                                                        text_example_tokens=8)),   # fixed-size groups: their σ search is the cheaper one
     "sns_bench": dict(keep=("baselines",), set=dict(n_seeds=1, n_items=2, max_new_tokens=4, model="mistralai/Mistral-7B-v0.1")),
+    "cpo": dict(keep=("real_datasets", "backbone", "device", "cub_concepts"), set=dict(cub_min_classes=2, n_seeds=2, embed_batch=36)),
+    "dor": dict(keep=("backbone", "ctx_init", "lr"), set=dict(n_seeds=1, n_pilot=1, n_shots=4, n_test=2, step_candidates=(1, 2), max_pool=200, image_batch=32)),   # EuroSAT and FGVC-Aircraft stand-ins (2 units); the other nine are skipped
+    "mib": dict(keep=("model_names", "device", "corruption", "planted", "methods", "mean_ablation"),
+                set=dict(n_seeds=1, n_attr=4, n_eval=4, ig_steps=1, mask_steps=2, exact_edges=40, cv_n_train=200, cv_epochs=1, cv_pairs=20,
+                         cv_int_epochs=1, sae_latents=16, sae_k=4, sae_steps=5)),
 }
+
+# the sop paper: ImageNet-S50 with the ViT stand-in (its 12 blocks, 16-px patches at 224 px), the full profile's SOP structure
+REHEARSAL["sop"] = dict(keep=("real_data", "vit", "device", "proj_layers", "num_masks_max", "tau", "blur", "gen_scale", "sel_scale", "pos_scale",
+                              "weight_decay", "vit_batch"),
+                        set=dict(imagenet_train_per_class=1, imagenet_test_per_class=1, num_masks_sample=4, epochs=1, batch_size=4,
+                                 ig_steps=4, shap_samples=8, curve_steps=2))
 
 def _paper_config(paper:str):
     "The `Config` class of `paper` (imported from its module in the paper registry)."
@@ -512,10 +670,16 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="CIFAR-10 as `data/cache/cifar10/cifar10.npz` (about 180 MB; MIT-style licence of the CIFAR page); runs on CPU, a GPU helps; < 2 GB GPU memory",
          gpu_time="~1-2 h (estimate)"),
     dict(paper="disparate_benefits", setup="FairFace, UTKFace, CheXpert; ResNet-50 ensembles of 10 members, 5 seeds",
-         ours="loads the FairFace index through the data registry, then stops: the ResNet-50 ensemble pipeline on images is not implemented (the cpu profile's tabular stand-in is what runs)",
-         resources="FairFace (CC BY 4.0, manual download from Google Drive, ~550 MB) into `data/cache/fairface/`; for the paper's pipeline ~16 GB GPU memory",
-         gpu_time="paper's pipeline: ~10-20 h (estimate)",
-         not_rehearsed="the full path stops after loading FairFace: the ResNet-50 ensemble training on images is not implemented"),
+         ours="the paper's FairFace experiment: Deep Ensembles of 10 ResNet-50s (torchvision's, or the same network when torchvision is absent; "
+              "from scratch as in the paper, ImageNet weights from the torch hub cache with `init`), 5 method seeds, target age ≥ 30 and "
+              "attribute gender, the official split (seed 42: 6/8 train, 1/8 validation, 1/8 'fair'; FairFace's val set as test), SGD 5e-2 "
+              "with the official schedule, batch 128, 100 epochs, best validation epoch; members' probabilities cached (a run resumes); the "
+              "notebook's analysis (Δ member vs ensemble, DIV, HPP at τ = 0.05 and at the average-member tolerance, fairest member and "
+              "fairness-weighted averaging on the 'fair' split) and the claims graded; no UTKFace, no CheXpert, no ablations",
+         resources="FairFace (CC BY 4.0; images 'Padding=0.25' `fairface-img-margin025-trainval.zip` ~550 MB and the two label CSVs, a manual "
+                   "download from the FairFace GitHub page's Google Drive links) extracted into `data/cache/fairface/`; ~16 GB disk for the "
+                   "decoded-image cache (uint8, 224 px); one GPU with ~16 GB (ResNet-50, batch 128, fp32); ~20 GB RAM",
+         gpu_time="50 ResNet-50s × 100 epochs of 65k images in fp32: ~1-2 h per member, ~50-100 h in all on one A100/H100-class GPU (estimate)"),
     dict(paper="noisy_signsgd", setup="federated image classification (the paper's exact models and datasets are not stated), σ grid, heterogeneity grid",
          ours="CIFAR-10 (binary batches) split over 10 workers (Dirichlet α 0.1) with a small CNN; all six methods, 5 seeds, 500 rounds; the accounting and heterogeneity grids at full size",
          resources="CIFAR-10 binary version (`cifar-10-binary.tar.gz`, 170 MB) under `data/cache/cifar10/`; < 2 GB GPU memory (runs on CPU too)",
@@ -527,11 +691,17 @@ FULL_PROFILE: list[dict[str, str]] = [
     dict(paper="random_features", setup="theory paper (no experiments); the phenomena at larger n",
          ours="the same illustrations at larger sizes (16-bit inputs, wider networks, longer grids); CPU only",
          resources="none beyond the package; several GB of RAM for the largest grids", gpu_time="CPU: ~1-3 h (estimate); no GPU use"),
-    dict(paper="dor", setup="CLIP ViT-B/16 prompt tuning (CoOp, KgCoOp, MaPLe, …) on 11 base-to-new datasets",
-         ours="stops with a clear message: the CLIP image pipeline and the 11 datasets are not implemented (the cpu profile runs the MiniLM text stand-in)",
-         resources="CLIP ViT-B/16 (`openai/clip-vit-base-patch16`, MIT) and ImageNet + 10 datasets (ImageNet needs a licence acceptance; ~150 GB); ~16 GB GPU memory",
-         gpu_time="paper's grid: ~1-2 days (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before any model or data is loaded (a CLIP stand-in exists for when it is)"),
+    dict(paper="dor", setup="CLIP ViT-B/16 prompt tuning (CoOp, KgCoOp, MaPLe, …) on 11 base-to-new datasets, 16 shots, 3 seeds",
+         ours="CLIP ViT-B/16 (`openai/clip-vit-base-patch16`, transformers, GPU when present) on every base-to-new dataset found in CoOp's folders "
+              "under `data/cache/coop/` (missing ones skipped, named): classes split in halves, 16 shots per base class, 3 seeds, all test images; "
+              "zero-shot, CoOp, KgCoOp (λ 8), CoOp+DOR (λ 8, near-OOD WordNet nouns, B 64) with a random-noun control, the λ/K sweep and KgCoOp+DOR "
+              "on the first seed; base/new accuracy, HM, ECE/MCE/ACE/PIECE, FD, logit gap; the cpu profile's claims graded over (dataset, seed) units. "
+              "Image features are computed once without augmentation and contexts are trained full-batch with Adam (steps chosen by the pilot); "
+              "no CoCoOp/MaPLe/TCP/DEPT, no domain generalisation, no visual variant",
+         resources="`openai/clip-vit-base-patch16` in the Hugging Face cache (MIT, ~0.6 GB); CoOp's datasets (ImageNet: licence acceptance, ~150 GB; "
+                   "the other ten ~15 GB together; each under its own licence, e.g. EuroSAT MIT, DTD research use, Food-101 research use) prepared as in "
+                   "CoOp's DATASETS.md; ~20-40 GB GPU memory (ImageNet's 500 base-class prompts × 8 methods per step), ~16 GB RAM",
+         gpu_time="feature extraction ~30-60 min (ImageNet's 50k test images dominate), tuning ~1-3 h for 11 datasets × 3 seeds (estimate)"),
     dict(paper="l2h", setup="logits of TURTLE/TEMI flat clustering models (CLIP/DINOv2 backbones) on CIFAR-10/100 and Food-101",
          ours="L2H on a user-supplied logits file (`data/cache/l2h/logits.npz`, or `logits_path`): the tree's merges, its dendrogram and leaf "
               "purity against the labels (and the superclasses, when given) and the CPU time of the fit; the page's synthetic experiments "
@@ -565,15 +735,26 @@ FULL_PROFILE: list[dict[str, str]] = [
          resources="SNS-Bench's JSON files (CC BY-NC-SA 4.0) and a causal LM in the local cache (e.g. `Qwen/Qwen2.5-7B-Instruct`, Apache-2.0); 16-80 GB GPU memory",
          gpu_time="7B model over all items: ~2-6 h (estimate)"),
     dict(paper="mib", setup="circuit localisation and causal-variable benchmarks on GPT-2, Qwen-2.5, Gemma-2, Llama-3.1 with the mib-bench datasets",
-         ours="stops with a clear message when `model_names` is set: the hub models and mib-bench datasets are not loaded (the offline tiny transformers run)",
-         resources="`gpt2` (MIT), `Qwen/Qwen2.5-0.5B` (Apache-2.0), `google/gemma-2-2b` (Gemma licence, gated), `meta-llama/Llama-3.1-8B` (gated); mib-bench datasets on the hub; 24-80 GB GPU memory",
-         gpu_time="GPT-2 only: ~1-2 h; all models: days (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before loading a model (GPT-2 and Gemma-2 stand-ins exist)"),
-    dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones",
-         ours="stops with a clear message: the image-backbone pipeline is not implemented (the cpu profile's synthetic concepts run)",
-         resources="CUB-200-2011 (research use), AwA2 (CC BY-NC-SA), CelebA (research use, non-commercial); ~10 GB disk; ~8 GB GPU memory",
-         gpu_time="~3-6 h (estimate)",
-         not_rehearsed="the full path is not implemented: it stops after checking for the datasets"),
+         ours="the circuit track on GPT-2 small (`gpt2` through transformers, its weights in trustlib's hooked transformer; 32,491 edges) with MIB's IOI "
+              "data (`mib-bench/ioi`: train prompts for attribution, validation for evaluation, the s2-io-flip counterfactual; template prompts "
+              "when the dataset is absent): random, EAP, EAP-IG-inputs and -activations (5 steps), clean-corrupted, NAP, IFR, a learned edge mask "
+              "and EAP-IG with mean ablation on 100 prompts, exact patching on 3,000 sampled edges; CPR/CMD over the 10 sizes on 100 prompts, 5 "
+              "prompt samples; the paper's circuit claims graded on them; the causal-variable track in miniature; no Qwen/Gemma/Llama, no other "
+              "task, no InterpBench AUROC, no UGS code",
+         resources="`gpt2` (MIT, ~0.5 GB) in the Hugging Face cache; `mib-bench/ioi` as a local copy under `data/cache/hf/mib-bench/ioi/` or "
+                   "through `datasets` (licence as stated on its hub card, not recorded here); ~20-40 GB GPU memory (float32, 100-prompt "
+                   "batches through the edge-decomposed graph); < 2 GB disk",
+         gpu_time="GPT-2 on one GPU: ~0.5-1.5 h (estimate); other models: not implemented"),
+    dict(paper="cpo", setup="concept bottleneck models on CUB-200-2011, AwA2, CelebA with pretrained image backbones; BCE vs CPO with and without added concept noise",
+         ours="CUB-200-2011 (official layout and split; Koh et al.'s 112 class-level concepts) and AwA2 (85 class-level attributes, stratified 80/20 "
+              "split) when present; features of a frozen `microsoft/resnet-50` (hub id, CUDA when present; computed once and cached); the notebook's "
+              "joint MLP CBMs with BCE and CPO (β 1, uniform reference), 5 seeds × p ∈ {0, 0.1, 0.2, 0.3, 0.4}, early stopping on a noisy 20 % "
+              "validation split (patience 10, ≤ 100 epochs); the cpu profile's graded claims on the pooled datasets and one per dataset; CelebA is "
+              "skipped (its CBM construction is not known to us), the backbone is not fine-tuned end to end, no ablation",
+         resources="CUB-200-2011 (Caltech; research and non-commercial use; `CUB_200_2011.tgz`, 1.1 GB) unpacked to `data/cache/cub/`; AwA2 "
+                   "(CC BY-NC-SA 4.0; `AwA2-data.zip`, 13 GB) unpacked to `data/cache/awa2/`; `microsoft/resnet-50` (Apache-2.0, ~100 MB); "
+                   "~2 GB GPU memory (inference only); ~16 GB RAM with AwA2 (25 CBMs trained side by side on CPU); ~15 GB disk",
+         gpu_time="embeddings: ~5 min (CUB) + ~20 min (AwA2) on one GPU; the CBMs train on the CPU: ~0.5-2 h with all cores (estimate)"),
     dict(paper="proxy_multicalibration", setup="ACSIncome (folktables, California 2018) with the repository's 10 groups; LR, tree, random forest",
          ours="the paper's setup: ACSIncome from the folktables cache, 10 groups, three label models, 5 seeds, proxy-quality ablation; CPU only",
          resources="ACS PUMS 2018 1-year California person file (`psam_p06.csv`, ~350 MB; US Census, public domain) in `data/cache/folktables/`; no GPU",
@@ -590,10 +771,17 @@ FULL_PROFILE: list[dict[str, str]] = [
                    "(CC BY 4.0; the one 16k SAE, ~0.5 GB), the sae-probes wheel; ~40 GB GPU memory in float32 (~20 GB with `lm_dtype` bfloat16), ~16 GB RAM",
          gpu_time="activations: ~1-3 h on one GPU; the probes then run on CPU in one process: ~2-4 days (estimate)"),
     dict(paper="sop", setup="Sum-of-Parts on ImageNet-S (ViT), CosmoGrid, MultiRC (BERT)",
-         ours="stops with a clear message: the ViT/BERT backbones and the image datasets are not implemented (the cpu profile's digits canvases run)",
-         resources="ImageNet-S (ImageNet licence), CosmoGrid, MultiRC; pretrained ViT-B/16 and BERT; ~24 GB GPU memory, ~200 GB disk",
-         gpu_time="~1 day (estimate)",
-         not_rehearsed="the full path is not implemented: it stops before any data is loaded"),
+         ours="the ImageNet-S experiment: SOP's group generator (a trainable copy of the ViT's first 11 blocks, up to 200 query patches (all "
+              "196), 20 groups of ⌊0.2·196⌋ = 39 16-px patches, blur 3) and sparsemax group selector trained (AdamW, batch 16, 10 epochs, lr 1e-5) around a frozen "
+              "`google/vit-base-patch16-224` on 100 ImageNet-S50 training images per class, 3 seeds; accuracy, fidelity, insertion/deletion, "
+              "purity and IoU against the human segmentations of all 752 validation images and distinct groups per image, beside IG-F, "
+              "Occlusion-F and KernelSHAP-F; the cpu profile's claims graded on them (purity only when at least half of an image's groups "
+              "are distinct); the theorem's LPs as in cpu. No BagNet/FRESH/B-cos baselines; CosmoGrid and MultiRC (BERT) are out of scope",
+         resources="`google/vit-base-patch16-224` in the Hugging Face cache (Apache-2.0, ~350 MB); ImageNet-S50 built with the ImageNet-S "
+                   "tools from a local ImageNet-1k copy (ImageNet's non-commercial research licence; ~150 GB for ImageNet, ~8 GB for "
+                   "ImageNetS50 with its segmentations) under `data/cache/imagenet-s/ImageNetS50/`; one GPU with ~40 GB (SOP training "
+                   "runs the ViT on 320 masked images per step; integrated gradients' batches)",
+         gpu_time="~1-3 h for 3 seeds on one H100/A100-class GPU (estimate; not measured)"),
     dict(paper="saebench", setup="SAEs of 7 architectures trained on Pythia-160M and Gemma-2-2B activations, 8 SAEBench evaluations",
          ours="`EleutherAI/pythia-160m` (by hub id, GPU when present) residual stream after block 8 (SAEBench's layer 8) on the first 16,000 documents of "
               "The Pile (`monology/pile-uncopyrighted`, streamed once and cached), 128 tokens each (about 2M tokens, not 500M); all 7 architectures "

@@ -590,6 +590,10 @@ def _jsonify(v):
 # An example config, as a paper would write it:
 
 # %%
+from IPython.lib.pretty import pretty as _ipy_pretty
+
+
+# %%
 @dataclass
 class _DemoConfig(BaseConfig):
     "A demonstration config."
@@ -606,7 +610,6 @@ class _DemoConfig(BaseConfig):
 c = _DemoConfig.from_params("cpu", seed=3)
 test_eq(c.pretty(width=len(repr(c))), repr(c))   # when it fits: the one-line dataclass repr
 _long = _DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True).pretty()
-from IPython.lib.pretty import pretty as _ipy_pretty
 test_eq(_ipy_pretty(_DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True)), _long)   # what Jupyter stores
 assert _long.startswith("_DemoConfig(\n    profile='cpu',\n") and max(map(len, _long.splitlines())) <= 100, _long[:300]
 _c = _DemoConfig.from_params("cpu", widths=tuple(range(1, 400)), allow_large=True)

@@ -8,15 +8,17 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost, check_hub_name
 from ..results import Result
 
 # %% auto #0
-__all__ = ['SEGMENTS', 'SEVEN_SEGMENTS', 'TODAY', 'NOISE_HURTS', 'NOISE_HURTS_DIGITS', 'WHY', 'ECE_CHANGE', 'CLAIMS', 'Config',
-           'estimate_cost', 'ConceptBottleneck', 'concept_log_prob', 'bce_concept_loss', 'sample_concepts',
-           'cpo_concept_loss', 'prior_logits', 'fit_cbm', 'cbm_predict', 'CBMData', 'synthetic_cbm',
-           'seven_segment_concepts', 'digits_cbm', 'flip_concepts', 'systematic_flips', 'concept_metrics', 'intervene',
-           'intervention_curve', 'train_eval', 'loss_summary', 'measurements', 'run', 'make_figures']
+__all__ = ['SEGMENTS', 'SEVEN_SEGMENTS', 'TODAY', 'NOISE_HURTS', 'NOISE_HURTS_DIGITS', 'WHY', 'ECE_CHANGE', 'CLAIMS', 'REAL_DIRS',
+           'REAL_NAMES', 'REAL_LOADERS', 'Config', 'estimate_cost', 'ConceptBottleneck', 'concept_log_prob',
+           'bce_concept_loss', 'sample_concepts', 'cpo_concept_loss', 'prior_logits', 'fit_cbm', 'cbm_predict',
+           'CBMData', 'synthetic_cbm', 'seven_segment_concepts', 'digits_cbm', 'flip_concepts', 'systematic_flips',
+           'concept_metrics', 'intervene', 'intervention_curve', 'train_eval', 'loss_summary', 'measurements',
+           'ImageConcepts', 'load_cub', 'load_awa2', 'load_backbone', 'embed_images', 'cached_embeddings', 'json_dumps',
+           'real_cbm', 'real_claims', 'real_measurements', 'run_real', 'make_real_figures', 'run', 'make_figures']
 
 # %% ../../nbs/papers/interp/cpo.ipynb #bc49d36a
 @dataclass
@@ -50,12 +52,18 @@ class Config(BaseConfig):
     intervention_levels: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 1.0), "fractions of concepts replaced by their true values at test time", ge=0, le=1)
     n_bins: int = param(15, "equal-width bins of the concept ECE", ge=2, le=1000)
     real_datasets: tuple[str, ...] = param((), "the paper's image datasets (full profile only; need local copies and a GPU)", choices=("cub", "awa2", "celeba"))
+    backbone: str = param("microsoft/resnet-50", "pretrained image backbone of the full profile: Hugging Face hub id (or local folder) whose pooled features feed the concept encoder",
+                          allowed="the hub id ('owner/name') or local folder of a transformers image model with pooled features (e.g. 'microsoft/resnet-50')")
+    device: str = param("auto", "where the backbone computes the image embeddings: auto (CUDA when present), cpu, cuda or mps", choices=("auto", "cpu", "cuda", "mps"))
+    embed_batch: int = param(64, "images per backbone forward pass", ge=1, max=4096, le=10**6)
+    cub_concepts: str = param("class", "CUB concept labels: class (Koh et al.'s class-level majority vote) or image (the raw per-image annotations, all 312)", choices=("class", "image"))
+    cub_min_classes: int = param(10, "with cub_concepts class: keep the attributes on in at least this many classes (10 gives Koh et al.'s 112)", ge=1, max=200, le=10**6)
     n_threads: Optional[int] = param(1, "torch CPU threads used for training", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=5, noise_levels=(0.0, 0.1, 0.2, 0.3, 0.4), max_epochs=100, patience=10, fixed_epochs=(30, 100),
                     n_train=3000, n_test=2000),
         "full": dict(n_seeds=5, noise_levels=(0.0, 0.1, 0.2, 0.3, 0.4), max_epochs=100, patience=10, fixed_epochs=(30, 100),
-                     n_train=3000, n_test=2000, real_datasets=("cub", "awa2", "celeba")),
+                     n_train=3000, n_test=2000, real_datasets=("cub", "awa2", "celeba"), n_threads=None),
     }
     def validate(self):
         if not self.noise_levels: raise ConfigError("parameter 'noise_levels': give at least one noise level")
@@ -64,6 +72,8 @@ class Config(BaseConfig):
         if self.systematic_per_class > self.n_concepts:
             raise ConfigError(f"parameter 'systematic_per_class': {self.systematic_per_class} exceeds n_concepts {self.n_concepts}")
         if not self.intervention_levels: raise ConfigError("parameter 'intervention_levels': give at least one level")
+        check_hub_name("backbone", self.backbone)
+        if self.real_datasets: return        # the image datasets' cost: see the full-profile table (estimate_cost sizes the synthetic experiment)
         sec, gib = estimate_cost(self)
         check_cost(self, {"CPU time": (sec, 3600.0, "s"), "peak memory": (gib, 8.0, "GiB")},
                    ("n_seeds", "noise_levels", "max_epochs", "fixed_epochs", "n_train", "n_test", "n_concepts", "n_features", "hidden",
@@ -457,16 +467,234 @@ CLAIMS = [
           status="not_testable_offline", reason="the image datasets and pretrained backbones are not available offline; the full profile asks for them"),
 ]
 
-# %% ../../nbs/papers/interp/cpo.ipynb #98cabbc9
-def _check_real(cfg:Config):
-    "The paper's datasets are needed for `real_datasets`; they are not available offline."
-    if not cfg.real_datasets: return
+# %% ../../nbs/papers/interp/cpo.ipynb #6af613bb
+REAL_DIRS = {"cub": "cub/CUB_200_2011", "awa2": "awa2/Animals_with_Attributes2", "celeba": "celeba"}
+REAL_NAMES = {"cub": "CUB-200-2011", "awa2": "AwA2", "celeba": "CelebA"}
+
+@dataclass
+class ImageConcepts:
+    "An image dataset with binary concepts: image paths, concepts `[N, K]` (clean, as annotated), labels, and the official train rows."
+    name: str; root: object; paths: list; C: np.ndarray; y: np.ndarray; train: np.ndarray; concept_names: list
+
+def _int_fields(path, n:int) -> np.ndarray:
+    "The first `n` whitespace-separated integer fields of every non-empty line of `path` (extra fields are ignored)."
+    with open(path) as f: return np.array([[int(float(v)) for v in l.split()[:n]] for l in f if l.strip()], dtype=np.int64)
+
+def load_cub(root, concepts:str="class", min_classes:int=10) -> ImageConcepts:
+    "CUB-200-2011 from its official layout at `root` (`CUB_200_2011/`): images, labels 0..199, the official split and the attribute concepts."
+    from pathlib import Path
+    root = Path(root)
+    ids = {}; paths = []
+    with open(root / "images.txt") as f:
+        for l in f:
+            if l.strip(): i, rel = l.split(maxsplit=1); ids[int(i)] = len(paths); paths.append(str(root / "images" / rel.strip()))
+    lab, split = _int_fields(root / "image_class_labels.txt", 2), _int_fields(root / "train_test_split.txt", 2)
+    y = np.zeros(len(paths), np.int64); y[[ids[i] for i in lab[:, 0]]] = lab[:, 1] - 1
+    train = np.zeros(len(paths), bool); train[[ids[i] for i in split[:, 0]]] = split[:, 1] == 1
+    att = _int_fields(root / "attributes" / "image_attribute_labels.txt", 3)
+    n_att = int(att[:, 1].max())
+    A = np.zeros((len(paths), n_att), np.float32); A[[ids[i] for i in att[:, 0]], att[:, 1] - 1] = att[:, 2]
+    names = [f"attribute_{k + 1}" for k in range(n_att)]
+    for f in (root / "attributes.txt", root.parent / "attributes.txt", root / "attributes" / "attributes.txt"):
+        if f.is_file():
+            names = [l.split(maxsplit=1)[1].strip() for l in f.read_text().splitlines() if l.strip()][:n_att]; break
+    if concepts == "image": return ImageConcepts("cub", root, paths, A, y, train, names)
+    if concepts != "class": raise ValueError(f"concepts must be 'class' or 'image', got {concepts!r}")
+    n_cls = int(y.max()) + 1
+    votes = np.stack([A[train & (y == k)].mean(0) if (train & (y == k)).any() else np.zeros(n_att) for k in range(n_cls)])
+    prof = (votes > 0.5).astype(np.float32)                     # class-level majority vote on the training images
+    keep = np.flatnonzero(prof.sum(0) >= min_classes)
+    if not len(keep): raise ConfigError(f"parameter 'cub_min_classes': no CUB attribute is on for {min_classes} classes or more")
+    return ImageConcepts("cub", root, paths, prof[y][:, keep], y, train, [names[k] for k in keep])
+
+def load_awa2(root, test_frac:float=0.2) -> ImageConcepts:
+    "AwA2 from its official layout at `root` (`Animals_with_Attributes2/`): images, labels, the 85 class-level attributes; a stratified split (seed 0)."
+    from pathlib import Path
+    from trustlib.data import stratified_split
+    root = Path(root)
+    classes = [l.split()[-1] for l in (root / "classes.txt").read_text().splitlines() if l.strip()]
+    preds = [l.split()[-1] for l in (root / "predicates.txt").read_text().splitlines() if l.strip()]
+    M = np.loadtxt(root / "predicate-matrix-binary.txt", dtype=np.float32, ndmin=2)
+    paths, y = [], []
+    for k, c in enumerate(classes):
+        for f in sorted((root / "JPEGImages" / c).glob("*.jpg")): paths.append(str(f)); y.append(k)
+    y = np.asarray(y, np.int64)
+    tr, _ = stratified_split(y, (1 - test_frac, test_frac), seed=0)
+    train = np.zeros(len(y), bool); train[tr] = True
+    return ImageConcepts("awa2", root, paths, M[y], y, train, preds)
+
+REAL_LOADERS = {"cub": lambda root, cfg: load_cub(root, cfg.cub_concepts, cfg.cub_min_classes), "awa2": lambda root, cfg: load_awa2(root)}
+
+# %% ../../nbs/papers/interp/cpo.ipynb #2a6ecc83
+def _preprocess(path, spec:dict):
+    "One image as the backbone's processor prepares it: RGB, resize the short side to shortest_edge / crop_pct, centre crop, rescale, normalise; `[3, H, W]`."
+    from PIL import Image
+    size = spec.get("size", {}); edge = int(size.get("shortest_edge", size.get("height", 224)) if isinstance(size, dict) else size)
+    crop = float(spec.get("crop_pct") or 1.0)
+    with Image.open(path) as im:
+        im = im.convert("RGB"); w, h = im.size; s = int(edge / crop) / min(w, h)
+        im = im.resize((max(edge, round(w * s)), max(edge, round(h * s))), resample=int(spec.get("resample", 3)))
+        w, h = im.size; l, t = (w - edge) // 2, (h - edge) // 2
+        a = np.asarray(im.crop((l, t, l + edge, t + edge)), dtype=np.float32) * float(spec.get("rescale_factor", 1 / 255))
+    mean, std = np.asarray(spec.get("image_mean", (0.485, 0.456, 0.406)), np.float32), np.asarray(spec.get("image_std", (0.229, 0.224, 0.225)), np.float32)
+    return ((a - mean) / std).transpose(2, 0, 1) if spec.get("do_normalize", True) else a.transpose(2, 0, 1)
+
+def load_backbone(hub_id:str, device:str="cpu"):
+    "(model, preprocessing spec, revision) of an image backbone by hub id or folder, in eval mode on `device`."
+    import json
+    from trustlib.config import require
+    transformers = require("transformers", "the full profile's image backbone")
+    from transformers.utils import cached_file
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    model = transformers.AutoModel.from_pretrained(hub_id).to(device).eval()
+    spec = json.loads(open(cached_file(hub_id, "preprocessor_config.json")).read())
+    return model, spec, str(getattr(model.config, "_commit_hash", None) or hub_id)
+
+@torch.no_grad()
+def embed_images(paths:list, model, spec:dict, device:str="cpu", batch:int=64, progress:bool=False) -> np.ndarray:
+    "Pooled backbone features `[N, D]` (float32) of the images at `paths`."
+    from tqdm.auto import tqdm
+    out = []
+    for s in tqdm(range(0, len(paths), batch), desc="image embeddings", disable=not progress, leave=False):
+        x = torch.as_tensor(np.stack([_preprocess(p, spec) for p in paths[s:s + batch]])).to(device)
+        o = model(pixel_values=x)
+        f = o.pooler_output if getattr(o, "pooler_output", None) is not None else o.last_hidden_state.mean(1)
+        out.append(f.flatten(1).float().cpu().numpy())
+    return np.concatenate(out).astype(np.float32)
+
+def cached_embeddings(ds:ImageConcepts, cfg:Config, progress:bool=False) -> np.ndarray:
+    "The backbone features of every image of `ds`, computed once and cached under `<data_dir>/cpo-features/` (keyed by images and backbone revision)."
+    import hashlib, os
+    from trustlib.config import get_device
     from trustlib.data import data_dir
-    missing = [n for n in cfg.real_datasets if not (data_dir() / n).exists()]
-    if missing:
-        raise ResourceUnavailable(f"the full profile needs local copies of {missing} under {data_dir()} (CUB-200-2011, AwA2, CelebA with "
-                                  "concept annotations) and a GPU for a pretrained image backbone; run the cpu profile for the offline reproduction")
-    raise ResourceUnavailable("the image-backbone pipeline for CUB/AwA2/CelebA is not part of this offline reproduction; run the cpu profile")
+    device = get_device(cfg.device)
+    model, spec, rev = load_backbone(cfg.backbone, device)
+    rel = [os.path.relpath(p, ds.root) for p in ds.paths]
+    key = hashlib.sha1("\n".join([cfg.backbone, rev, json_dumps(spec), *rel]).encode()).hexdigest()[:12]
+    f = data_dir() / "cpo-features" / f"{ds.name}-{cfg.backbone.replace('/', '--')}-{key}.npy"
+    if f.is_file(): return np.load(f)
+    X = embed_images(ds.paths, model, spec, device, cfg.embed_batch, progress)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_suffix(f".{os.getpid()}.tmp.npy"); np.save(tmp, X); os.replace(tmp, f)
+    return X
+
+def json_dumps(x) -> str:
+    import json
+    return json.dumps(x, sort_keys=True)
+
+def real_cbm(name:str, cfg:Config, progress:bool=False) -> CBMData|str:
+    "The CBM data of one of the paper's datasets (backbone features, concepts, labels, official or fixed split), or why it is skipped."
+    from trustlib.data import data_dir, display_path
+    root = data_dir() / REAL_DIRS[name]
+    if name not in REAL_LOADERS: return f"{REAL_NAMES[name]} skipped: its loader is not implemented (the CBM construction on it is not known to us)"
+    if not root.exists(): return f"{REAL_NAMES[name]} skipped: not found at {display_path(root)}"
+    ds = REAL_LOADERS[name](root, cfg)
+    X = cached_embeddings(ds, cfg, progress)
+    tr, te = ds.train, ~ds.train
+    return CBMData(X[tr], ds.C[tr], ds.y[tr], X[te], ds.C[te], ds.y[te], name=name)
+
+# %% ../../nbs/papers/interp/cpo.ipynb #5a782ce7
+import dataclasses
+from ..results import Compare, check_claims
+
+def _on(test, prefix:str, where:str):
+    "`test` (a Compare) reading `<prefix>/...` instead of `synthetic/...`, its quantity named with `where`."
+    sub = lambda k: prefix + k[len("synthetic"):] if k.startswith("synthetic/") else k
+    of = Diff(sub(test.of.a), sub(test.of.b)) if isinstance(test.of, Diff) else sub(test.of)
+    return dataclasses.replace(test, of=of, what=f"{test.what}, {where}")
+
+_REAL_WHY = ("the paper's datasets with a frozen pretrained backbone (features cached) and the notebook's MLP concept encoder; "
+             "early stopping on a noisy validation split; per-seed values pooled over the datasets present (dataset × seed)")
+
+def real_claims(datasets=("cub", "awa2", "celeba")) -> list[Claim]:
+    "The claims of a `full` run on `datasets`: CLAIMS' graded synthetic-grid claims on the pooled real data, and one per dataset."
+    out = []
+    for c in CLAIMS:
+        if c.status != "graded" or not all(k.startswith("synthetic/") for k in c.rule.keys()): continue
+        out.append(dataclasses.replace(c, id=f"real_{c.id}", paper=c.paper, rule=_on(c.rule, "real", "paper's datasets"),
+                                       requires=tuple(_on(r, "real", "paper's datasets") for r in c.requires), reason=_REAL_WHY, ours="", log=()))
+    for d in datasets:
+        hurts = Above(f"{d}/bce/concept_drop", 0.0, what=f"drop of BCE concept accuracy on {REAL_NAMES[d]} from p = 0 to p_max")
+        out.append(Claim(f"{d}_concept_noisy", f"CPO outperforms BCE under concept noise on {REAL_NAMES[d]} (concept accuracy)",
+                         "consistent gains on CUB, AwA2 and CelebA (abstract)",
+                         _gap(f"{d}/cpo/concept_acc_noisy", f"{d}/bce/concept_acc_noisy", f"CPO − BCE concept accuracy on {REAL_NAMES[d]} (noisy)", 0.01),
+                         requires=hurts, reason=f"{REAL_NAMES[d]} alone; " + _REAL_WHY.split(";")[0]))
+    return check_claims(out)
+
+_SUMMARY_KEYS = [f"{n}_{s}" for n in ("concept_acc", "task_acc", "iv", "ece", "stop_epoch") for s in ("noisy", "clean")] + ["concept_drop", "task_drop_rel"]
+
+def real_measurements(cfg:Config, runs, names) -> dict:
+    "Per-seed lists per dataset (`<name>/<loss>/<quantity>`; None for a dataset not run) and pooled over the datasets run (`real/...`, dataset-major)."
+    M = {}
+    for d in cfg.real_datasets:
+        for method in ("BCE", "CPO"):
+            got = loss_summary(runs, d, method, cfg.noise_levels) if d in names else {}
+            for k in _SUMMARY_KEYS: M[f"{d}/{method.lower()}/{k}"] = got.get(k)
+    for method in ("bce", "cpo"):
+        for k in _SUMMARY_KEYS:
+            parts = [M[f"{d}/{method}/{k}"] for d in names]
+            M[f"real/{method}/{k}"] = None if not parts or any(p is None for p in parts) else [v for p in parts for v in p]
+    return M
+
+# %% ../../nbs/papers/interp/cpo.ipynb #98cabbc9
+def run_real(cfg:Config, progress:bool=True) -> Result:
+    "The `full` profile: BCE vs CPO CBMs on the paper's datasets present (backbone features), over seeds × noise levels, early stopping."
+    import pandas as pd
+    from tqdm.auto import tqdm
+    datas = {}
+    for name in cfg.real_datasets:
+        d = real_cbm(name, cfg, progress)
+        if isinstance(d, str): print(d)
+        else: datas[name] = d
+    if not datas:
+        from trustlib.data import data_dir, display_path
+        raise ResourceUnavailable(f"none of the paper's datasets {list(cfg.real_datasets)} is under {display_path(data_dir())} (CUB-200-2011 as "
+                                  f"{REAL_DIRS['cub']}/, AwA2 as {REAL_DIRS['awa2']}/, in their official layouts); run the cpu profile for the offline reproduction")
+    levels, S = list(cfg.noise_levels), cfg.n_seeds
+    grid = [(s, p) for s in range(S) for p in levels]
+    rows = []
+    bar = tqdm(total=2 * len(datas), desc="CBM trainings", disable=not progress)
+    with torch_threads(cfg.n_threads):
+        for name, d in datas.items():
+            noisy = [flip_concepts(d.C_train, p, np.random.default_rng(derive_seed(cfg.seed, name, "noise", s, int(round(p * 1000)))))[0] for s, p in grid]
+            seed, bce = derive_seed(cfg.seed, name, "grid"), None
+            for method, kw in (("BCE", dict(concept_loss="bce")), ("CPO", dict(concept_loss="cpo", beta=cfg.beta, reference=cfg.reference))):
+                res, model = train_eval([d] * len(grid), noisy, cfg, cfg.max_epochs, seed, ref_model=bce, early_stopping=True, **kw)
+                if method == "BCE": bce = model
+                for (s, p), r in zip(grid, res): rows.append(dict(block=name, epochs=0, method=method, seed=s, p=p, **r))
+                bar.update(1)
+    bar.close()
+    runs = pd.DataFrame(rows)
+    cols = ["concept_acc", "concept_auc", "concept_ece", "task_acc", "iv_mean", "fit_noisy_labels", "stop_epoch"]
+    data = pd.DataFrame([dict(dataset=n, n_train=len(d.y_train), n_test=len(d.y_test), concepts=d.C_train.shape[1], classes=int(d.y_train.max()) + 1,
+                              features=d.X_train.shape[1]) for n, d in datas.items()])
+    tables = dict(runs=runs, data=data, summary=runs.groupby(["block", "epochs", "method", "p"], sort=False)[cols].agg(["mean", "std"]).round(4))
+    return Result(paper="cpo", config=cfg.to_dict(), metrics=real_measurements(cfg, runs, list(datas)), tables=tables,
+                  figures=make_real_figures(cfg, runs, list(datas)))
+
+def make_real_figures(cfg:Config, runs, names) -> dict:
+    "Per dataset: concept accuracy, task accuracy and concept ECE against p, and the intervention curves at p_max (early stopping)."
+    import matplotlib.pyplot as plt, seaborn as sns
+    figs = {}
+    fig, axes = plt.subplots(3, len(names), figsize=(4.2 * len(names), 9), squeeze=False)
+    for j, n in enumerate(names):
+        for i, (m, lab) in enumerate([("concept_acc", "concept accuracy (test)"), ("task_acc", "task accuracy"), ("concept_ece", "concept ECE")]):
+            sns.lineplot(data=runs[runs.block == n], x="p", y=m, hue="method", style="method", markers=True, errorbar="sd", ax=axes[i, j])
+            axes[i, j].set_xlabel("fraction of training concept labels flipped, p"); axes[i, j].set_ylabel(lab)
+        axes[0, j].set_title(f"{REAL_NAMES[n]}, early stopping")
+    fig.tight_layout(); figs["noise_curves"] = fig
+    pmax = max(cfg.noise_levels)
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, n in zip(axes[0], names):
+        r = runs[(runs.block == n) & (runs.p == pmax)]
+        long = r.melt(id_vars=["method", "seed"], value_vars=[f"iv_{j}" for j in range(len(cfg.intervention_levels))], var_name="j", value_name="acc")
+        long["r"] = [100 * cfg.intervention_levels[int(v.split("_")[1])] for v in long.j]
+        sns.lineplot(data=long, x="r", y="acc", hue="method", style="method", markers=True, errorbar="sd", ax=ax)
+        ax.set_xlabel("concepts replaced by true values at test time (%)"); ax.set_ylabel("task accuracy"); ax.set_title(f"{REAL_NAMES[n]}, p = {pmax:g}")
+    fig.tight_layout(); figs["interventions"] = fig
+    plt.close("all")
+    return figs
 
 def _grid_runs(cfg:Config, add, pair):
     "Every training of the experiment: the early-stopping blocks (grid, ablation, systematic, digits), then the fixed lengths."
@@ -501,7 +729,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     "Run the CPO reproduction described by `cfg`; returns measurements, tables and figures."
     import pandas as pd
     from tqdm.auto import tqdm
-    _check_real(cfg)
+    if cfg.real_datasets: return run_real(cfg, progress)
     n_tasks = 2 * (1 + bool(cfg.digits) + len(cfg.fixed_epochs) + bool(cfg.systematic)) + (6 + len(cfg.ablation_betas) if cfg.ablation else 0)
     bar = tqdm(total=n_tasks, desc="CBM trainings", disable=not progress)
     rows = []

@@ -8,17 +8,19 @@ import itertools, math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost, check_hub_name
 from ..results import Result
 
 # %% auto #0
-__all__ = ['METHODS', 'SANNS', 'POSTHOC', 'TODAY', 'BOX', 'DISTINCT', 'CLAIMS', 'Config', 'estimate_cost', 'n_keep', 'sparsemax',
-           'simplex_projection', 'subset_matrix', 'min_total_l1', 'monomial_deletion', 'binomial_sets',
-           'binomial_insertion', 'theorem_table', 'CanvasDigits', 'canvas_digits', 'load_canvas_splits', 'patch_masks',
-           'PoolCNN', 'backbone_outputs', 'train_backbone', 'position_code', 'GroupGenerator', 'SOPOutput', 'SOP',
-           'make_sop', 'train_sop', 'sop_predict', 'BagNetLike', 'patch_index', 'patch_scores', 'top_patch_mask',
-           'posthoc_map', 'purity_iou', 'insertion_deletion', 'auc', 'mean_pairwise_iou', 'evaluate_seed',
-           'theory_measurements', 'measurements', 'run', 'pd_frame', 'make_figures']
+__all__ = ['METHODS', 'SANNS', 'POSTHOC', 'TODAY', 'BOX', 'DISTINCT', 'CLAIMS', 'IMAGENET_S50', 'IMAGENET_S_IGNORE', 'Config',
+           'estimate_cost', 'n_keep', 'sparsemax', 'simplex_projection', 'subset_matrix', 'min_total_l1',
+           'monomial_deletion', 'binomial_sets', 'binomial_insertion', 'theorem_table', 'CanvasDigits', 'canvas_digits',
+           'load_canvas_splits', 'patch_masks', 'PoolCNN', 'backbone_outputs', 'train_backbone', 'position_code',
+           'GroupGenerator', 'SOPOutput', 'SOP', 'make_sop', 'train_sop', 'sop_predict', 'BagNetLike', 'patch_index',
+           'patch_scores', 'top_patch_mask', 'posthoc_map', 'purity_iou', 'insertion_deletion', 'auc',
+           'mean_pairwise_iou', 'evaluate_seed', 'theory_measurements', 'measurements', 'imagenet_s_root', 'SegImages',
+           'load_imagenet_s', 'vit_norm', 'load_vit', 'vit_outputs', 'ViTProjection', 'make_vit_sop', 'PixelPrep',
+           'evaluate_imagenet_seed', 'run', 'pd_frame', 'make_figures']
 
 # %% ../../nbs/papers/interp/sop.ipynb #e7359df4
 @dataclass
@@ -51,27 +53,40 @@ class Config(BaseConfig):
     ig_steps: int = param(8, "integration steps of integrated gradients", ge=2, le=1000)
     shap_samples: int = param(32, "coalitions sampled by KernelSHAP per image", ge=8, max=5000)
     curve_steps: int = param(4, "steps of the insertion and deletion curves", ge=2, le=256)
-    real_data: bool = param(False, "the paper's datasets (ImageNet-S, CosmoGrid, MultiRC; full profile only)")
+    real_data: bool = param(False, "the paper's ImageNet-S experiment with a pretrained ViT instead of the digits canvases (full profile; CosmoGrid and MultiRC are out of scope)")
     n_threads: Optional[int] = param(1, "torch CPU threads", ge=1, le=1024)
+    vit: str = param("google/vit-base-patch16-224", "the frozen pretrained ViT of the ImageNet-S experiment: a Hugging Face id in the local cache, or a local folder")
+    device: str = param("auto", "device of the ImageNet-S experiment: auto (CUDA when present), cuda or cpu", choices=("auto", "cuda", "cpu"))
+    proj_layers: int = param(11, "ViT blocks in the group generator's trainable projection (ImageNet-S; the paper reads the second-to-last layer: 11 of 12)", ge=1, le=64)
+    imagenet_train_per_class: int = param(100, "ImageNet-S50 training images per class that SOP is trained on (0 means all)", ge=0, le=1300)
+    imagenet_test_per_class: int = param(0, "ImageNet-S50 validation images per class, with their segmentation, for every metric (0 means all)", ge=0, le=100)
+    vit_batch: int = param(128, "images per ViT forward pass when evaluating (ImageNet-S; memory)", ge=1, le=4096)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=20, epochs=10, backbone_epochs=20,
                     bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8),
-        "full": dict(n_seeds=3, d_max=10, n_train=1200, n_test=300, num_masks_sample=20, epochs=10, backbone_epochs=20,
-                     bagnet_epochs=20, ig_steps=16, shap_samples=96, curve_steps=8, real_data=True),
+        # the paper's ImageNet-S experiment (ImageNet-S50, google/vit-base-patch16-224): 200 query patches, 20 groups, τ 0.2, blur 3,
+        # AdamW, weight decay 0.01, batch 16 as the authors' config; 10 epochs over 100 images per class (the paper: 20 over all) at
+        # lr 1e-5 (the paper's 5e-6 is for its 20 epochs over 64k images); no position code (a ViT's patch tokens carry their position)
+        "full": dict(n_seeds=3, d_max=10, num_masks_max=200, num_masks_sample=20, epochs=10, lr=1e-5, batch_size=16, gen_scale=1.0,
+                     sel_scale=1.0, pos_scale=0.0, ig_steps=16, shap_samples=96, curve_steps=8, real_data=True),
     }
     @property
     def n_patches(self) -> int: return (self.canvas // self.patch) ** 2
     @property
     def n_keep(self) -> int: return n_keep(self.n_patches, self.tau)
     def validate(self):
-        if self.canvas % self.patch: raise ConfigError(f"parameter 'patch': {self.patch} does not divide canvas {self.canvas}")
-        P = self.n_patches
+        check_hub_name("vit", self.vit)
+        P = self.n_patches if not self.real_data else (224 // 16) ** 2      # the ImageNet-S experiment: a ViT-B/16 at 224 px (SOP checks its own ViT again)
+        if not self.real_data and self.canvas % self.patch: raise ConfigError(f"parameter 'patch': {self.patch} does not divide canvas {self.canvas}")
         k = int(math.floor(P * self.tau))
         if not 1 <= k < P:
             raise ConfigError(f"parameter 'tau': {self.tau:g} keeps {k} of {P} patches per group; choose tau so that 1 <= floor(tau·P) < P")
         if self.num_masks_sample > min(self.num_masks_max, P):
             raise ConfigError(f"parameter 'num_masks_sample': {self.num_masks_sample} groups exceed the {min(self.num_masks_max, P)} "
                               "available queries (min of num_masks_max and the number of patches)")
+        if self.real_data:                            # the ImageNet-S experiment runs on a GPU: only the CPU-side linear programs are checked here
+            check_cost(self, {"CPU time": (2.0 ** self.d_max * self.d_max ** 2 * 200 / 1e9, 3600.0, "s")}, ("d_max",))
+            return
         name, d = ("backbone_width", self.backbone_width) if self.projection == "backbone" else ("d_proj", self.d_proj)
         if self.pos_scale and d % 4:
             raise ConfigError(f"parameter 'pos_scale': the position code needs the generator's feature width ({name} = {d}) divisible by 4")
@@ -293,7 +308,7 @@ class GroupGenerator(nn.Module):
         if E.shape[-2:] != (gh, gw): E = F.adaptive_avg_pool2d(E, (gh, gw))
         if self.pos_scale: E = E + self.pos_scale * E.detach().pow(2).mean().sqrt() * self.pos
         E = E.flatten(2).transpose(1, 2)                                        # [B, P, D]
-        S = self.wq(E[:, query_idx]) @ self.wk(E).transpose(1, 2) * (self.scale / math.sqrt(E.shape[-1]))   # [B, m, P]
+        S = self.wq(E[:, query_idx.to(E.device)]) @ self.wk(E).transpose(1, 2) * (self.scale / math.sqrt(E.shape[-1]))   # [B, m, P]
         B, m = S.shape[:2]
         if self.blur > 1:
             S = F.conv2d(S.reshape(B * m, 1, gh, gw), self.kernel, padding=self.blur // 2).reshape(B, m, P)
@@ -366,7 +381,9 @@ def make_sop(backbone:nn.Module, cfg) -> "SOP":
 
 # %% ../../nbs/papers/interp/sop.ipynb #d84c8f1d
 def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weight_decay:float=0.01, batch_size:int=32,
-              seed:int=0, progress:bool=False) -> list[float]:
+              seed:int=0, progress:bool=False,
+              prep=None, # maps a batch of `data.X` to the model's input on its device (the ImageNet-S images: uint8 to normalised pixels); None: as stored
+              ) -> list[float]:
     "Train the generator and selector of `model` with cross-entropy on ŷ; returns the mean loss per epoch."
     from tqdm.auto import tqdm
     params = [p for p in model.parameters() if p.requires_grad]
@@ -379,7 +396,8 @@ def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weig
         perm = torch.randperm(len(y), generator=g)
         for s in range(0, len(y), batch_size):
             idx = perm[s:s + batch_size]
-            loss = F.cross_entropy(model(X[idx], generator=g).logits, y[idx])
+            xb = X[idx] if prep is None else prep(X[idx])
+            loss = F.cross_entropy(model(xb, generator=g).logits, y[idx].to(xb.device))
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
             tot += loss.item(); nb += 1
         losses.append(tot / nb)
@@ -387,10 +405,11 @@ def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weig
     return losses
 
 @torch.no_grad()
-def sop_predict(model:SOP, X:np.ndarray, batch_size:int=100) -> SOPOutput:
-    "SOP outputs for all of `X` (inference: evenly spaced queries), concatenated."
-    model.eval(); outs = [model(torch.as_tensor(X[s:s + batch_size])) for s in range(0, len(X), batch_size)]
-    return SOPOutput(*(torch.cat([getattr(o, k) for o in outs]) for k in ("logits", "group_logits", "weights", "masks")))
+def sop_predict(model:SOP, X:np.ndarray, batch_size:int=100, prep=None) -> SOPOutput:
+    "SOP outputs for all of `X` (inference: evenly spaced queries), concatenated on the CPU; `prep` as in `train_sop`."
+    model.eval()
+    outs = [model(torch.as_tensor(X[s:s + batch_size]) if prep is None else prep(X[s:s + batch_size])) for s in range(0, len(X), batch_size)]
+    return SOPOutput(*(torch.cat([getattr(o, k).cpu() for o in outs]) for k in ("logits", "group_logits", "weights", "masks")))
 
 # %% ../../nbs/papers/interp/sop.ipynb #d17e5c8d
 class BagNetLike(nn.Module):
@@ -424,21 +443,29 @@ def top_patch_mask(scores:torch.Tensor, k:int, canvas:int, patch:int) -> torch.T
     m = torch.zeros_like(scores).scatter(-1, scores.topk(k, -1).indices, 1.0).view(-1, 1, g, g)
     return m.repeat_interleave(patch, -2).repeat_interleave(patch, -1)
 
-def posthoc_map(method:str, model:nn.Module, X:torch.Tensor, target:torch.Tensor, cfg:Config, seed:int=0) -> torch.Tensor:
-    "Pixel attribution map [B, 1, C, C] of the backbone's class `target` by captum's 'ig', 'occlusion' or 'kernelshap'."
+def posthoc_map(method:str, model:nn.Module, X:torch.Tensor, target:torch.Tensor, cfg:Config, seed:int=0,
+                f=None, # the logits function (default: `backbone_outputs(model, x)[0]`, the digits CNN)
+                canvas:int|None=None, patch:int|None=None, # image side and patch side (default: `cfg.canvas`, `cfg.patch`)
+                internal_batch:int=512, # integrated gradients' internal batch (memory)
+                ) -> torch.Tensor:
+    "Pixel attribution map [B, 1, H, W] (summed over channels) of the backbone's class `target` by captum's 'ig', 'occlusion' or 'kernelshap'."
     from captum.attr import IntegratedGradients, Occlusion, KernelShap
-    f = lambda x: backbone_outputs(model, x)[0]
+    f = f or (lambda x: backbone_outputs(model, x)[0])
+    canvas, patch = canvas or cfg.canvas, patch or cfg.patch
+    C = X.shape[1]
     if method == "ig":
-        return IntegratedGradients(f).attribute(X, baselines=0.0, target=target, n_steps=cfg.ig_steps, internal_batch_size=512)
+        a = IntegratedGradients(f).attribute(X, baselines=0.0, target=target, n_steps=cfg.ig_steps, internal_batch_size=internal_batch)
+        return a if C == 1 else a.sum(1, keepdim=True)
     if method == "occlusion":
-        return Occlusion(f).attribute(X, sliding_window_shapes=(1, cfg.patch, cfg.patch), strides=(1, cfg.patch, cfg.patch),
-                                      baselines=0.0, target=target, perturbations_per_eval=64)
+        a = Occlusion(f).attribute(X, sliding_window_shapes=(C, patch, patch), strides=(C, patch, patch),
+                                   baselines=0.0, target=target, perturbations_per_eval=64)
+        return a if C == 1 else a[:, :1]            # every channel of a patch gets the patch's drop; keep one
     if method == "kernelshap":
         torch.manual_seed(seed)
-        fm = patch_index(cfg.canvas, cfg.patch)
+        fm = patch_index(canvas, patch).to(X.device).expand(1, C, -1, -1)
         out = [KernelShap(f).attribute(X[i:i + 1], baselines=0.0, target=int(target[i]), feature_mask=fm, n_samples=cfg.shap_samples,
                                        perturbations_per_eval=cfg.shap_samples) for i in range(len(X))]
-        return torch.cat(out) / cfg.patch ** 2          # captum gives each pixel its patch's value; spread it over the patch
+        return torch.cat(out)[:, :1] / patch ** 2        # captum gives each pixel its patch's value; spread it over the patch
     raise ValueError(f"method must be 'ig', 'occlusion' or 'kernelshap', got {method!r}")
 
 # %% ../../nbs/papers/interp/sop.ipynb #e6a76ac3
@@ -577,8 +604,9 @@ def measurements(theory, runs, cond, num_groups:int) -> dict:
     c = cond.set_index("seed").sort_index()
     L = lambda x: [float(v) for v in x]
     M.update({f"acc/{key(m)}": L(acc[m]) for m in acc.columns})
-    M.update({"acc/best_other_sann": L(acc[list(SANNS)].max(axis=1)), "acc/backbone": L(c.backbone_acc),
-              "purity/sop": L(pur["SOP"]), "purity/best_posthoc": L(pur[list(POSTHOC)].max(axis=1)),
+    sanns, posthoc = [m for m in SANNS if m in acc.columns], [m for m in POSTHOC if m in acc.columns]   # the ImageNet-S run has no BagNet-like
+    M.update({"acc/best_other_sann": L(acc[sanns].max(axis=1)), "acc/backbone": L(c.backbone_acc),
+              "purity/sop": L(pur["SOP"]), "purity/best_posthoc": L(pur[posthoc].max(axis=1)),
               "sop/distinct_groups": L(sop.distinct_groups), "sop/distinct_share": L(sop.distinct_groups / num_groups),
               "sop/pairwise_iou": L(sop.pairwise_iou), "sop/max_fidelity_error": float(sop.fidelity_error.max()),
               "condition/box_gap": L(c.box_only_acc - c.no_box_acc), "condition/random_purity": float(c.random_purity.mean())})
@@ -643,26 +671,245 @@ CLAIMS = [
           reason="shown, not graded: patches ranked by each method's pixel map and scored by the frozen backbone"),
     Claim("real_data", "SOP results on ImageNet-S, CosmoGrid and MultiRC; human study; cosmology case study",
           "SOP error 0.267, purity 0.630 (ImageNet-S); MSE 0.025 (CosmoGrid); error 0.366 (MultiRC)", status="not_testable_offline",
-          reason="the datasets and pretrained ViT/BERT backbones are not available offline; the full profile asks for them"),
+          reason="the cpu profile runs digits on noise canvases; the full profile runs the ImageNet-S experiment (a frozen pretrained ViT on "
+                 "ImageNet-S50; the claims above are graded on it there); CosmoGrid, MultiRC, the human study and the cosmology case study are out of scope"),
 ]
 
+# %% ../../nbs/papers/interp/sop.ipynb #5e26b96c
+from pathlib import Path
+from ..data import data_dir, DataUnavailable
+
+# ImageNet-S50's 50 classes (ImageNet wnids) and their ImageNet-1k class indices (the output units of an ImageNet-1k classifier)
+IMAGENET_S50 = {
+    "n01443537": 1, "n01491361": 3, "n01531178": 11, "n01644373": 31, "n02104029": 222, "n02119022": 277, "n02123597": 284,
+    "n02133161": 295, "n02165456": 301, "n02281406": 325, "n02325366": 330, "n02342885": 333, "n02396427": 342, "n02483362": 368,
+    "n02504458": 386, "n02510455": 388, "n02690373": 404, "n02747177": 412, "n02783161": 418, "n02814533": 436, "n02859443": 449,
+    "n02917067": 466, "n02992529": 487, "n03014705": 492, "n03047690": 502, "n03095699": 510, "n03197337": 531, "n03201208": 532,
+    "n03445777": 574, "n03452741": 579, "n03584829": 606, "n03630383": 617, "n03775546": 659, "n03791053": 670, "n03874599": 695,
+    "n03891251": 703, "n04026417": 748, "n04335435": 829, "n04380533": 846, "n04404412": 851, "n04447861": 861, "n04507155": 879,
+    "n04522168": 883, "n04557648": 898, "n04562935": 900, "n04612504": 914, "n06794110": 919, "n07749582": 951, "n07831146": 959,
+    "n12998815": 992}
+IMAGENET_S_IGNORE = 1000      # segmentation id of pixels the annotators left out
+
+def imagenet_s_root() -> Path:
+    "Where the ImageNet-S50 folders are read: `<data folder>/imagenet-s/ImageNetS50`."
+    return data_dir() / "imagenet-s" / "ImageNetS50"
+
+_IMAGENET_S_HOW = ("ImageNet-S is built from a local ImageNet-1k copy by the ImageNet-S tools (github.com/LUSSeg/ImageNet-S: "
+                   "`datapreparation.sh` with mode 50, then `datapreparation_anno.sh ... 50` for the segmentations; ImageNet's "
+                   "licence applies); put its ImageNetS50/ folder (train/, validation/, validation-segmentation/) at {dir}")
+
+@dataclass
+class SegImages:
+    X: np.ndarray                 # [N, S, S, 3] uint8 images resized to the ViT's input
+    y: np.ndarray                 # [N] int64 ImageNet-1k class indices
+    seg: np.ndarray|None          # [N, 1, S, S] float32: 1 on the pixels of the image's own class (validation only)
+    valid: np.ndarray|None        # [N, 1, S, S] float32: 0 on pixels the annotation ignores (validation only)
+    files: list                   # the image files, in order
+
+def _segment_ids(path:Path, size:int) -> np.ndarray:
+    "ImageNet-S class ids [size, size] of a segmentation PNG (R + 256·G), resized with nearest neighbours."
+    from PIL import Image
+    with Image.open(path) as im: a = np.asarray(im.convert("RGB")).astype(np.int32)
+    ids = a[..., 0] + 256 * a[..., 1]
+    return np.asarray(Image.fromarray(ids).resize((size, size), Image.NEAREST))
+
+def load_imagenet_s(split:str, # 'train' or 'validation' (with its segmentations)
+                    per_class:int=0, # images per class (0: all); train: drawn with `seed`, validation: the first in name order
+                    size:int=224, seed:int=0, root=None, # default root: imagenet_s_root()
+                    ) -> SegImages:
+    "ImageNet-S50 images (resized to `size`), their ImageNet-1k labels and, for the validation split, the segment of each image's class."
+    from PIL import Image
+    if split not in ("train", "validation"): raise ConfigError(f"split must be 'train' or 'validation', got {split!r}")
+    root = Path(root) if root is not None else imagenet_s_root()
+    how = _IMAGENET_S_HOW.format(dir=root)
+    d = root / split
+    wnids = sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
+    if not wnids: raise DataUnavailable(f"ImageNet-S50 {split} images (one folder per wnid)", [d], how)
+    unknown = [w for w in wnids if w not in IMAGENET_S50]
+    if unknown: raise DataUnavailable(f"ImageNet-S50 {split} images ({len(unknown)} class folders are not ImageNet-S50 classes, e.g. {unknown[0]})", [d], how)
+    cls_id = {w: i + 1 for i, w in enumerate(sorted(IMAGENET_S50))}
+    rng = np.random.default_rng(seed)
+    files = []
+    for w in wnids:
+        fs = sorted(p for p in (d / w).iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
+        if per_class and len(fs) > per_class:
+            fs = [fs[i] for i in np.sort(rng.choice(len(fs), per_class, replace=False))] if split == "train" else fs[:per_class]
+        files += [(w, f) for f in fs]
+    if not files: raise DataUnavailable(f"ImageNet-S50 {split} images (the class folders are empty)", [d], how)
+    n = len(files)
+    X = np.empty((n, size, size, 3), np.uint8); y = np.array([IMAGENET_S50[w] for w, _ in files], np.int64)
+    seg = valid = None
+    if split == "validation": seg, valid = np.zeros((n, 1, size, size), np.float32), np.zeros((n, 1, size, size), np.float32)
+    for i, (w, f) in enumerate(files):
+        with Image.open(f) as im: X[i] = np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR))
+        if split == "validation":
+            m = root / "validation-segmentation" / w / (f.stem + ".png")
+            if not m.is_file(): raise DataUnavailable(f"the ImageNet-S50 segmentation of {w}/{f.name}", [m], how)
+            ids = _segment_ids(m, size)
+            seg[i, 0], valid[i, 0] = ids == cls_id[w], ids != IMAGENET_S_IGNORE
+    return SegImages(X, y, seg, valid, [str(f) for _, f in files])
+
+# %% ../../nbs/papers/interp/sop.ipynb #3e75cf0b
+def vit_norm(hub_id:str) -> tuple[list[float], list[float]]:
+    "Mean and standard deviation of the ViT's image processor (its `preprocessor_config.json`; ImageNet's ViT uses 0.5, 0.5)."
+    import json
+    p = Path(hub_id) / "preprocessor_config.json"
+    if not p.is_file():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+            q = try_to_load_from_cache(hub_id, "preprocessor_config.json"); p = Path(q) if isinstance(q, str) else p
+        except Exception: pass
+    c = json.loads(p.read_text()) if p.is_file() else {}
+    return list(c.get("image_mean", [0.5] * 3)), list(c.get("image_std", [0.5] * 3))
+
+def load_vit(hub_id:str, device:str="cpu") -> nn.Module:
+    "The frozen `ViTForImageClassification` `hub_id` from the local Hugging Face cache (or a local folder), in eval mode on `device`."
+    from transformers import ViTForImageClassification
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    try: model = ViTForImageClassification.from_pretrained(hub_id, local_files_only=True)
+    except (OSError, ValueError) as e:
+        from huggingface_hub.constants import HF_HUB_CACHE
+        raise ResourceUnavailable(f"the ViT {hub_id!r} is neither a local folder nor in the local Hugging Face cache ({HF_HUB_CACHE}); "
+                                  f"fetch it once on a machine with the network (`hf download {hub_id}`), then run offline") from e
+    model.eval().to(device)
+    for p in model.parameters(): p.requires_grad_(False)
+    return model
+
+def _vit_blocks(vit_model) -> nn.ModuleList:
+    v = vit_model.vit
+    return v.layers if hasattr(v, "layers") else v.encoder.layer
+
+def vit_outputs(model, x:torch.Tensor, chunk:int=256) -> tuple[torch.Tensor, torch.Tensor]:
+    "(logits, [CLS] state of the last layer) of a `ViTForImageClassification` on pixel values `x`, in chunks of `chunk` images."
+    outs = []
+    for c in x.split(chunk):
+        z = model.vit(pixel_values=c).last_hidden_state[:, 0]
+        outs.append((model.classifier(z), z))
+    return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
+
+class ViTProjection(nn.Module):
+    "A trainable copy of a ViT's patch embedding and first `n_layers` blocks; returns the patch tokens as a map [B, D, h, w]."
+    def __init__(self, vit_model, n_layers:int):
+        super().__init__()
+        import copy
+        blocks = _vit_blocks(vit_model)
+        if not 1 <= n_layers <= len(blocks): raise ConfigError(f"parameter 'proj_layers': {n_layers} is not in 1..{len(blocks)} (the ViT's blocks)")
+        self.embeddings = copy.deepcopy(vit_model.vit.embeddings)
+        self.blocks = nn.ModuleList(copy.deepcopy(blocks[i]) for i in range(n_layers))
+        for p in self.parameters(): p.requires_grad_(True)
+    def forward(self, x):
+        h = self.embeddings(x)
+        for b in self.blocks:
+            h = b(h); h = h[0] if isinstance(h, tuple) else h
+        t = h[:, 1:]; g = math.isqrt(t.shape[1])
+        return t.transpose(1, 2).reshape(len(x), t.shape[-1], g, g)
+
+def make_vit_sop(vit, cfg) -> "SOP":
+    "The SOP model of `cfg` around a frozen ViT: its generator reads a trainable copy of the ViT's first `proj_layers` blocks."
+    c = vit.config
+    return SOP(vit, vit.classifier.weight, in_channels=c.num_channels, image_size=c.image_size, patch=c.patch_size, d_proj=c.hidden_size,
+               tau=cfg.tau, num_masks_max=cfg.num_masks_max, num_masks_sample=cfg.num_masks_sample, gen_scale=cfg.gen_scale,
+               sel_scale=cfg.sel_scale, blur=cfg.blur, backbone_fn=vit_outputs, projection=ViTProjection(vit, cfg.proj_layers),
+               pos_scale=cfg.pos_scale)
+
+class PixelPrep:
+    "uint8 images [B, S, S, 3] (numpy or tensor) → normalised pixel values [B, 3, S, S] on `device`."
+    def __init__(self, mean, std, device:str="cpu"):
+        self.mean, self.std, self.device = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1), device
+    def __call__(self, X):
+        x = torch.as_tensor(np.asarray(X)).permute(0, 3, 1, 2).float() / 255.0
+        return ((x - self.mean) / self.std).to(self.device)
+
+# %% ../../nbs/papers/interp/sop.ipynb #2de3e6f1
+def evaluate_imagenet_seed(cfg:Config, seed:int, vit, test:SegImages, prep:PixelPrep, progress:bool=False) -> dict:
+    "SOP and the post-hoc -F baselines around the frozen ViT on ImageNet-S50: per-method metric rows, insertion/deletion curves, condition checks, example groups."
+    dev, c = prep.device, vit.config
+    S, Pp = c.image_size, c.patch_size
+    P = (S // Pp) ** 2; k = n_keep(P, cfg.tau)
+    tr = load_imagenet_s("train", cfg.imagenet_train_per_class, S, derive_seed(seed, "in-train"))
+    X = torch.cat([prep(test.X[s:s + cfg.vit_batch]).cpu() for s in range(0, len(test.X), cfg.vit_batch)])
+    y, box = torch.as_tensor(test.y), torch.as_tensor(test.seg)
+    valid = torch.as_tensor(test.valid)
+
+    @torch.no_grad()
+    def f(x):                                                                   # the frozen ViT's logits, CPU in and out
+        return torch.cat([vit_outputs(vit, x[s:s + cfg.vit_batch].to(dev), cfg.vit_batch)[0].float().cpu() for s in range(0, len(x), cfg.vit_batch)])
+    fg = lambda x: vit_outputs(vit, x, cfg.vit_batch)[0]                       # on the device, with gradients (captum)
+    full_logits = f(X); pred_bb = full_logits.argmax(-1)
+    cond = dict(backbone_acc=float((pred_bb == y).float().mean()),
+                box_only_acc=float((f(X * box).argmax(-1) == y).float().mean()),
+                no_box_acc=float((f(X * (1 - box)).argmax(-1) == y).float().mean()))
+    torch.manual_seed(derive_seed(seed, "sop-init"))
+    sop = make_vit_sop(vit, cfg).to(dev)
+    losses = train_sop(sop, tr, epochs=cfg.epochs, lr=cfg.lr, weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
+                       seed=derive_seed(seed, "sop-fit"), progress=progress, prep=prep)
+    so = sop_predict(sop, test.X, batch_size=cfg.batch_size, prep=prep)
+    del sop
+    pred = so.logits.argmax(-1); ar = torch.arange(len(y))
+    contrib, w = so.contributions[ar, pred], so.weights[ar, pred]
+    active = w > 0
+    pur, iou = purity_iou(so.masks * valid, box)                               # ignored pixels count in neither the group nor the segment
+    top_group = contrib.argmax(-1)
+    maps = {"SOP": (contrib[..., None, None] * so.masks).sum(1, keepdim=True)}
+    rows, curves = [], {}
+    rows.append(dict(method="SOP", accuracy=float((pred == y).float().mean()),
+                     fidelity_error=float((so.contributions.sum(-1) - so.logits).abs().max()),
+                     active_groups=float(active.sum(-1).float().mean()),
+                     distinct_groups=float(np.mean([len(torch.unique(g.flatten(1), dim=0)) for g in so.masks])),
+                     pairwise_iou=mean_pairwise_iou(so.masks),
+                     active_patch_share=float(((so.masks * active[..., None, None]).amax(1) > 0).float().mean()),
+                     purity=float(((w * pur).sum(-1) / w.sum(-1)).mean()), iou=float(iou[ar, top_group].mean())))
+    for name, meth in (("IG-F", "ig"), ("Occlusion-F", "occlusion"), ("KernelSHAP-F", "kernelshap")):
+        parts = []
+        for s in range(0, len(y), cfg.batch_size):                              # on the device, a batch of images at a time
+            xb, tb = X[s:s + cfg.batch_size].to(dev), pred_bb[s:s + cfg.batch_size].to(dev)
+            parts.append(posthoc_map(meth, vit, xb, tb, cfg, seed=derive_seed(seed, "shap", s), f=fg, canvas=S, patch=Pp,
+                                     internal_batch=cfg.vit_batch).detach().float().cpu())
+        amap = torch.cat(parts); maps[name] = amap
+        sc = patch_scores(amap, Pp)
+        m = top_patch_mask(sc, k, S, Pp)
+        lf = f(X * m); pf = lf.argmax(-1)
+        sel = sc.topk(k, -1).values.sum(-1) * (1.0 if meth != "occlusion" else 1.0 / Pp ** 2)
+        pu, io = purity_iou(m * valid, box)
+        rows.append(dict(method=name, accuracy=float((pf == y).float().mean()),
+                         fidelity_error=float((lf.gather(1, pred_bb[:, None])[:, 0] - sel).abs().mean()),
+                         active_groups=1.0, distinct_groups=1.0, pairwise_iou=1.0, active_patch_share=k / P, purity=float(pu.mean()), iou=float(io.mean())))
+    rng = torch.Generator().manual_seed(derive_seed(seed, "rand"))
+    rank = {**{n: patch_scores(mp, Pp) for n, mp in maps.items()}, "random": torch.rand(len(y), P, generator=rng)}
+    for r in rows + [dict(method="random")]:
+        ins, dele = insertion_deletion(f, X, pred_bb, rank[r["method"]], S, Pp, cfg.curve_steps)
+        r["insertion_auc"], r["deletion_auc"] = float(auc(ins).mean()), float(auc(dele).mean())
+        curves[r["method"]] = (ins.mean(0), dele.mean(0))
+    rand_pur = float(purity_iou(top_patch_mask(rank["random"], k, S, Pp) * valid, box)[0].mean())
+    for r in rows: r["seed"] = seed
+    n_ex = min(4, len(y))
+    ex = dict(X=test.X[:n_ex].transpose(0, 3, 1, 2), box=test.seg[:n_ex], masks=so.masks[:n_ex].numpy(), contrib=contrib[:n_ex].numpy(),
+              pred=pred[:n_ex].numpy(), y=test.y[:n_ex])
+    return dict(rows=rows, curves=curves, condition={**cond, "random_purity": rand_pur, "backbone_logits_mean": float(full_logits.abs().mean())},
+                losses=losses, example=ex)
+
 # %% ../../nbs/papers/interp/sop.ipynb #ac7222ea
-def _check_real(cfg:Config):
-    "The paper's datasets are needed for `real_data`; they are not available offline."
-    if not cfg.real_data: return
-    raise ResourceUnavailable("the full profile needs ImageNet-S (with segmentations), CosmoGrid and MultiRC locally, pretrained ViT/BERT "
-                              "backbones and a GPU; none is part of this offline reproduction; run the cpu profile")
+def _imagenet_setup(cfg:Config):
+    "For `real_data`: the frozen ViT on its device, the ImageNet-S50 validation images with their segments, and the pixel preparation (ResourceUnavailable naming what is missing)."
+    from trustlib.config import get_device
+    test = load_imagenet_s("validation", cfg.imagenet_test_per_class)      # the data first: its message names the folder to fill
+    dev = get_device(cfg.device)
+    vit = load_vit(cfg.vit, dev)
+    if vit.config.image_size != test.X.shape[1]: test = load_imagenet_s("validation", cfg.imagenet_test_per_class, vit.config.image_size)
+    return vit, test, PixelPrep(*vit_norm(cfg.vit), dev)
 
 def run(cfg:Config, progress:bool=True) -> Result:
-    "Run the SOP reproduction described by `cfg`: theorem LPs, then SOP and the baselines over `n_seeds` seeds."
+    "Run the SOP reproduction described by `cfg`: theorem LPs, then SOP and the baselines over `n_seeds` seeds (digits canvases, or ImageNet-S with a ViT for `real_data`)."
     from tqdm.auto import tqdm
-    _check_real(cfg)
+    setup = _imagenet_setup(cfg) if cfg.real_data else None
     theory = theorem_table(cfg.d_max)
     rows, conds, curves, losses, example = [], [], [], [], None
     with torch_threads(cfg.n_threads):
         for i in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
             s = derive_seed(cfg.seed, i)
-            ev = evaluate_seed(cfg, s)
+            ev = evaluate_seed(cfg, s) if setup is None else evaluate_imagenet_seed(cfg, s, *setup)
             rows += [{**r, "seed": i} for r in ev["rows"]]
             conds.append({**ev["condition"], "seed": i})
             for m, (a, b) in ev["curves"].items():
@@ -692,7 +939,7 @@ def make_figures(cfg:Config, theory, tables, example) -> dict:
     runs = tables["runs"][tables["runs"].method.isin(METHODS)]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, col, lab in zip(axes, ("accuracy", "purity", "iou"), ("test accuracy", "purity of the explanation (share inside the box)", "IoU with the digit box")):
-        sns.barplot(data=runs, x="method", y=col, errorbar="sd", ax=ax, order=list(METHODS))
+        sns.barplot(data=runs, x="method", y=col, errorbar="sd", ax=ax, order=[m for m in METHODS if m in set(runs.method)])
         ax.set_xlabel(""); ax.set_ylabel(lab); ax.tick_params(axis="x", rotation=30)
     axes[1].axhline(tables["condition"].random_purity.mean(), ls="--", c="grey", label="random patches"); axes[1].legend()
     fig.tight_layout(); figs["methods"] = fig
@@ -706,15 +953,17 @@ def make_figures(cfg:Config, theory, tables, example) -> dict:
     if example is not None:
         n, m = len(example["y"]), example["masks"].shape[1]
         fig, axes = plt.subplots(n, m + 1, figsize=(1.6 * (m + 1), 1.7 * n), squeeze=False)
+        rgb = example["X"].shape[1] == 3                                       # ImageNet-S: uint8 RGB images
+        show = (lambda a, im: a.imshow(im.transpose(1, 2, 0) / 255.0)) if rgb else (lambda a, im: a.imshow(im[0], cmap="gray"))
         for i in range(n):
-            axes[i, 0].imshow(example["X"][i, 0], cmap="gray"); axes[i, 0].contour(example["box"][i, 0], levels=[0.5], colors="r", linewidths=0.8)
+            show(axes[i, 0], example["X"][i]); axes[i, 0].contour(example["box"][i, 0], levels=[0.5], colors="r", linewidths=0.8)
             axes[i, 0].set_title(f"y={example['y'][i]}, ŷ={example['pred'][i]}", fontsize=8)
             for j in range(m):
-                a = axes[i, j + 1]; a.imshow(example["X"][i, 0] * example["masks"][i, j], cmap="gray")
+                a = axes[i, j + 1]; show(a, example["X"][i] * example["masks"][i, j])
                 a.contour(example["box"][i, 0], levels=[0.5], colors="r", linewidths=0.8)
                 a.set_title(f"{example['contrib'][i, j]:+.2f}", fontsize=8, color="k" if example["contrib"][i, j] != 0 else "0.6")
         for a in axes.flat: a.set_xticks([]); a.set_yticks([])
-        fig.suptitle("SOP groups (title: contribution to the predicted logit; 0 = not selected); red: digit box", fontsize=9)
+        fig.suptitle("SOP groups (title: contribution to the predicted logit; 0 = not selected); red: " + ("the class's segment" if rgb else "digit box"), fontsize=9)
         fig.tight_layout(); figs["groups"] = fig
     plt.close("all")
     return figs

