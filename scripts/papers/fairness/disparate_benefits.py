@@ -95,8 +95,8 @@ adult_control: Optional[bool] = None  # run the Adult (sex) negative control
 adult_rows: Optional[int] = None  # training rows for the Adult control
 adult_epochs: Optional[int] = None  # epochs per member for the Adult control
 dataset: Optional[str] = None  # data: digits (the controlled experiment, scikit-learn, offline) or fairface (the paper's ResNet-50 ensembles on FairFace; a GPU)
-fairface_target: Optional[str] = None  # fairface: the binary target (age >= 30, gender Male, race White)
-fairface_attribute: Optional[str] = None  # fairface: the protected attribute (gender: Male = 1, race: White = 1)
+fairface_target: Optional[str] = None  # fairface: the binary target (age: 30 or older; gender: Male; race: White)
+fairface_attribute: Optional[str] = None  # fairface: the protected attribute (gender: Male is group 1; race: White is group 1)
 image_size: Optional[int] = None  # fairface: side in pixels the images are resized to (224: FairFace's own size, as the paper)
 init: Optional[str] = None  # fairface: ResNet-50 initialisation: scratch (the paper's), imagenet (weights from the torch hub cache, required) or auto (imagenet when cached, else scratch)
 device: Optional[str] = None  # fairface: where the ResNet-50 members train: auto (cuda when present), cuda, mps or cpu
@@ -129,8 +129,8 @@ class Config(BaseConfig):
     adult_rows: int = param(15000, "training rows for the Adult control", ge=100, max=1_000_000)
     adult_epochs: int = param(10, "epochs per member for the Adult control", ge=1, max=1000)
     dataset: str = param("digits", "data: digits (the controlled experiment, scikit-learn, offline) or fairface (the paper's ResNet-50 ensembles on FairFace; a GPU)", choices=("digits", "fairface"))
-    fairface_target: str = param("age", "fairface: the binary target (age >= 30, gender Male, race White)", choices=("age", "gender", "race"))
-    fairface_attribute: str = param("gender", "fairface: the protected attribute (gender: Male = 1, race: White = 1)", choices=("gender", "race"))
+    fairface_target: str = param("age", "fairface: the binary target (age: 30 or older; gender: Male; race: White)", choices=("age", "gender", "race"))
+    fairface_attribute: str = param("gender", "fairface: the protected attribute (gender: Male is group 1; race: White is group 1)", choices=("gender", "race"))
     image_size: int = param(224, "fairface: side in pixels the images are resized to (224: FairFace's own size, as the paper)", ge=16, max=1024)
     init: str = param("scratch", "fairface: ResNet-50 initialisation: scratch (the paper's), imagenet (weights from the torch hub cache, required) or auto (imagenet when cached, else scratch)", choices=("scratch", "imagenet", "auto"))
     device: str = param("auto", "fairface: where the ResNet-50 members train: auto (cuda when present), cuda, mps or cpu", choices=("auto", "cuda", "mps", "cpu"))
