@@ -1536,13 +1536,13 @@ def make_figures(cfg:Config, theory, tables, example) -> dict:
 # %%
 import os
 from trustlib.rehearse import write_imagenet_s
+from transformers.utils import logging as _hl
 
 # %%
 with tempfile.TemporaryDirectory() as _t:
     _env = os.environ.get("TRUSTLIB_DATA"); os.environ["TRUSTLIB_DATA"] = _t
     try:
         write_imagenet_s(_t, n_train=1, n_val=1)
-        from transformers.utils import logging as _hl
         _hl.disable_progress_bar(); _vit.save_pretrained(Path(_t) / "vit")
         _ce = Config.from_params("smoke", real_data=True, vit=str(Path(_t) / "vit"), proj_layers=1, num_masks_sample=3, pos_scale=0.0,
                                  imagenet_train_per_class=1, imagenet_test_per_class=1, ig_steps=2, shap_samples=8, curve_steps=2, batch_size=2)
