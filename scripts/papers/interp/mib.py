@@ -1566,7 +1566,7 @@ import transformers
 from tokenizers import Tokenizer, models as tk_models, pre_tokenizers
 
 # %%
-_hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=80, n_layer=2, n_head=2, n_embd=16, n_positions=32)).eval()
+_hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=80, n_layer=2, n_head=2, n_embd=16, n_positions=32, bos_token_id=0, eos_token_id=0)).eval()
 _ggm = GraphModel(TinyTransformer.from_gpt2(_hf).eval())
 test_eq((_ggm.graph.n_edges, n_edges(12, 12)), (n_edges(2, 2), 32491))
 _words = ["<bos>", "<unk>", ","] + list(ioi_vocab())[1:]
