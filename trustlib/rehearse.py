@@ -111,6 +111,14 @@ def _tiny_model(arch:str, layers:int, vocab:int, seed:int=0):
                                                        image_size=224, patch_size=16, num_labels=1000))
     raise ConfigError(f"unknown stand-in architecture {arch!r}; choose one of gpt2, gpt_neox, gemma2, mistral, qwen2, bert, clip, vit")
 
+def _hub_snapshot(hub:str|Path, repo_id:str):
+    "The snapshot folder of `repo_id` in the hub cache layout (a fixed revision, created), and a function that writes `refs/main` once it is filled."
+    rev = hashlib.sha1(f"trustlib-rehearsal:{repo_id}".encode()).hexdigest()
+    repo = Path(hub) / ("models--" + repo_id.replace("/", "--"))
+    snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    return snap, lambda: (repo / "refs" / "main").write_text(rev)
+
 def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
                         hub:str|Path, # the hub cache folder (HF_HUB_CACHE) to write into
                         ) -> Path:
@@ -119,10 +127,7 @@ def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar(); hf_logging.set_verbosity_error()
     spec = STANDIN_MODELS[hub_id]
-    rev = hashlib.sha1(f"trustlib-rehearsal:{hub_id}".encode()).hexdigest()
-    repo = Path(hub) / ("models--" + hub_id.replace("/", "--"))
-    snap = repo / "snapshots" / rev
-    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    snap, done = _hub_snapshot(hub, hub_id)
     if spec["tokenizer"] is None: tok = None
     elif spec["tokenizer"] == "wordpiece": tok = _wordpiece_tokenizer()
     elif spec["arch"] == "gpt2": tok = _bpe_tokenizer("GPT2TokenizerFast")
@@ -138,7 +143,7 @@ def write_standin_model(hub_id:str, # a key of STANDIN_MODELS
     if spec["arch"] == "clip":
         from transformers import CLIPImageProcessor
         CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}).save_pretrained(snap)
-    (repo / "refs" / "main").write_text(rev)
+    done()
     return snap
 
 # %% ../nbs/core/14_rehearse.ipynb #c1466c80
@@ -225,7 +230,7 @@ def _versions() -> dict[str, str]:
 def standins_key() -> str:
     "A hash of everything the stand-ins depend on: the builders' source, the model specs and the writing packages' versions."
     fns = [_images, write_cifar10, write_fairface, write_acs_pums, write_l2h_logits, _bpe_tokenizer, _wordpiece_tokenizer,
-           _tiny_model, write_standin_model]
+           _tiny_model, _hub_snapshot, write_standin_model]
     fns += [w for w in DATA_WRITERS.values() if w not in fns]           # writers registered in later cells
     blob = json.dumps(dict(src=[inspect.getsource(f) for f in fns], corpus=_CORPUS, models=STANDIN_MODELS, versions=_versions()), sort_keys=True)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
@@ -483,13 +488,11 @@ def write_resnet50(root:str|Path, # the stand-ins' data folder; the model goes i
     torch.manual_seed(seed)
     model = T.ResNetForImageClassification(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[3, 4, 6, 3], layer_type="bottleneck",
                                                           hidden_act="relu", downsample_in_first_stage=False, num_labels=1000))
-    rev = hashlib.sha1(b"trustlib-rehearsal:microsoft/resnet-50").hexdigest()
-    repo = Path(root).parent / "hub" / "models--microsoft--resnet-50"; snap = repo / "snapshots" / rev
-    snap.mkdir(parents=True, exist_ok=True); (repo / "refs").mkdir(exist_ok=True)
+    snap, done = _hub_snapshot(Path(root).parent / "hub", "microsoft/resnet-50")
     model.save_pretrained(snap)
     (snap / "preprocessor_config.json").write_text(json.dumps(dict(crop_pct=0.875, do_normalize=True, do_resize=True, feature_extractor_type="ConvNextFeatureExtractor",
                                                                    image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225], resample=3, size=224), indent=2))
-    (repo / "refs" / "main").write_text(rev)
+    done()
     return snap
 
 DATA_WRITERS.update(cub=write_cub, resnet50=write_resnet50)
