@@ -100,8 +100,9 @@
 # `trustlib run PAPER --profile full --rehearse` runs the `full` code path offline, end to end, on tiny stand-ins
 # in the real formats (randomly initialised checkpoints of the same architecture classes in the Hugging Face hub
 # layout, dataset files in the loaders' formats; `trustlib.rehearse`). A rehearsal checks the code, not the
-# paper: it is marked `rehearsal: true` in `metrics.json` and never published. The test suite rehearses every
-# paper whose `full` path can be rehearsed (`tests/test_rehearse.py`, network blocked).
+# paper: it is marked `rehearsal: true` in `metrics.json` and never published. It leaves out the method's small
+# examples, which the smoke profile runs (`trustlib.runs.example_cells`). The test suite rehearses every paper
+# whose `full` path can be rehearsed (`tests/test_rehearse.py`, network blocked).
 #
 # ### What `full` runs, per paper
 #

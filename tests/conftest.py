@@ -91,6 +91,7 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     (TRUSTLIB_RUN_DIR). Returns the wall time in seconds."""
     import time
     import papermill as pm
+    from trustlib.runs import kernel_sockets
     path = ROOT / "nbs" / rel
     params = dict(profile="smoke") if has_parameters_cell(path) else {}
     env = kernel_env()
@@ -102,8 +103,9 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     os.environ.clear(); os.environ.update(env)          # the kernel inherits this process's environment
     try:
         t0 = time.time()
-        pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3",
-                            cwd=str(path.parent), progress_bar=False, log_output=False)
+        with kernel_sockets() as kw:   # Unix sockets: no TCP port race with kernels started by the notebook's own sweeps
+            pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3",
+                                cwd=str(path.parent), progress_bar=False, log_output=False, **kw)
         return time.time() - t0
     finally:
         os.environ.clear(); os.environ.update(saved)

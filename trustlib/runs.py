@@ -4,7 +4,7 @@
 
 # %% ../nbs/core/05_runs.ipynb #59386a61
 from __future__ import annotations
-import ast, configparser, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,9 +21,10 @@ __all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOC
            'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
            'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'machine_info',
            'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult',
-           'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'changed_versions', 'run_notebook',
-           'mount_of', 'load_run', 'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources',
-           'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress', 'sweep']
+           'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'example_cells', 'drop_examples',
+           'kernel_sockets', 'changed_versions', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs',
+           'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress',
+           'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -719,7 +720,84 @@ def inject_parameters(nb:dict, params:dict) -> dict:
     nb.setdefault('metadata', {}).setdefault('papermill', {})['parameters'] = encode_params(params)
     return nb
 
+# %% ../nbs/core/05_runs.ipynb #17f2c068
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+def _names(src:str) -> tuple[set, set, bool]|None:
+    """`(bound, read, sets_state)` of code `src`: the names its top level binds, every name it reads (also inside its
+    functions), and whether it assigns an attribute or item or declares a global. None when it does not parse."""
+    try: tree = ast.parse(src)
+    except SyntaxError: return None   # IPython magics and the like
+    bound, state = set(), False
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split('.')[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)): state = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(node.name)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): state = True
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)): bound.add(node.id)
+        if not isinstance(node, _SCOPES): todo.extend(ast.iter_child_nodes(node))
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bound, read, state
+
+def example_cells(nb:dict) -> list[int]:
+    "Indices of notebook `nb`'s example cells: see above. Empty when it has no parameters cell or no `run_experiment(` cell."
+    cells = nb['cells']
+    code = [i for i, c in enumerate(cells) if c['cell_type'] == 'code']
+    tags = lambda c: c.get('metadata', {}).get('tags', [])
+    first = next((i for i in code if 'parameters' in tags(cells[i])), None)
+    last = next((i for i in code if 'run_experiment(' in _cell_source(cells[i])), None)
+    if first is None or last is None: return []
+    info = {i: _names(_cell_source(cells[i])) for i in code}
+    plain = [i for i in code if first < i < last and 'injected-parameters' not in tags(cells[i])
+             and not re.search(r'^\s*#\|', _cell_source(cells[i]), re.M) and info[i] is not None]
+    drop = {i for i in plain if not info[i][2] and all(n.startswith('_') for n in info[i][0])}
+    changed = True
+    while changed:   # a cell that reads what only dropped examples bind is an example too
+        bound_kept = set().union(*(info[i][0] for i in code if i not in drop and info[i] is not None))
+        bound_drop = set().union(*(info[i][0] for i in drop)) - bound_kept
+        more = {i for i in plain if i not in drop and not info[i][2] and info[i][1] & bound_drop}
+        drop |= more; changed = bool(more)
+    changed = True
+    while changed:   # ... unless a kept cell needs it: then it is kept, with what it needs in turn
+        kept_reads = set().union(*(info[i][1] for i in code if i not in drop and info[i] is not None))
+        back = {i for i in drop if info[i][0] & kept_reads}
+        drop -= back; changed = bool(back)
+    return sorted(drop)
+
+def drop_examples(nb:dict) -> dict:
+    "A copy of notebook `nb` without its example cells (`example_cells`)."
+    import copy
+    drop = set(example_cells(nb))
+    out = copy.deepcopy(nb)
+    out['cells'] = [c for i, c in enumerate(nb['cells']) if i not in drop]
+    return out
+
 # %% ../nbs/core/05_runs.ipynb #b1ad1be8
+_UNIX_PATH_MAX = 100   # sun_path holds 104 (macOS) to 108 (Linux) bytes; the kernel appends "-<port>"
+
+@contextlib.contextmanager
+def kernel_sockets():
+    """Keyword arguments for `papermill.execute_notebook` that start its kernel on Unix sockets in a private temporary
+    folder (removed on exit), so that kernels started at the same time never race for a TCP port. Yields `{}` (TCP)
+    on Windows or when the temporary folder's path is too long for a socket."""
+    if os.name == 'nt' or not hasattr(socket, 'AF_UNIX'): yield {}; return
+    d = tempfile.mkdtemp(prefix='tlk-')
+    prefix = os.path.join(d, 'k')
+    try:
+        if len(prefix) + 8 > _UNIX_PATH_MAX: yield {}; return
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import default
+        class _UnixSocketKernelManager(AsyncKernelManager):
+            @default('transport')
+            def _transport_default(self): return 'ipc'
+            @default('ip')
+            def _ip_default(self): return prefix
+        yield dict(kernel_manager_class=_UnixSocketKernelManager)
+    finally: shutil.rmtree(d, ignore_errors=True)
+
+# %% ../nbs/core/05_runs.ipynb #f01003e0
 def _prepare_base(runs_dir:Path, name:str) -> Path:
     "`runs_dir/name`, created; a `ConfigError` with one clear line when that is impossible."
     base = runs_dir/name
@@ -836,13 +914,15 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
             old_term = signal.signal(signal.SIGTERM, _on_term)
         import papermill as pm
         src = inject_parameters(nbformat.read(str(nb), as_version=4), dict(profile=profile, **params))
+        if rehearsal: src = drop_examples(src)   # the examples are the smoke test's; a rehearsal checks the full path
         inp = tmp/f".input-{nb.name}"
         inp.write_text(nbformat.writes(src), encoding='utf-8')
         _set_env()
         try:
-            node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
-                                       cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
-                                       extra_arguments=['--IPKernelApp.log_level=CRITICAL'])   # no kernel log noise on stderr
+            with kernel_sockets() as kkw:
+                node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
+                                           cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
+                                           extra_arguments=['--IPKernelApp.log_level=CRITICAL'], **kkw)   # no kernel log noise on stderr
         finally: _restore_env()
         inp.unlink(missing_ok=True)
         _save_notebook(node)

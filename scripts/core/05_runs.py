@@ -28,7 +28,7 @@
 # %%
 #| export
 from __future__ import annotations
-import ast, configparser, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1069,6 +1069,146 @@ _sn['cells'][0]['outputs'].append(dict(output_type='stream', name='stderr', text
 test_eq(scrub_notebook(_sn), 5)   # 2 lines with paths, 3 progress-bar redraws
 test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', 'ok'])
 
+# %% [markdown]
+# ### A rehearsal skips the examples
+#
+# A paper notebook explains its method with small examples, each right after the function it shows; the smoke test
+# runs them. A rehearsal (`rehearse=True`) checks the `full` profile's code path, so it leaves them out.
+# `example_cells` finds them among the plain code cells (no `#|` directive) between the parameters cell and the cell
+# that runs the experiment (`run_experiment(`): a cell whose top level binds only private names (`_x = ...`) and sets
+# no attribute or item (a check such as `test_eq(...)` binds nothing), and a cell that reads a name only such a cell
+# binds and sets no attribute or item. A cell that another kept cell needs is kept, with what it needs in turn; so are cells that cannot be parsed,
+# and every cell from the experiment on.
+
+# %%
+#| export
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+def _names(src:str) -> tuple[set, set, bool]|None:
+    """`(bound, read, sets_state)` of code `src`: the names its top level binds, every name it reads (also inside its
+    functions), and whether it assigns an attribute or item or declares a global. None when it does not parse."""
+    try: tree = ast.parse(src)
+    except SyntaxError: return None   # IPython magics and the like
+    bound, state = set(), False
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split('.')[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)): state = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(node.name)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): state = True
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)): bound.add(node.id)
+        if not isinstance(node, _SCOPES): todo.extend(ast.iter_child_nodes(node))
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bound, read, state
+
+def example_cells(nb:dict) -> list[int]:
+    "Indices of notebook `nb`'s example cells: see above. Empty when it has no parameters cell or no `run_experiment(` cell."
+    cells = nb['cells']
+    code = [i for i, c in enumerate(cells) if c['cell_type'] == 'code']
+    tags = lambda c: c.get('metadata', {}).get('tags', [])
+    first = next((i for i in code if 'parameters' in tags(cells[i])), None)
+    last = next((i for i in code if 'run_experiment(' in _cell_source(cells[i])), None)
+    if first is None or last is None: return []
+    info = {i: _names(_cell_source(cells[i])) for i in code}
+    plain = [i for i in code if first < i < last and 'injected-parameters' not in tags(cells[i])
+             and not re.search(r'^\s*#\|', _cell_source(cells[i]), re.M) and info[i] is not None]
+    drop = {i for i in plain if not info[i][2] and all(n.startswith('_') for n in info[i][0])}
+    changed = True
+    while changed:   # a cell that reads what only dropped examples bind is an example too
+        bound_kept = set().union(*(info[i][0] for i in code if i not in drop and info[i] is not None))
+        bound_drop = set().union(*(info[i][0] for i in drop)) - bound_kept
+        more = {i for i in plain if i not in drop and not info[i][2] and info[i][1] & bound_drop}
+        drop |= more; changed = bool(more)
+    changed = True
+    while changed:   # ... unless a kept cell needs it: then it is kept, with what it needs in turn
+        kept_reads = set().union(*(info[i][1] for i in code if i not in drop and info[i] is not None))
+        back = {i for i in drop if info[i][0] & kept_reads}
+        drop -= back; changed = bool(back)
+    return sorted(drop)
+
+def drop_examples(nb:dict) -> dict:
+    "A copy of notebook `nb` without its example cells (`example_cells`)."
+    import copy
+    drop = set(example_cells(nb))
+    out = copy.deepcopy(nb)
+    out['cells'] = [c for i, c in enumerate(nb['cells']) if i not in drop]
+    return out
+
+
+# %%
+_ex = dict(cells=[dict(cell_type='code', source=s, metadata=m) for s, m in [
+    ('#| export\ndef f(x): return 2*x', {}), ('seed = 0', {'tags': ['parameters']}), ('cfg = dict(seed=seed)', {}),
+    ('_y = f(3)\ntest_eq(_y, 6)', {}), ('import math', {}), ('for _i in range(2): _z = _i', {}), ('cfg.x = 1', {}),
+    ('def _g(): return 1', {}), ('def g(): return 1', {}), ('%time _a = 1', {}), ('[k for k in range(3)]', {}),
+    ('w = _z + 1', {}), ('_m = 2', {}), ('test_eq(_y, 6)', {}),
+    ('result = run_experiment(f, cfg, _m)', {}), ('_after = 1', {})]])
+test_eq(example_cells(_ex), [3, 5, 7, 10, 11, 13])   # `w = _z + 1` reads an example's name; `_m` is needed later
+test_eq([c['source'] for c in drop_examples(_ex)['cells']][3:6], ['import math', 'cfg.x = 1', 'def g(): return 1'])
+test_eq(len(_ex['cells']), 16)   # the input is left as it was
+_ex['cells'].insert(12, dict(cell_type='code', source='v = w * 2', metadata={}))   # reads only what examples bind: an example
+test_eq(example_cells(_ex), [3, 5, 7, 10, 11, 12, 14])
+_ex['cells'][12]['source'] = 'cfg.w = w'   # a kept cell (it sets state) reads w: w's cell and _z's come back
+test_eq(example_cells(_ex), [3, 7, 10, 14])
+test_eq(example_cells(dict(cells=_ex['cells'][:-2])), [])   # no experiment cell: nothing is dropped
+
+# %% [markdown]
+# ### The kernel's sockets
+#
+# Jupyter's default transport is TCP on 127.0.0.1: the client picks five free ports, closes them, and the kernel binds
+# them a moment later. Two kernels started at once (a two-worker sweep, or anything else on the machine) can pick
+# the same port; the kernel that loses prints `ZMQError: Address already in use`, and its client can wait forever on
+# a heartbeat that never answers. Every kernel trustlib starts therefore talks over Unix sockets in a private
+# temporary folder of its own (`kernel_sockets`), which no other process can take; the folder is removed when the
+# notebook is done. On Windows, or where that folder's path would be too long for a Unix socket, TCP is kept.
+
+# %%
+#| export
+_UNIX_PATH_MAX = 100   # sun_path holds 104 (macOS) to 108 (Linux) bytes; the kernel appends "-<port>"
+
+@contextlib.contextmanager
+def kernel_sockets():
+    """Keyword arguments for `papermill.execute_notebook` that start its kernel on Unix sockets in a private temporary
+    folder (removed on exit), so that kernels started at the same time never race for a TCP port. Yields `{}` (TCP)
+    on Windows or when the temporary folder's path is too long for a socket."""
+    if os.name == 'nt' or not hasattr(socket, 'AF_UNIX'): yield {}; return
+    d = tempfile.mkdtemp(prefix='tlk-')
+    prefix = os.path.join(d, 'k')
+    try:
+        if len(prefix) + 8 > _UNIX_PATH_MAX: yield {}; return
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import default
+        class _UnixSocketKernelManager(AsyncKernelManager):
+            @default('transport')
+            def _transport_default(self): return 'ipc'
+            @default('ip')
+            def _ip_default(self): return prefix
+        yield dict(kernel_manager_class=_UnixSocketKernelManager)
+    finally: shutil.rmtree(d, ignore_errors=True)
+
+
+# %% [markdown]
+# A notebook run this way reports the `ipc` transport from inside its kernel, and its socket folder is gone afterwards:
+
+# %%
+import nbformat as _nbf, papermill as _pm
+
+# %%
+_probe = _nbf.v4.new_notebook(cells=[_nbf.v4.new_code_cell(
+    "from ipykernel.connect import get_connection_info\ninfo = get_connection_info(unpack=True)\n"
+    "print(info['transport'], info['ip'])")])
+_probe.metadata['kernelspec'] = dict(name='python3', display_name='Python 3', language='python')
+_pd = Path(tempfile.mkdtemp())
+_nbf.write(_probe, _pd/'probe.ipynb')
+with kernel_sockets() as _kw:
+    test_eq(sorted(_kw), ['kernel_manager_class'])
+    _out = _pm.execute_notebook(str(_pd/'probe.ipynb'), str(_pd/'out.ipynb'), kernel_name='python3', progress_bar=False, **_kw)
+    _transport, _ip = _out.cells[0].outputs[0]['text'].split()
+    test_eq(_transport, 'ipc')
+    assert Path(_ip).parent.is_dir() and Path(_ip).parent.name.startswith('tlk-')
+assert not Path(_ip).parent.exists()   # the private socket folder is removed
+shutil.rmtree(_pd)
+
 
 # %%
 #| export
@@ -1188,13 +1328,15 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
             old_term = signal.signal(signal.SIGTERM, _on_term)
         import papermill as pm
         src = inject_parameters(nbformat.read(str(nb), as_version=4), dict(profile=profile, **params))
+        if rehearsal: src = drop_examples(src)   # the examples are the smoke test's; a rehearsal checks the full path
         inp = tmp/f".input-{nb.name}"
         inp.write_text(nbformat.writes(src), encoding='utf-8')
         _set_env()
         try:
-            node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
-                                       cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
-                                       extra_arguments=['--IPKernelApp.log_level=CRITICAL'])   # no kernel log noise on stderr
+            with kernel_sockets() as kkw:
+                node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
+                                           cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
+                                           extra_arguments=['--IPKernelApp.log_level=CRITICAL'], **kkw)   # no kernel log noise on stderr
         finally: _restore_env()
         inp.unlink(missing_ok=True)
         _save_notebook(node)
