@@ -7,9 +7,10 @@
 3. nbdev executes every cell that contains an import while it builds the docs (to render show_doc). A
    non-exported code cell that mixes top-level imports with other code is split in two: the imports, then
    the rest (which keeps the outputs). Otherwise the docs build would run experiments.
-4. Published-page hygiene (checked; only the first item is fixed): no stored stderr output that contains an
-   absolute path of the machine that ran it (/work/, /root/, /tmp/, /home/ — e.g. a library warning; the
-   `TqdmWarning: IProgress not found` output, its residue and blank stderr outputs are dropped by the fix), no stored stream/text line longer than
+4. Published-page hygiene (checked; only the first item is fixed): no stored stderr output at all (the site shows each
+   as a warning block, which its browser check refuses; one with an absolute path of the machine that ran it, /work/,
+   /root/, /tmp/, /home/, is named as such; the `TqdmWarning: IProgress not found` output, its residue and blank
+   stderr outputs are dropped by the fix), no stored stream/text line longer than
    1,000 characters (a progress bar stored as one line; the plain-text form of a table that is also stored as HTML is cut by
    the fix), and, in the markdown of the published paper pages
    (nbs/papers/**, nbs/index.ipynb), no process narration ("the issue", "the lead", "helper", "session",
@@ -56,6 +57,9 @@ def hygiene(nb, page: bool = False) -> list[str]:
                     probs.append(f"cell {i}: stored stderr contains a local path {t[max(0, m.start() - 20):m.end() + 40].strip()!r}{hint}")
                 if kind == "stderr" and _noise(t):
                     probs.append(f"cell {i}: stored stderr output with nothing for a reader ({t.strip()[:60]!r}; `python tools/nbfix.py` drops it)")
+                elif kind == "stderr" and not m:
+                    probs.append(f"cell {i}: stored stderr output {t.strip()[:80]!r} (the site shows it as a warning block, which its browser "
+                                 "check refuses: silence the warning at its source or handle it in the cell)")
                 long = [len(l) for l in t.split("\n") if len(l) > MAX_LINE]
                 if long: probs.append(f"cell {i}: stored {kind} output has a line of {max(long):,} characters (> {MAX_LINE:,}; a progress bar?)")
         elif c.cell_type == "markdown" and page:
