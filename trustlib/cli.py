@@ -146,6 +146,8 @@ def publish_run(run_dir:str|Path, root:str|Path|None=None, allow_dirty:bool=Fals
     from execnb.nbio import nb2str
     nb = json.loads((run_dir/m['notebook']).read_text(encoding='utf-8'))
     scrub_notebook(nb, (run_dir,))
+    from trustlib.site import cap_figures
+    cap_figures(nb)   # no stored figure wider than the site can show (see `trustlib.site.cap_figures`)
     label_injected(nb, m)
     drop_empty_tags(nb)
     clean_nb(nb, clear_all=False, allowed_metadata_keys=s.get('allowed_metadata_keys', '').split(),

@@ -12,9 +12,9 @@ from .config import require
 from .results import VERDICTS
 
 # %% auto #0
-__all__ = ['RESULTS_MARKER', 'FULL_PROFILE_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored', 'fold_code',
-           'source_order', 'badge_verdicts', 'png_width', 'widen_figures', 'polish_pages', 'pandoc_id',
-           'show_doc_title', 'split_api', 'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links',
+__all__ = ['MAX_FIGURE_PX', 'RESULTS_MARKER', 'FULL_PROFILE_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored',
+           'fold_code', 'source_order', 'badge_verdicts', 'png_width', 'widen_figures', 'cap_figures', 'polish_pages',
+           'pandoc_id', 'show_doc_title', 'split_api', 'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links',
            'replace_config_output', 'write_downloads', 'polish_paper', 'fill_full_profile', 'home_results',
            'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets', 'front_matter', 'page_path',
            'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages', 'expected_summaries', 'check_rendered',
@@ -121,6 +121,28 @@ def widen_figures(nb:dict, text_px:int=678, min_scale:float=0.6, page_px:int=980
         if not ws or max(ws) * min_scale <= text_px: continue
         col = 'page' if max(ws) * min_scale <= page_px else 'screen-inset'
         c['source'] = f'#| column: {col}\n' + _src(c); n += 1
+    return n
+
+# %% ../nbs/core/11_site.ipynb #101e3131
+MAX_FIGURE_PX = 2100
+
+def cap_figures(nb:dict, max_px:int=MAX_FIGURE_PX) -> int:
+    "Resample every stored PNG figure of `nb` wider than `max_px` to that width (same aspect ratio); the number changed."
+    import base64, io
+    n = 0
+    for c in nb.get('cells', []):
+        for o in c.get('outputs', []) or []:
+            data = o.get('data') or {}
+            if 'image/png' not in data or (png_width(data['image/png']) or 0) <= max_px: continue
+            from PIL import Image
+            raw = data['image/png']
+            im = Image.open(io.BytesIO(base64.b64decode(''.join(raw) if isinstance(raw, list) else raw)))
+            im = im.resize((max_px, max(1, round(im.height * max_px / im.width))), Image.LANCZOS)
+            buf = io.BytesIO(); im.save(buf, format='PNG', optimize=True)
+            data['image/png'] = base64.b64encode(buf.getvalue()).decode()
+            meta = (o.get('metadata') or {}).get('image/png')
+            if isinstance(meta, dict): meta.pop('width', None); meta.pop('height', None)
+            n += 1
     return n
 
 # %% ../nbs/core/11_site.ipynb #217ea391
