@@ -262,6 +262,7 @@ def test_newton_lr_clone_and_pickle():
     assert np.allclose(again.predict_proba(X), est.predict_proba(X))
 
 
+@pytest.mark.slow
 def test_cpu_conditions_on_the_published_configuration():
     """The conditions of the graded claims, computed as `run` computes them on the cpu configuration at its smallest n: ERM's
     error on COMPAS is resolved above 0 (the algorithm-dependence claim's condition) and the mean error over the algorithms is

@@ -171,6 +171,7 @@ def test_boosters_need_keyword_sensitive_features_of_matching_length():
         with pytest.raises(ValueError, match="does not match"): B.predict(f, sensitive_features=G[:10])
 
 
+@pytest.mark.slow
 def test_cpu_bound_check_can_fail_on_the_published_configuration():
     """The headline's condition on the cpu configuration (first seed, the tree): some proxies err (the race groups are guessed from
     other features), so the bound checked with err(ĝ) from the validation split is a check that could fail."""
