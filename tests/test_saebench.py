@@ -245,6 +245,9 @@ def test_scr_dataset_without_short_texts_of_both_classes_is_refused():
         sb.Config.from_params("cpu", scr_datasets=["161_agnews_0"])
     cfg = sb.Config.from_params("cpu")
     assert all(min(sb.scr_fitting(n, cfg.max_length, cfg.scr_marker)) >= 2 * cfg.scr_rows for n in cfg.scr_datasets)
+    n = cfg.scr_datasets[0]   # the counts are kept per dataset, length, cue and tokenizer: the kept ones are the counted ones
+    assert sb.scr_fitting(n, cfg.max_length, cfg.scr_marker) == sb._scr_fitting(n, cfg.max_length, cfg.scr_marker, sb._minilm_tokenizer())
+    assert sb.scr_fitting(n, 16, cfg.scr_marker) == sb._scr_fitting(n, 16, cfg.scr_marker, sb._minilm_tokenizer()) != sb.scr_fitting(n, cfg.max_length, cfg.scr_marker)
 
 def test_corpus_folders_read_in_each_format(tmp_path):
     """The full profile's training text: a folder of .txt documents (OpenWebText's layout) or JSON lines, plain or

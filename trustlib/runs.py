@@ -4,7 +4,7 @@
 
 # %% ../nbs/core/05_runs.ipynb #59386a61
 from __future__ import annotations
-import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, functools, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,7 +99,21 @@ def _cell_source(cell) -> str:
     return ''.join(s) if isinstance(s, list) else s
 
 def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
-    "`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none."
+    """`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none. Parsed once per
+    version of the file (its path, size and modification time); each call returns fresh dicts."""
+    p = Path(nb_path)
+    st = p.stat()
+    res = _notebook_parameters(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    return None if res is None else {k: dict(v) for k, v in res.items()}
+
+def _segment(lines:list[bytes], node) -> str:
+    "The source text of `node` (as `ast.get_source_segment`, from the cell's lines as UTF-8 bytes: linear in the node's size)."
+    a, b = node.lineno - 1, node.end_lineno - 1
+    if a == b: return lines[a][node.col_offset:node.end_col_offset].decode('utf-8')
+    return b''.join([lines[a][node.col_offset:], *lines[a + 1:b], lines[b][:node.end_col_offset]]).decode('utf-8')
+
+@functools.lru_cache(maxsize=64)
+def _notebook_parameters(nb_path:str, mtime_ns:int, size:int):
     nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
     cells = [c for c in nb.get('cells', []) if c.get('cell_type') == 'code' and 'parameters' in c.get('metadata', {}).get('tags', [])]
     if not cells: return None
@@ -111,12 +125,13 @@ def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
         for tok in tokenize.generate_tokens(io.StringIO(src).readline):
             if tok.type == tokenize.COMMENT: comments[tok.start[0]] = tok.string.lstrip('#').strip()
     except tokenize.TokenError: pass
+    lines = [l.encode('utf-8') for l in src.splitlines(keepends=True)] + [b'']
     res = {}
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name): targets, ann = [node.target], node.annotation
         elif isinstance(node, ast.Assign): targets, ann = [t for t in node.targets if isinstance(t, ast.Name)], None
         else: continue
-        default = ast.get_source_segment(src, node.value) if node.value is not None else None
+        default = _segment(lines, node.value) if node.value is not None else None
         for t in targets:
             res[t.id] = dict(type=ast.unparse(ann) if ann is not None else None, default=default,
                              help=comments.get(node.end_lineno, ''), _ann=ann, _value=node.value)

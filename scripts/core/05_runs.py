@@ -28,7 +28,7 @@
 # %%
 #| export
 from __future__ import annotations
-import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, functools, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -165,7 +165,21 @@ def _cell_source(cell) -> str:
     return ''.join(s) if isinstance(s, list) else s
 
 def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
-    "`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none."
+    """`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none. Parsed once per
+    version of the file (its path, size and modification time); each call returns fresh dicts."""
+    p = Path(nb_path)
+    st = p.stat()
+    res = _notebook_parameters(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    return None if res is None else {k: dict(v) for k, v in res.items()}
+
+def _segment(lines:list[bytes], node) -> str:
+    "The source text of `node` (as `ast.get_source_segment`, from the cell's lines as UTF-8 bytes: linear in the node's size)."
+    a, b = node.lineno - 1, node.end_lineno - 1
+    if a == b: return lines[a][node.col_offset:node.end_col_offset].decode('utf-8')
+    return b''.join([lines[a][node.col_offset:], *lines[a + 1:b], lines[b][:node.end_col_offset]]).decode('utf-8')
+
+@functools.lru_cache(maxsize=64)
+def _notebook_parameters(nb_path:str, mtime_ns:int, size:int):
     nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
     cells = [c for c in nb.get('cells', []) if c.get('cell_type') == 'code' and 'parameters' in c.get('metadata', {}).get('tags', [])]
     if not cells: return None
@@ -177,12 +191,13 @@ def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
         for tok in tokenize.generate_tokens(io.StringIO(src).readline):
             if tok.type == tokenize.COMMENT: comments[tok.start[0]] = tok.string.lstrip('#').strip()
     except tokenize.TokenError: pass
+    lines = [l.encode('utf-8') for l in src.splitlines(keepends=True)] + [b'']
     res = {}
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name): targets, ann = [node.target], node.annotation
         elif isinstance(node, ast.Assign): targets, ann = [t for t in node.targets if isinstance(t, ast.Name)], None
         else: continue
-        default = ast.get_source_segment(src, node.value) if node.value is not None else None
+        default = _segment(lines, node.value) if node.value is not None else None
         for t in targets:
             res[t.id] = dict(type=ast.unparse(ann) if ann is not None else None, default=default,
                              help=comments.get(node.end_lineno, ''), _ann=ann, _value=node.value)
@@ -194,6 +209,10 @@ def _public(info): return {k: {kk: vv for kk, vv in v.items() if not kk.startswi
 # %%
 _p = notebook_parameters(TOY)
 test_eq(list(_p), ['profile', 'seed', 'fail', 'sleep'])
+_src = 'a: int = 1  # one\nb: dict = {"é": [1,\n   2]}  # two lines\nc = "x" ; d: str = \'ü\''
+_tree = ast.parse(_src); _ls = [l.encode('utf-8') for l in _src.splitlines(keepends=True)] + [b'']
+test_eq([_segment(_ls, n.value) for n in _tree.body], [ast.get_source_segment(_src, n.value) for n in _tree.body])   # as the library's
+_q = notebook_parameters(TOY); _q['seed']['default'] = 'changed'; test_eq(notebook_parameters(TOY)['seed']['default'], '0')   # a caller's change does not reach the cache
 test_eq(_public(_p)['seed'], dict(type='int', default='0', help='the metric `value` is 2 * seed'))
 _public(_p)
 

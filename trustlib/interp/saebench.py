@@ -49,10 +49,21 @@ def n_added(tok) -> int:
     from trustlib.interp.sae import lm_token_ids
     return len(tok("")['input_ids']) if "cls_token" in tok.special_tokens_map else len(lm_token_ids(tok, [""], 8)[0])
 
+_SCR_FITTING: dict = {}
+
 def scr_fitting(name:str, max_length:int, marker:str, tok=None) -> tuple[int, int]:
-    "Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker` appended (`tok`: the model's tokenizer, default MiniLM's)."
-    from trustlib.data import load_sae_probes
+    """Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker`
+    appended (`tok`: the model's tokenizer, default MiniLM's). Counted once per dataset, length, cue and named tokenizer."""
     tok = tok if tok is not None else _minilm_tokenizer()
+    key = (name, max_length, marker, getattr(tok, 'name_or_path', ''), len(tok)) if getattr(tok, 'name_or_path', '') else None
+    if key is None or key not in _SCR_FITTING:
+        out = _scr_fitting(name, max_length, marker, tok)
+        if key is None: return out
+        _SCR_FITTING[key] = out
+    return _SCR_FITTING[key]
+
+def _scr_fitting(name, max_length, marker, tok):
+    from trustlib.data import load_sae_probes
     df = load_sae_probes(name); room = max_length - n_added(tok) - len(tok(marker, add_special_tokens=False)['input_ids'])
     texts = df['prompt'].astype(str).tolist(); y = df['y'].to_numpy()
     fits = np.array([len(t) <= room and bool(s.strip()) for s, t in zip(texts, tok(texts, add_special_tokens=False)['input_ids'])])
