@@ -1022,11 +1022,14 @@ _sp[_sp.seed == 0].pivot_table(index="worker", columns="split", values="classes"
 # ## The `full` profile
 #
 # `full` asks for CIFAR-10 (binary version) under `data_dir()/cifar10` and a small CNN. Offline it stops
-# before any work with a message saying where to put the data.
+# before any work with a message saying where to put the data. The cell below only looks for the data; it never
+# starts the `full` experiment itself (in a `full` run, the run above is that experiment).
 
 # %%
-try: run(Config.from_params("full"), progress=False)
-except ResourceUnavailable as e: print(f"full profile: {type(e).__name__}: the CIFAR-10 data are needed; nothing was run")
+if cfg.profile == "full": print("full profile: the run above is the full experiment")
+else:
+    try: load_federated_data(Config.from_params("full")); print("full profile: the CIFAR-10 data are present; `trustlib run noisy_signsgd --profile full` runs it")
+    except ResourceUnavailable as e: print(f"full profile: {type(e).__name__}: the CIFAR-10 data are needed; nothing was run")
 
 # %% [markdown]
 # ## Paper vs. us
