@@ -14,11 +14,11 @@ from .results import VERDICTS
 # %% auto #0
 __all__ = ['MAX_FIGURE_PX', 'RESULTS_MARKER', 'FULL_PROFILE_MARKER', 'NPM_ASSETS', 'CDN_SCRIPTS', 'cell_directives', 'as_stored',
            'fold_code', 'source_order', 'badge_verdicts', 'png_width', 'widen_figures', 'cap_figures', 'polish_pages',
-           'pandoc_id', 'show_doc_title', 'split_api', 'api_page', 'doc_host', 'rewrite_doclinks', 'fix_source_links',
-           'replace_config_output', 'write_downloads', 'polish_paper', 'fill_full_profile', 'home_results',
-           'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets', 'front_matter', 'page_path',
-           'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages', 'expected_summaries', 'check_rendered',
-           'site_problems']
+           'pandoc_id', 'show_doc_title', 'split_api', 'api_page', 'doc_host', 'rewrite_doclinks', 'source_line',
+           'fix_source_links', 'replace_config_output', 'write_downloads', 'polish_paper', 'fill_full_profile',
+           'home_results', 'polish_home', 'replace_body', 'npm_cache', 'fetch_npm', 'vendor_assets', 'front_matter',
+           'page_path', 'polish_proc', 'find_chromium', 'browser_unavailable', 'site_pages', 'expected_summaries',
+           'check_rendered', 'site_problems']
 
 # %% ../nbs/core/11_site.ipynb #1b0c3b1f
 _DIRECTIVE = re.compile(r'^\s*#\s*\|\s*([\w-]+)\s*:?\s*(.*)$')
@@ -276,9 +276,41 @@ def rewrite_doclinks(nb:dict, # a processed page (changed in place)
                     if new != s: data[k] = new
     return n
 
+@functools.lru_cache(maxsize=256)
+def _class_lines(path:str) -> dict[str, int]:
+    "`{qualname: line}` of every class defined in source file `path` (its first decorator's line if decorated), from one parse."
+    import ast
+    out, stack = {}, []
+    def visit(node):
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, ast.ClassDef):
+                stack.append(ch.name)
+                out.setdefault('.'.join(stack), ch.decorator_list[0].lineno if ch.decorator_list else ch.lineno)
+                visit(ch); stack.pop()
+            elif isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.extend([ch.name, '<locals>']); visit(ch); del stack[-2:]
+            else: visit(ch)
+    visit(ast.parse(Path(path).read_text(encoding='utf-8')))
+    return out
+
+def source_line(obj) -> tuple[str, int]:
+    """(source file, first line) of a function or class, as `inspect.getsourcefile` and `inspect.getsourcelines(obj)[1]`
+    give them, without re-parsing the module's source for every class (what `inspect` does on Python 3.11)."""
+    import inspect
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    fn = getattr(obj, '__func__', obj)
+    if inspect.isfunction(fn):
+        f = inspect.getsourcefile(fn)
+        if not f or not os.path.isfile(f): raise OSError(f"no source file for {fn.__qualname__} (generated code?)")
+        return f, fn.__code__.co_firstlineno
+    if inspect.isclass(obj):
+        f = inspect.getsourcefile(obj)
+        line = _class_lines(f).get(obj.__qualname__) if f else None
+        if line is not None: return f, line
+    return inspect.getsourcefile(obj), inspect.getsourcelines(obj)[1]
+
 def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
     "Rewrite the `[source](…)` link of each `show_doc` entry in `cells` from `module`'s own source (file and line); returns how many changed."
-    import inspect
     n = 0
     for c in cells:
         name = show_doc_title(c)
@@ -286,7 +318,7 @@ def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
         for part in (name or '').split('.'):
             obj = getattr(obj, part, None)
             if obj is None: break
-        try: f, line = inspect.getsourcefile(obj), inspect.getsourcelines(obj)[1]
+        try: f, line = source_line(obj)
         except (TypeError, OSError): continue
         top = Path(module.__file__).resolve().parents[len(module.__name__.split('.')) - 1]   # the folder that holds the package
         try: rel = Path(f).resolve().relative_to(top).as_posix()

@@ -433,9 +433,41 @@ def rewrite_doclinks(nb:dict, # a processed page (changed in place)
                     if new != s: data[k] = new
     return n
 
+@functools.lru_cache(maxsize=256)
+def _class_lines(path:str) -> dict[str, int]:
+    "`{qualname: line}` of every class defined in source file `path` (its first decorator's line if decorated), from one parse."
+    import ast
+    out, stack = {}, []
+    def visit(node):
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, ast.ClassDef):
+                stack.append(ch.name)
+                out.setdefault('.'.join(stack), ch.decorator_list[0].lineno if ch.decorator_list else ch.lineno)
+                visit(ch); stack.pop()
+            elif isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.extend([ch.name, '<locals>']); visit(ch); del stack[-2:]
+            else: visit(ch)
+    visit(ast.parse(Path(path).read_text(encoding='utf-8')))
+    return out
+
+def source_line(obj) -> tuple[str, int]:
+    """(source file, first line) of a function or class, as `inspect.getsourcefile` and `inspect.getsourcelines(obj)[1]`
+    give them, without re-parsing the module's source for every class (what `inspect` does on Python 3.11)."""
+    import inspect
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    fn = getattr(obj, '__func__', obj)
+    if inspect.isfunction(fn):
+        f = inspect.getsourcefile(fn)
+        if not f or not os.path.isfile(f): raise OSError(f"no source file for {fn.__qualname__} (generated code?)")
+        return f, fn.__code__.co_firstlineno
+    if inspect.isclass(obj):
+        f = inspect.getsourcefile(obj)
+        line = _class_lines(f).get(obj.__qualname__) if f else None
+        if line is not None: return f, line
+    return inspect.getsourcefile(obj), inspect.getsourcelines(obj)[1]
+
 def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
     "Rewrite the `[source](…)` link of each `show_doc` entry in `cells` from `module`'s own source (file and line); returns how many changed."
-    import inspect
     n = 0
     for c in cells:
         name = show_doc_title(c)
@@ -443,7 +475,7 @@ def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
         for part in (name or '').split('.'):
             obj = getattr(obj, part, None)
             if obj is None: break
-        try: f, line = inspect.getsourcefile(obj), inspect.getsourcelines(obj)[1]
+        try: f, line = source_line(obj)
         except (TypeError, OSError): continue
         top = Path(module.__file__).resolve().parents[len(module.__name__.split('.')) - 1]   # the folder that holds the package
         try: rel = Path(f).resolve().relative_to(top).as_posix()
@@ -457,6 +489,9 @@ def fix_source_links(cells:list, module, repo:str, branch:str='main') -> int:
                 if new != s: data['text/markdown'] = new; n += 1
     return n
 
+
+# %%
+import inspect, importlib.util, sys, trustlib.runs as _trr
 
 # %%
 _H = 'https://x.github.io/lib/'
@@ -473,6 +508,27 @@ test_eq(_rel_href('index.html#x', 'index.html'), 'index.html#x')
 _c = _sdc('grade'); _c['outputs'][0]['data']['text/markdown'] = '[source](https://github.com/o/r/blob/main/trustlib/x.py#L1)\n\n### grade'
 test_eq(fix_source_links([_c, _sdc('nothing_here')], _tr, 'https://github.com/o/r'), 1)
 assert re.match(r'\[source\]\(https://github.com/o/r/blob/main/trustlib/results\.py#L\d+\)', _c['outputs'][0]['data']['text/markdown'])
+_objs = [o for m in (_tr, _trr) for o in vars(m).values() if (inspect.isfunction(o) or inspect.isclass(o)) and getattr(o, '__module__', '') == m.__name__]
+_objs += [v for o in _objs if inspect.isclass(o) for v in vars(o).values() if inspect.isfunction(v)]   # methods too
+assert len(_objs) > 100
+def _insp(o):
+    try: return inspect.getsourcefile(o), inspect.getsourcelines(o)[1]
+    except (OSError, TypeError): return None   # generated code (a dataclass's __init__, ...): no source to link
+_wrapped = [o for o in _objs if hasattr(o, '__wrapped__') and _insp(inspect.unwrap(o)) is not None]   # e.g. a @contextmanager: inspect names the wrapper's file
+_gen = [o for o in _objs if _insp(inspect.unwrap(o)) is None]   # generated code: no source
+_objs = [o for o in _objs if o not in _wrapped and o not in _gen]
+assert len(_objs) > 100 and _wrapped and _gen
+for _o in _gen: test_fail(lambda: source_line(_o), exc=OSError)
+test_eq([source_line(o) for o in _objs], [_insp(o) for o in _objs])   # as inspect gives them
+test_eq([source_line(o) for o in _wrapped], [_insp(inspect.unwrap(o)) for o in _wrapped])   # a decorated function links to its own source
+_dir = Path(tempfile.mkdtemp()); (_dir/'_sl_mod.py').write_text(
+    "import functools\nclass Outer:\n    class Inner: pass\ndef f():\n    @functools.total_ordering\n    class Local:\n"
+    "        def __lt__(self, o): return False\n    return Local\nif True:\n    class Twice: pass\nelse:\n    class Twice: pass\n")
+_spec = importlib.util.spec_from_file_location('_sl_mod', _dir/'_sl_mod.py'); _m = importlib.util.module_from_spec(_spec)
+sys.modules['_sl_mod'] = _m; _spec.loader.exec_module(_m)
+_cls = [_m.Outer, _m.Outer.Inner, _m.f(), _m.Twice]   # nested, local and decorated, defined in two branches
+test_eq([source_line(o)[1] for o in _cls], [inspect.getsourcelines(o)[1] for o in _cls]); test_eq([source_line(o)[1] for o in _cls], [2, 3, 5, 10])
+del sys.modules['_sl_mod']; shutil.rmtree(_dir)
 
 
 # %% [markdown]
