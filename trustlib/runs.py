@@ -4,7 +4,7 @@
 
 # %% ../nbs/core/05_runs.ipynb #59386a61
 from __future__ import annotations
-import ast, configparser, contextlib, functools, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -100,10 +100,10 @@ def _cell_source(cell) -> str:
 
 def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
     """`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none. Parsed once per
-    version of the file (its path, size and modification time); each call returns fresh dicts."""
-    p = Path(nb_path)
-    st = p.stat()
-    res = _notebook_parameters(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    content of the file (its SHA-1: a notebook rewritten within the file system's time resolution is read again); each
+    call returns fresh dicts."""
+    raw = Path(nb_path).read_bytes()
+    res = _notebook_parameters(hashlib.sha1(raw).hexdigest(), raw, str(nb_path))
     return None if res is None else {k: dict(v) for k, v in res.items()}
 
 def _segment(lines:list[bytes], node) -> str:
@@ -112,9 +112,16 @@ def _segment(lines:list[bytes], node) -> str:
     if a == b: return lines[a][node.col_offset:node.end_col_offset].decode('utf-8')
     return b''.join([lines[a][node.col_offset:], *lines[a + 1:b], lines[b][:node.end_col_offset]]).decode('utf-8')
 
-@functools.lru_cache(maxsize=64)
-def _notebook_parameters(nb_path:str, mtime_ns:int, size:int):
-    nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
+_PARAMS_CACHE: dict = {}
+
+def _notebook_parameters(sha:str, raw:bytes, nb_path:str):
+    if sha not in _PARAMS_CACHE:
+        if len(_PARAMS_CACHE) >= 64: _PARAMS_CACHE.pop(next(iter(_PARAMS_CACHE)))
+        _PARAMS_CACHE[sha] = _parse_parameters(raw, nb_path)
+    return _PARAMS_CACHE[sha]
+
+def _parse_parameters(raw:bytes, nb_path:str):
+    nb = json.loads(raw.decode('utf-8'))
     cells = [c for c in nb.get('cells', []) if c.get('cell_type') == 'code' and 'parameters' in c.get('metadata', {}).get('tags', [])]
     if not cells: return None
     src = _cell_source(cells[0])

@@ -28,7 +28,7 @@
 # %%
 #| export
 from __future__ import annotations
-import ast, configparser, contextlib, functools, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
+import ast, configparser, contextlib, hashlib, io, json, keyword, math, os, platform, re, secrets, shutil, signal, socket
 import subprocess, sys, tempfile, threading, time, tokenize, traceback, typing
 from datetime import datetime, timezone
 from pathlib import Path
@@ -166,10 +166,10 @@ def _cell_source(cell) -> str:
 
 def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
     """`{name: dict(type, default, help)}` of the notebook's `parameters` cell, or None if it has none. Parsed once per
-    version of the file (its path, size and modification time); each call returns fresh dicts."""
-    p = Path(nb_path)
-    st = p.stat()
-    res = _notebook_parameters(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    content of the file (its SHA-1: a notebook rewritten within the file system's time resolution is read again); each
+    call returns fresh dicts."""
+    raw = Path(nb_path).read_bytes()
+    res = _notebook_parameters(hashlib.sha1(raw).hexdigest(), raw, str(nb_path))
     return None if res is None else {k: dict(v) for k, v in res.items()}
 
 def _segment(lines:list[bytes], node) -> str:
@@ -178,9 +178,16 @@ def _segment(lines:list[bytes], node) -> str:
     if a == b: return lines[a][node.col_offset:node.end_col_offset].decode('utf-8')
     return b''.join([lines[a][node.col_offset:], *lines[a + 1:b], lines[b][:node.end_col_offset]]).decode('utf-8')
 
-@functools.lru_cache(maxsize=64)
-def _notebook_parameters(nb_path:str, mtime_ns:int, size:int):
-    nb = json.loads(Path(nb_path).read_text(encoding='utf-8'))
+_PARAMS_CACHE: dict = {}
+
+def _notebook_parameters(sha:str, raw:bytes, nb_path:str):
+    if sha not in _PARAMS_CACHE:
+        if len(_PARAMS_CACHE) >= 64: _PARAMS_CACHE.pop(next(iter(_PARAMS_CACHE)))
+        _PARAMS_CACHE[sha] = _parse_parameters(raw, nb_path)
+    return _PARAMS_CACHE[sha]
+
+def _parse_parameters(raw:bytes, nb_path:str):
+    nb = json.loads(raw.decode('utf-8'))
     cells = [c for c in nb.get('cells', []) if c.get('cell_type') == 'code' and 'parameters' in c.get('metadata', {}).get('tags', [])]
     if not cells: return None
     src = _cell_source(cells[0])
@@ -213,6 +220,12 @@ _src = 'a: int = 1  # one\nb: dict = {"é": [1,\n   2]}  # two lines\nc = "x" ; 
 _tree = ast.parse(_src); _ls = [l.encode('utf-8') for l in _src.splitlines(keepends=True)] + [b'']
 test_eq([_segment(_ls, n.value) for n in _tree.body], [ast.get_source_segment(_src, n.value) for n in _tree.body])   # as the library's
 _q = notebook_parameters(TOY); _q['seed']['default'] = 'changed'; test_eq(notebook_parameters(TOY)['seed']['default'], '0')   # a caller's change does not reach the cache
+_tmpnb = Path(tempfile.mkdtemp())/'p.ipynb'; _j = json.loads(Path(TOY).read_text())
+_tmpnb.write_text(json.dumps(_j)); test_eq(notebook_parameters(_tmpnb)['seed']['default'], '0')
+for _c in _j['cells']:
+    if 'parameters' in _c['metadata'].get('tags', []): _c['source'] = _cell_source(_c).replace('seed: int = 0', 'seed: int = 7')
+_tmpnb.write_text(json.dumps(_j)); test_eq(notebook_parameters(_tmpnb)['seed']['default'], '7')   # same size, rewritten at once: read again
+shutil.rmtree(_tmpnb.parent)
 test_eq(_public(_p)['seed'], dict(type='int', default='0', help='the metric `value` is 2 * seed'))
 _public(_p)
 
