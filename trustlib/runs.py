@@ -103,22 +103,20 @@ def notebook_parameters(nb_path:str|Path) -> dict[str, dict[str, Any]]|None:
     content of the file (its SHA-1: a notebook rewritten within the file system's time resolution is read again); each
     call returns fresh dicts."""
     raw = Path(nb_path).read_bytes()
-    res = _notebook_parameters(hashlib.sha1(raw).hexdigest(), raw, str(nb_path))
+    sha = hashlib.sha1(raw).hexdigest()
+    if sha not in _PARAMS_CACHE:
+        if len(_PARAMS_CACHE) >= 64: _PARAMS_CACHE.pop(next(iter(_PARAMS_CACHE)))   # the oldest entry goes
+        _PARAMS_CACHE[sha] = _parse_parameters(raw, str(nb_path))
+    res = _PARAMS_CACHE[sha]
     return None if res is None else {k: dict(v) for k, v in res.items()}
+
+_PARAMS_CACHE: dict = {}   # SHA-1 of a notebook's bytes -> its parsed parameters cell (at most 64 entries)
 
 def _segment(lines:list[bytes], node) -> str:
     "The source text of `node` (as `ast.get_source_segment`, from the cell's lines as UTF-8 bytes: linear in the node's size)."
     a, b = node.lineno - 1, node.end_lineno - 1
     if a == b: return lines[a][node.col_offset:node.end_col_offset].decode('utf-8')
     return b''.join([lines[a][node.col_offset:], *lines[a + 1:b], lines[b][:node.end_col_offset]]).decode('utf-8')
-
-_PARAMS_CACHE: dict = {}
-
-def _notebook_parameters(sha:str, raw:bytes, nb_path:str):
-    if sha not in _PARAMS_CACHE:
-        if len(_PARAMS_CACHE) >= 64: _PARAMS_CACHE.pop(next(iter(_PARAMS_CACHE)))
-        _PARAMS_CACHE[sha] = _parse_parameters(raw, nb_path)
-    return _PARAMS_CACHE[sha]
 
 def _parse_parameters(raw:bytes, nb_path:str):
     nb = json.loads(raw.decode('utf-8'))

@@ -55,11 +55,10 @@ def scr_fitting(name:str, max_length:int, marker:str, tok=None) -> tuple[int, in
     """Texts of each class (0, 1) of the sae-probes dataset `name` that fit in `max_length` tokens with the SCR cue `marker`
     appended (`tok`: the model's tokenizer, default MiniLM's). Counted once per dataset, length, cue and named tokenizer."""
     tok = tok if tok is not None else _minilm_tokenizer()
-    key = (name, max_length, marker, getattr(tok, 'name_or_path', ''), len(tok)) if getattr(tok, 'name_or_path', '') else None
-    if key is None or key not in _SCR_FITTING:
-        out = _scr_fitting(name, max_length, marker, tok)
-        if key is None: return out
-        _SCR_FITTING[key] = out
+    named = getattr(tok, 'name_or_path', '')
+    if not named: return _scr_fitting(name, max_length, marker, tok)   # an unnamed tokenizer: nothing to key the count on
+    key = (name, max_length, marker, named, len(tok))
+    if key not in _SCR_FITTING: _SCR_FITTING[key] = _scr_fitting(name, max_length, marker, tok)
     return _SCR_FITTING[key]
 
 def _scr_fitting(name, max_length, marker, tok):
