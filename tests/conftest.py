@@ -91,7 +91,7 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     (TRUSTLIB_RUN_DIR). Returns the wall time in seconds."""
     import time
     import papermill as pm
-    from trustlib.runs import kernel_sockets
+    from trustlib.runs import kernel_sockets, papermill_engine
     path = ROOT / "nbs" / rel
     params = dict(profile="smoke") if has_parameters_cell(path) else {}
     env = kernel_env()
@@ -104,7 +104,7 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     try:
         t0 = time.time()
         with kernel_sockets() as kw:   # Unix sockets: no TCP port race with kernels started by the notebook's own sweeps
-            pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3",
+            pm.execute_notebook(str(path), str(out_dir / Path(rel).name), parameters=params, kernel_name="python3", engine_name=papermill_engine(),
                                 cwd=str(path.parent), progress_bar=False, log_output=False, **kw)
         return time.time() - t0
     finally:

@@ -14,17 +14,17 @@ from .config import PROFILES, ConfigError
 from .results import write_json
 
 # %% auto #0
-__all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'MAX_SPEC_BYTES',
-           'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'SWEEP_STOP_S',
+__all__ = ['MAX_VALUE_NODES', 'MAX_DEPTH', 'MAX_QUOTE', 'LOCK_HEARTBEAT_S', 'LOCK_STALE_S', 'TQDM_RESIDUE', 'NOTEBOOK_SAVE_EVERY',
+           'MAX_SPEC_BYTES', 'MAX_SPEC_NODES', 'MAX_GRID_POINTS', 'SWEEP_RETRIES', 'SWEEP_POLL_S', 'SWEEP_STOP_S',
            'RAY_CONNECT_TIMEOUT_S', 'RAY_HANDSHAKE_TIMEOUT_S', 'find_root', 'package_checkout', 'packaged_notebooks',
            'nbs_path', 'default_runs_dir', 'resolve_notebook', 'notebook_parameters', 'param_type', 'short',
            'check_value', 'render_parameters', 'ParamValidator', 'to_plain', 'validate_params', 'encode_params',
            'decode_params', 'run_id', 'build_info', 'versions', 'notebook_source_sha1', 'git_info', 'machine_info',
            'RunLocked', 'RunLock', 'describe_holder', 'clean_stale', 'RunFailed', 'Terminated', 'NoResult',
            'error_chain', 'drop_empty_tags', 'scrub_notebook', 'inject_parameters', 'example_cells', 'drop_examples',
-           'kernel_sockets', 'changed_versions', 'run_notebook', 'mount_of', 'load_run', 'is_complete', 'iter_runs',
-           'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points', 'WorkerDied', 'SweepProgress',
-           'sweep']
+           'kernel_sockets', 'papermill_engine', 'changed_versions', 'run_notebook', 'mount_of', 'load_run',
+           'is_complete', 'iter_runs', 'load_spec', 'parse_memory', 'check_resources', 'grid_size', 'grid_points',
+           'WorkerDied', 'SweepProgress', 'sweep']
 
 # %% ../nbs/core/05_runs.ipynb #277a7ed9
 def find_root(start:str|Path|None=None) -> Path:
@@ -818,6 +818,43 @@ def kernel_sockets():
     finally: shutil.rmtree(d, ignore_errors=True)
 
 # %% ../nbs/core/05_runs.ipynb #f01003e0
+NOTEBOOK_SAVE_EVERY = 5.0   # seconds: the most often a running notebook is written at cell boundaries
+
+def papermill_engine() -> str:
+    """Register (again, harmlessly) and return the name of trustlib's papermill engine: papermill's nbclient engine with
+    the output notebook written at cell boundaries at most every `NOTEBOOK_SAVE_EVERY` seconds (always at the start, on
+    a failed cell, and at the end, whatever ends the run). Pass it as `engine_name` to `papermill.execute_notebook`."""
+    from papermill.engines import papermill_engines, NBClientEngine, NotebookExecutionManager
+
+    class _Manager(NotebookExecutionManager):
+        _throttle = False
+        def save(self, **kwargs):
+            if self._throttle and (self.now() - self.last_save_time).total_seconds() < NOTEBOOK_SAVE_EVERY: return
+            super().save(**kwargs)
+        def cell_start(self, cell, cell_index=None, **kwargs):
+            self._throttle = True
+            try: return super().cell_start(cell, cell_index, **kwargs)
+            finally: self._throttle = False
+        def cell_complete(self, cell, cell_index=None, **kwargs):
+            self._throttle = cell.metadata.papermill.get('status') != self.FAILED   # a failure is written at once
+            try: return super().cell_complete(cell, cell_index, **kwargs)
+            finally: self._throttle = False
+
+    class _Engine(NBClientEngine):
+        @classmethod
+        def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, log_output=False, autosave_cell_every=30, **kwargs):
+            nb_man = _Manager(nb, output_path=output_path, progress_bar=progress_bar, log_output=log_output, autosave_cell_every=autosave_cell_every)
+            nb_man.notebook_start()
+            try: cls.execute_managed_notebook(nb_man, kernel_name, log_output=log_output, **kwargs)
+            finally:
+                nb_man.cleanup_pbar()
+                nb_man.notebook_complete()   # written whatever ended the run
+            return nb_man.nb
+
+    papermill_engines.register('trustlib', _Engine)
+    return 'trustlib'
+
+# %% ../nbs/core/05_runs.ipynb #585b347c
 def _prepare_base(runs_dir:Path, name:str) -> Path:
     "`runs_dir/name`, created; a `ConfigError` with one clear line when that is impossible."
     base = runs_dir/name
@@ -940,7 +977,7 @@ def _execute(name, nb, rid, profile, params, base, final, lock, kernel, progress
         _set_env()
         try:
             with kernel_sockets() as kkw:
-                node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel,
+                node = pm.execute_notebook(str(inp), str(partial), parameters=None, kernel_name=kernel, engine_name=papermill_engine(),
                                            cwd=str(nb.parent), progress_bar=progress, log_output=False, execution_timeout=timeout,
                                            extra_arguments=['--IPKernelApp.log_level=CRITICAL'], **kkw)   # no kernel log noise on stderr
         finally: _restore_env()
