@@ -820,10 +820,14 @@ def kernel_sockets():
 # %% ../nbs/core/05_runs.ipynb #f01003e0
 NOTEBOOK_SAVE_EVERY = 5.0   # seconds: the most often a running notebook is written at cell boundaries
 
+_ENGINE = None   # the registered engine's name, once papermill_engine() has run in this process
+
 def papermill_engine() -> str:
-    """Register (again, harmlessly) and return the name of trustlib's papermill engine: papermill's nbclient engine with
-    the output notebook written at cell boundaries at most every `NOTEBOOK_SAVE_EVERY` seconds (always at the start, on
-    a failed cell, and at the end, whatever ends the run). Pass it as `engine_name` to `papermill.execute_notebook`."""
+    """The name of trustlib's papermill engine, registered on the first call (papermill is imported only then): papermill's
+    nbclient engine with the output notebook written at cell boundaries at most every `NOTEBOOK_SAVE_EVERY` seconds (always
+    at the start, on a failed cell, and at the end, whatever ends the run). Pass it as `engine_name` to `papermill.execute_notebook`."""
+    global _ENGINE
+    if _ENGINE is not None: return _ENGINE
     from papermill.engines import papermill_engines, NBClientEngine, NotebookExecutionManager
 
     class _Manager(NotebookExecutionManager):
@@ -852,7 +856,8 @@ def papermill_engine() -> str:
             return nb_man.nb
 
     papermill_engines.register('trustlib', _Engine)
-    return 'trustlib'
+    _ENGINE = 'trustlib'
+    return _ENGINE
 
 # %% ../nbs/core/05_runs.ipynb #585b347c
 def _prepare_base(runs_dir:Path, name:str) -> Path:
