@@ -110,6 +110,19 @@ def execute_smoke(rel, out_dir: Path, record_base: Path | None = None) -> float:
     finally:
         os.environ.clear(); os.environ.update(saved)
 
+_KERNEL_MODULES = ("test_notebooks.py", "test_rehearse.py", "test_papers.py")   # the toy kernels of the run and fault tests import little
+
+@pytest.fixture(scope="session", autouse=True)
+def kernel_zygote_session(request):
+    """A session that runs paper or core notebooks (the notebook items, rehearsals, determinism checks) forks their kernels from one warm
+    zygote (trustlib.runs.kernel_zygote) started with kernel_env(): each kernel skips importing torch, SciPy, scikit-learn and
+    pandas. Subprocesses (the CLI of a rehearsal) use it through $TRUSTLIB_KERNEL_ZYGOTE; a launch it declines starts the
+    usual way. TRUSTLIB_TEST_ZYGOTE=0 turns it off. Its kernels' CPU time is counted in the per-item CPU CSV."""
+    if os.environ.get("TRUSTLIB_TEST_ZYGOTE", "1") == "0" or not any(i.nodeid.split("::")[0].endswith(_KERNEL_MODULES) for i in request.session.items):
+        yield None; return
+    from trustlib.runs import kernel_zygote
+    with kernel_zygote(env=kernel_env()) as z: yield z
+
 @pytest.fixture(scope="session")
 def smoke_records(tmp_path_factory) -> Path:
     "Session folder where the notebook items' smoke runs record result.json (read by the determinism check)."
@@ -122,14 +135,16 @@ def offline_env(monkeypatch):
     yield
 
 # --- Opt-in CPU accounting per test item (TRUSTLIB_TEST_CPU_CSV=path): user+sys CPU seconds of this process and of
-# its reaped children (papermill kernels, subprocess CLIs, quarto, Chromium) for setup+call+teardown of each item.
+# its reaped children (papermill kernels, subprocess CLIs, quarto, Chromium; kernels forked by the session zygote, which
+# reaps them, through zygote_cpu) for setup+call+teardown of each item.
 # Session fixtures are charged to the first item that uses them. Children are counted once waited for.
 _CPU_CSV = os.environ.get("TRUSTLIB_TEST_CPU_CSV")
 
 def _cpu_now():
     import resource, time
+    from trustlib.runs import zygote_cpu   # kernels forked by the session's zygote are its children, not this process's
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime, time.time()
+    return s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime + zygote_cpu(), time.time()
 
 if _CPU_CSV:
     @pytest.hookimpl(hookwrapper=True)

@@ -1106,30 +1106,36 @@ test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', '
 # runs them. A rehearsal (`rehearse=True`) checks the `full` profile's code path, so it leaves them out.
 # `example_cells` finds them among the plain code cells (no `#|` directive) between the parameters cell and the cell
 # that runs the experiment (`run_experiment(`): a cell whose top level binds only private names (`_x = ...`) and sets
-# no attribute or item (a check such as `test_eq(...)` binds nothing), and a cell that reads a name only such a cell
-# binds and sets no attribute or item. A cell that another kept cell needs is kept, with what it needs in turn; so are cells that cannot be parsed,
-# and every cell from the experiment on.
+# no attribute or item of anything but the private objects it made itself (a check such as `test_eq(...)` binds
+# nothing), and a cell that reads a name only such a cell binds and sets no other attribute or item. A cell that
+# another kept cell needs (reads a name it binds, other than the private names the reader binds itself) is kept,
+# with what it needs in turn; so are cells that cannot be parsed, and every cell from the experiment on.
 
 # %%
 #| export
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 def _names(src:str) -> tuple[set, set, bool]|None:
-    """`(bound, read, sets_state)` of code `src`: the names its top level binds, every name it reads (also inside its
-    functions), and whether it assigns an attribute or item or declares a global. None when it does not parse."""
+    """`(bound, read, sets_state)` of code `src`: the names its top level binds, the names it reads (also inside its
+    functions) other than the private names it binds itself, and whether it assigns an attribute or item of anything
+    but a private object it binds, or declares a global. None when it does not parse."""
     try: tree = ast.parse(src)
     except SyntaxError: return None   # IPython magics and the like
-    bound, state = set(), False
+    bound, state, stores = set(), False, []
     todo = list(tree.body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split('.')[0] for a in node.names}
         elif isinstance(node, (ast.Global, ast.Nonlocal)): state = True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(node.name)
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): state = True
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): stores.append(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)): bound.add(node.id)
         if not isinstance(node, _SCOPES): todo.extend(ast.iter_child_nodes(node))
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    own = {n for n in bound if n.startswith('_')}
+    for node in stores:   # `_x[0] = 1` changes a private object this cell made; `cfg.x = 1` changes shared state
+        while isinstance(node, (ast.Attribute, ast.Subscript)): node = node.value
+        state = state or not (isinstance(node, ast.Name) and node.id in own)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
     return bound, read, state
 
 def example_cells(nb:dict) -> list[int]:
@@ -1181,6 +1187,12 @@ test_eq(example_cells(_ex), [3, 5, 7, 10, 11, 12, 14])
 _ex['cells'][12]['source'] = 'cfg.w = w'   # a kept cell (it sets state) reads w: w's cell and _z's come back
 test_eq(example_cells(_ex), [3, 7, 10, 14])
 test_eq(example_cells(dict(cells=_ex['cells'][:-2])), [])   # no experiment cell: nothing is dropped
+_ex2 = dict(cells=[dict(cell_type='code', source=s, metadata=m) for s, m in [
+    ('seed = 0', {'tags': ['parameters']}), ('cfg = dict(seed=seed)', {}),
+    ('_d = [0, 0]\n_d[0] = 1\ntest_eq(_d, [1, 0])', {}),   # changes only the private list it made itself: an example
+    ('for _d in range(2): cfg["d"] = _d', {}),              # sets shared state; reads only the `_d` it binds itself
+    ('result = run_experiment(f, cfg)', {})]])
+test_eq(example_cells(_ex2), [2])
 
 # %% [markdown]
 # ### The kernel's sockets
@@ -1195,6 +1207,7 @@ test_eq(example_cells(dict(cells=_ex['cells'][:-2])), [])   # no experiment cell
 # %%
 #| export
 _UNIX_PATH_MAX = 100   # sun_path holds 104 (macOS) to 108 (Linux) bytes; the kernel appends "-<port>"
+ZYGOTE_ENV = 'TRUSTLIB_KERNEL_ZYGOTE'   # the socket of a kernel zygote (`kernel_zygote`, below) to launch kernels through
 
 @contextlib.contextmanager
 def kernel_sockets():
@@ -1213,6 +1226,12 @@ def kernel_sockets():
             def _transport_default(self): return 'ipc'
             @default('ip')
             def _ip_default(self): return prefix
+            async def _async_launch_kernel(self, kernel_cmd, **kw):
+                proc = _zygote_launch(kernel_cmd, kw) if os.environ.get(ZYGOTE_ENV) else None   # forked by a warm zygote (below)
+                if proc is None: return await super()._async_launch_kernel(kernel_cmd, **kw)
+                pv = self.provisioner
+                pv.process, pv.pid, pv.pgid, pv.cwd = proc, proc.pid, proc.pid, kw.get('cwd')
+                self._reconcile_connection_info(pv.connection_info)
         yield dict(kernel_manager_class=_UnixSocketKernelManager)
     finally: shutil.rmtree(d, ignore_errors=True)
 
@@ -1334,6 +1353,258 @@ test_eq(_o[0].outputs[0]["text"], "before\n"); test_eq(_o[1].outputs[-1]['ename'
 _k, _o, _e = _count_saves(_nb("print('before')", "import os; os._exit(1)", "print('never')"), papermill_engine())
 assert _e is not None and _o[0].outputs[0]['text'] == "before\n"   # the kernel died: what it had shown is on disk
 test_eq(_o[0].metadata.papermill['status'], 'completed')
+
+# %% [markdown]
+# ### A warm kernel launcher
+#
+# Every kernel is a new Python process that imports what its notebook needs; torch, SciPy, scikit-learn, pandas and
+# matplotlib alone cost a kernel about 5 CPU-seconds on a small machine, more than many notebooks' own cells. A
+# process that runs many notebooks one after another (the test suite runs about 75) can start a *zygote*
+# (`kernel_zygote`): a process that imports those libraries (and IPython's) once and then forks a kernel for each
+# launch. Each kernel starts from the same clean state as a fresh one: trustlib's and ipykernel's modules are
+# dropped and imported again in the kernel, the random generators are reseeded from the OS, the working folder,
+# environment, standard streams and arguments are the ones the launch asked for, and the kernel exits when the
+# process that launched it dies, as a fresh one does. A launch whose environment differs where the libraries
+# already read it at import (`PYTHON*`, thread counts, `MPL*`, `HOME`, `TRUSTLIB_NO_NETWORK`, ...) or whose
+# interpreter differs is started the usual way. The zygote waits for its kernels and adds up their CPU time
+# (`zygote_cpu`), so a measurement of the launching process's CPU can include them. No `trustlib run` uses a
+# zygote unless `TRUSTLIB_KERNEL_ZYGOTE` points to one.
+
+# %%
+#| export
+ZYGOTE_PRELOAD = ('numpy', 'scipy.stats', 'pandas', 'sklearn.linear_model', 'torch', 'matplotlib.pyplot', 'ipykernel.kernelapp',
+                  'ipykernel.ipkernel')   # not transformers: huggingface_hub reads its cache folders at import
+_ZYGOTE_FIXED = ('PYTHON', 'OMP_', 'MKL_', 'OPENBLAS_', 'KMP_', 'GOMP_', 'LD_', 'MALLOC_', 'TORCH', 'CUDA', 'MPL', 'HOME',
+                 'XDG_', 'TRUSTLIB_NO_NETWORK')   # read by the interpreter or by a preloaded library when it starts
+
+def _zygote_fixed(env) -> dict: return {k: v for k, v in env.items() if k.startswith(_ZYGOTE_FIXED)}
+
+def _zygote_call(path:str, msg:dict, fds:tuple=(), timeout:float=10.0) -> dict:
+    "Send `msg` (and file descriptors `fds`) to the zygote at `path`; its JSON answer."
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout); s.connect(path)
+        socket.send_fds(s, [json.dumps(msg).encode()], list(fds)) if fds else s.sendall(json.dumps(msg).encode())
+        s.shutdown(socket.SHUT_WR)
+        data = b''.join(iter(lambda: s.recv(65536), b''))
+    return json.loads(data)
+
+class _ZygoteKernel:
+    "What a provisioner needs of a `Popen`, for a kernel forked by a zygote (not this process's child)."
+    stdin = stdout = stderr = None
+    def __init__(self, pid:int, path:str): self.pid, self.path, self.returncode = pid, path, None
+    def poll(self):
+        if self.returncode is None:
+            try: os.kill(self.pid, 0)                 # the zygote reaps its kernels at once: a gone pid is an ended kernel
+            except ProcessLookupError:
+                try: self.returncode = _zygote_call(self.path, dict(op='status', pid=self.pid)).get('exit')
+                except (OSError, ValueError): pass
+                if self.returncode is None: self.returncode = -signal.SIGKILL
+            except PermissionError: pass
+        return self.returncode
+    def wait(self, timeout:float|None=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end: raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.05)
+        return self.returncode
+    def send_signal(self, sig):
+        if self.poll() is None: os.kill(self.pid, sig)
+    def kill(self): self.send_signal(signal.SIGKILL)
+    def terminate(self): self.send_signal(signal.SIGTERM)
+
+def _zygote_launch(cmd:list, kw:dict) -> _ZygoteKernel|None:
+    "Launch kernel command `cmd` through the zygote named by $TRUSTLIB_KERNEL_ZYGOTE; None (launch it the usual way) when there is none or it declines."
+    path = os.environ.get(ZYGOTE_ENV)
+    if not path or os.name == 'nt': return None
+    env = dict(kw.get('env') or os.environ)
+    env.pop(ZYGOTE_ENV, None)
+    if not kw.get('independent'): env['JPY_PARENT_PID'] = str(os.getpid())   # as jupyter_client's launch_kernel sets it
+    msg = dict(op='launch', cmd=list(cmd), env=env, cwd=str(kw.get('cwd') or os.getcwd()), client=os.getpid())
+    fd = lambda v, default: v if isinstance(v, int) and v >= 0 else v.fileno() if hasattr(v, 'fileno') else default
+    null = os.open(os.devnull, os.O_RDONLY)
+    try: out = _zygote_call(path, msg, (null, fd(kw.get('stdout'), 1), fd(kw.get('stderr'), 2)))   # the streams a launch here would inherit
+    except (OSError, ValueError, io.UnsupportedOperation): return None
+    finally: os.close(null)
+    return _ZygoteKernel(out['pid'], path) if 'pid' in out else None
+
+def _zygote_child(msg:dict, fds:list, prefix:list, added:dict):
+    "In the forked kernel: become what `msg`'s command would have started, run ipykernel, and exit."
+    code = 1
+    try:
+        os.setsid()
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT): signal.signal(sig, signal.SIG_DFL)
+        for target, fd in enumerate(fds): os.dup2(fd, target)
+        for fd in fds: os.close(fd)
+        os.chdir(msg['cwd'])
+        os.environ.clear(); os.environ.update(msg['env'])
+        for k, v in added.items(): os.environ.setdefault(k, v)
+        for m in [m for m in sys.modules if m.split('.')[0] in ('trustlib', 'ipykernel', 'ipykernel_launcher')]:
+            del sys.modules[m]   # imported again: they read the environment at import (ipykernel: its launcher's pid)
+        import random
+        random.seed()
+        if 'numpy' in sys.modules: sys.modules['numpy'].random.seed()
+        client = int(msg['client'])
+        def _watch():   # a fresh kernel exits when its launcher dies (ipykernel's parent poller); so does this one
+            while True:
+                time.sleep(1.0)
+                try: os.kill(client, 0)
+                except ProcessLookupError: os._exit(1)
+                except PermissionError: pass
+        threading.Thread(target=_watch, daemon=True).start()
+        sys.argv = ['ipykernel_launcher', *msg['cmd'][len(prefix) + 2:]]
+        sys.path[0] = ''
+        import runpy
+        runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)
+        code = 0
+    except SystemExit as e: code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException: traceback.print_exc()
+    finally:
+        try:
+            import atexit; atexit._run_exitfuncs()
+            sys.stdout.flush(); sys.stderr.flush()
+        finally: os._exit(code)
+
+def zygote_serve(path:str, # the Unix socket to listen on
+                 prefix:list, # the interpreter and its options, as the kernel spec starts them (before `-m`)
+                 preload=ZYGOTE_PRELOAD, # modules to import once
+                ):
+    "Serve kernel launches on `path` until SIGTERM (see `kernel_zygote`, which starts this in a process of its own)."
+    import importlib
+    fixed, before = _zygote_fixed(os.environ), dict(os.environ)
+    for m in preload:
+        try: importlib.import_module(m)
+        except Exception: pass
+    added = {k: v for k, v in os.environ.items() if k not in before}   # set by an import (scikit-learn's KMP_*): set in each kernel too
+    done, live, cpu = {}, set(), [0.0]
+    def reap(*_):
+        while True:
+            try: pid, status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError: return
+            if pid == 0: return
+            cpu[0] += ru.ru_utime + ru.ru_stime
+            done[pid] = os.waitstatus_to_exitcode(status); live.discard(pid)
+    def stop(*_): raise SystemExit(0)
+    signal.signal(signal.SIGCHLD, reap); signal.signal(signal.SIGTERM, stop)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path); srv.listen(64)
+    print('ready', flush=True)
+    try:
+        while True:
+            conn, _ = srv.accept()
+            fds = []
+            try:
+                conn.settimeout(10)
+                data, fds, *_ = socket.recv_fds(conn, 1 << 22, 3)
+                while chunk := conn.recv(1 << 22): data += chunk
+                msg = json.loads(data)
+                if msg.get('op') == 'status': ans = dict(exit=done.get(msg.get('pid')), cpu=cpu[0], live=len(live))
+                elif msg.get('op') != 'launch': ans = dict(error=f"unknown op {msg.get('op')!r}")
+                elif len(fds) != 3: ans = dict(error='a launch passes stdin, stdout and stderr')
+                elif msg['cmd'][:len(prefix) + 2] != [*prefix, '-m', 'ipykernel_launcher']: ans = dict(error='another interpreter or command')
+                elif _zygote_fixed(msg['env']) != fixed: ans = dict(error='the environment differs where the preloaded libraries read it')
+                else:
+                    pid = os.fork()
+                    if pid == 0:
+                        srv.close(); conn.close()
+                        _zygote_child(msg, fds, prefix, added)
+                    live.add(pid); ans = dict(pid=pid)
+                conn.sendall(json.dumps(ans).encode())
+            except Exception as e:
+                try: conn.sendall(json.dumps(dict(error=repr(e))).encode())
+                except OSError: pass
+            finally:
+                for fd in fds: os.close(fd)
+                conn.close()
+    finally:
+        srv.close()
+        for pid in list(live):
+            try: os.killpg(pid, signal.SIGKILL)
+            except OSError: pass
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        while True:
+            try: os.wait4(-1, 0)
+            except ChildProcessError: break
+
+def zygote_cpu() -> float:
+    "CPU seconds of the kernels that the zygote serving this process (`kernel_zygote`) has forked and reaped; 0 without one."
+    path = os.environ.get(ZYGOTE_ENV)
+    if not path: return 0.0
+    try: return float(_zygote_call(path, dict(op='status'), timeout=5)['cpu'])
+    except (OSError, ValueError, KeyError): return 0.0
+
+@contextlib.contextmanager
+def kernel_zygote(env:dict|None=None, # the environment of the zygote and of the kernels it may start (default: this process's)
+                  preload=ZYGOTE_PRELOAD, # modules it imports once
+                  kernel_name:str='python3', # the kernel spec whose interpreter it stands in for
+                 ):
+    """Start a zygote that forks warm kernels, and point `TRUSTLIB_KERNEL_ZYGOTE` at it (in this process's environment,
+    so child processes use it too) until the block ends. Yields the zygote's `Popen`, or None where it cannot start
+    (Windows, or no such kernel spec); kernels are then launched the usual way."""
+    if os.name == 'nt': yield None; return
+    from jupyter_client.kernelspec import KernelSpecManager
+    try: argv = KernelSpecManager().get_kernel_spec(kernel_name).argv
+    except Exception: yield None; return
+    if '-m' not in argv or argv[argv.index('-m') + 1:argv.index('-m') + 2] != ['ipykernel_launcher']: yield None; return
+    prefix = argv[:argv.index('-m')]
+    d = tempfile.mkdtemp(prefix='tlz-')
+    path = os.path.join(d, 'z')
+    env = dict(os.environ if env is None else env); env.pop(ZYGOTE_ENV, None)
+    code = "import json, sys; from trustlib.runs import zygote_serve; zygote_serve(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:])"
+    p = subprocess.Popen([*prefix, '-c', code, path, json.dumps(prefix), *preload], env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    old = os.environ.get(ZYGOTE_ENV)
+    try:
+        if p.stdout.readline().strip() != b'ready': p.kill(); p.wait(); yield None; return
+        os.environ[ZYGOTE_ENV] = path
+        yield p
+    finally:
+        if old is None: os.environ.pop(ZYGOTE_ENV, None)
+        else: os.environ[ZYGOTE_ENV] = old
+        if p.poll() is None:
+            p.terminate()
+            try: p.wait(30)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+        p.stdout.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# %% [markdown]
+# Two kernels launched through a zygote are its children, each in the folder and environment its launch asked for,
+# without the zygote's trustlib modules and with its own random state; the zygote counts their CPU time. A launch
+# whose environment differs where a preloaded library read it at import is started the usual way, and a kernel
+# that dies is seen as dead:
+
+# %%
+_zn = _nbf.v4.new_notebook(cells=[_nbf.v4.new_code_cell(
+    "import os, sys, random\nprint(os.getppid(), os.getcwd(), os.environ.get('TL_ZYGOTE_T'), 'trustlib.runs' in sys.modules, random.random())")])
+_zn.metadata['kernelspec'] = dict(name='python3', display_name='Python 3', language='python')
+_zd = Path(tempfile.mkdtemp()).resolve()
+_nbf.write(_zn, _zd/'z.ipynb')
+def _zrun(**env):
+    saved = dict(os.environ); os.environ.update(env)
+    try:
+        with kernel_sockets() as kw:
+            out = _pm.execute_notebook(str(_zd/'z.ipynb'), str(_zd/'o.ipynb'), kernel_name='python3', progress_bar=False,
+                                       cwd=str(_zd), engine_name=papermill_engine(), **kw)
+        return out.cells[0].outputs[0]['text'].split()
+    finally: os.environ.clear(); os.environ.update(saved)
+with kernel_zygote(preload=('json',)) as _z:
+    assert _z is not None and os.environ[ZYGOTE_ENV]
+    _o = [_zrun(TL_ZYGOTE_T=str(i)) for i in range(2)]
+    test_eq([int(o[0]) for o in _o], [_z.pid] * 2)                       # forked by the zygote
+    test_eq([o[1:4] for o in _o], [[str(_zd), '0', 'False'], [str(_zd), '1', 'False']])
+    assert _o[0][4] != _o[1][4]                                           # reseeded: not the zygote's random state
+    _c = zygote_cpu()
+    assert _c > 0
+    test_eq(int(_zrun(PYTHONHASHSEED='12345')[0]), os.getpid())           # declined: started the usual way
+    _zd2 = _nbf.v4.new_notebook(cells=[_nbf.v4.new_code_cell("import os\nos._exit(3)")])
+    _zd2.metadata['kernelspec'] = _zn.metadata['kernelspec']
+    _nbf.write(_zd2, _zd/'die.ipynb')
+    with kernel_sockets() as _kw:
+        test_fail(lambda: _pm.execute_notebook(str(_zd/'die.ipynb'), str(_zd/'o2.ipynb'), kernel_name='python3', progress_bar=False,
+                                               engine_name=papermill_engine(), **_kw), contains='Kernel died')
+    assert zygote_cpu() > _c
+assert ZYGOTE_ENV not in os.environ and _z.returncode is not None        # the zygote is stopped with the block
+shutil.rmtree(_zd)
 
 
 # %%
