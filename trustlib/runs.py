@@ -822,6 +822,7 @@ def kernel_sockets():
             @default('ip')
             def _ip_default(self): return prefix
             async def _async_launch_kernel(self, kernel_cmd, **kw):
+                if kw.get('env') is not None: kw['env'] = {k: v for k, v in kw['env'].items() if k != ZYGOTE_ENV}   # not a kernel's
                 proc = _zygote_launch(kernel_cmd, kw) if os.environ.get(ZYGOTE_ENV) else None   # forked by a warm zygote (below)
                 if proc is None: return await super()._async_launch_kernel(kernel_cmd, **kw)
                 pv = self.provisioner
@@ -969,14 +970,15 @@ def zygote_serve(path:str, # the Unix socket to listen on
                  prefix:list, # the interpreter and its options, as the kernel spec starts them (before `-m`)
                  preload=ZYGOTE_PRELOAD, # modules to import once
                 ):
-    "Serve kernel launches on `path` until SIGTERM (see `kernel_zygote`, which starts this in a process of its own)."
+    "Serve kernel launches on `path` until SIGTERM or the end of the process that started it (see `kernel_zygote`, which starts this)."
     import importlib
-    fixed, before = _zygote_fixed(os.environ), dict(os.environ)
+    before = dict(os.environ)
     for m in preload:
         try: importlib.import_module(m)
         except Exception: pass
     added = {k: v for k, v in os.environ.items() if k not in before}   # set by an import (scikit-learn's KMP_*): set in each kernel too
-    done, live, cpu = {}, set(), [0.0]
+    fixed = _zygote_fixed({**added, **before})   # a launcher that imported those libraries itself has them set too
+    done, live, cpu, parent = {}, set(), [0.0], os.getppid()
     def reap(*_):
         while True:
             try: pid, status, ru = os.wait4(-1, os.WNOHANG)
@@ -987,11 +989,14 @@ def zygote_serve(path:str, # the Unix socket to listen on
     def stop(*_): raise SystemExit(0)
     signal.signal(signal.SIGCHLD, reap); signal.signal(signal.SIGTERM, stop)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path); srv.listen(64)
+    srv.bind(path); srv.listen(64); srv.settimeout(1.0)
     print('ready', flush=True)
     try:
         while True:
-            conn, _ = srv.accept()
+            try: conn, _ = srv.accept()
+            except TimeoutError:
+                if os.getppid() != parent: break   # the process that started it died: so does the zygote, with its kernels
+                continue
             fds = []
             try:
                 conn.settimeout(10)
@@ -1002,7 +1007,7 @@ def zygote_serve(path:str, # the Unix socket to listen on
                 elif msg.get('op') != 'launch': ans = dict(error=f"unknown op {msg.get('op')!r}")
                 elif len(fds) != 3: ans = dict(error='a launch passes stdin, stdout and stderr')
                 elif msg['cmd'][:len(prefix) + 2] != [*prefix, '-m', 'ipykernel_launcher']: ans = dict(error='another interpreter or command')
-                elif _zygote_fixed(msg['env']) != fixed: ans = dict(error='the environment differs where the preloaded libraries read it')
+                elif _zygote_fixed({**added, **msg['env']}) != fixed: ans = dict(error='the environment differs where the preloaded libraries read it')
                 else:
                     pid = os.fork()
                     if pid == 0:
