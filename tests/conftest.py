@@ -114,12 +114,11 @@ _KERNEL_MODULES = ("test_notebooks.py", "test_rehearse.py", "test_papers.py")   
 
 @pytest.fixture(scope="session", autouse=True)
 def kernel_zygote_session(request):
-    """With TRUSTLIB_TEST_ZYGOTE=1, a session that runs paper or core notebooks (notebook items, rehearsals) forks their kernels from one warm
+    """A session that runs paper or core notebooks (notebook items, rehearsals, determinism checks) forks their kernels from one warm
     zygote (trustlib.runs.kernel_zygote) started with kernel_env(): each kernel skips importing torch, SciPy, scikit-learn and
     pandas. Subprocesses (the CLI of a rehearsal) use it through $TRUSTLIB_KERNEL_ZYGOTE; a launch it declines starts the
-    usual way. Opt-in (TRUSTLIB_TEST_ZYGOTE=1) until a whole suite has been seen to fork its kernels from it; its
-    kernels' CPU time is counted in the per-item CPU CSV."""
-    if os.environ.get("TRUSTLIB_TEST_ZYGOTE", "0") != "1" or not any(i.nodeid.split("::")[0].endswith(_KERNEL_MODULES) for i in request.session.items):
+    usual way. TRUSTLIB_TEST_ZYGOTE=0 turns it off. Its kernels' CPU time is counted in the per-item CPU CSV."""
+    if os.environ.get("TRUSTLIB_TEST_ZYGOTE", "1") == "0" or not any(i.nodeid.split("::")[0].endswith(_KERNEL_MODULES) for i in request.session.items):
         yield None; return
     from trustlib.runs import kernel_zygote
     with kernel_zygote(env=kernel_env()) as z: yield z
