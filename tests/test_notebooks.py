@@ -21,7 +21,8 @@ def notebooks():
 
 def test_session_kernels_are_forked_by_the_zygote(kernel_zygote_session, tmp_path):
     """This session's notebook kernels come from its warm zygote (a launch it declines would only cost time, unseen), also
-    when this process has imported scikit-learn, which sets KMP_* variables; a kernel does not inherit the zygote's address."""
+    when this process has imported scikit-learn or compiled with torch, which set variables; a kernel does not inherit the
+    zygote's address."""
     if kernel_zygote_session is None: pytest.skip("no kernel zygote in this session (TRUSTLIB_TEST_ZYGOTE=0)")
     import os, nbformat as nbf, papermill as pm
     from conftest import kernel_env
@@ -29,7 +30,8 @@ def test_session_kernels_are_forked_by_the_zygote(kernel_zygote_session, tmp_pat
     nb = nbf.v4.new_notebook(cells=[nbf.v4.new_code_cell("import os\nprint(os.getppid(), 'TRUSTLIB_KERNEL_ZYGOTE' in os.environ)")])
     nb.metadata["kernelspec"] = dict(name="python3", display_name="Python 3", language="python")
     nbf.write(nb, tmp_path / "probe.ipynb")
-    env = dict(kernel_env(), KMP_DUPLICATE_LIB_OK="True", KMP_INIT_AT_FORK="FALSE")   # as scikit-learn's import sets them
+    env = dict(kernel_env(), KMP_DUPLICATE_LIB_OK="True", KMP_INIT_AT_FORK="FALSE",   # as scikit-learn's import sets them
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))                      # and torch.compile
     saved = dict(os.environ); os.environ.clear(); os.environ.update(env)
     try:
         with kernel_sockets() as kw:

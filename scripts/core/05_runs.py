@@ -1376,8 +1376,9 @@ test_eq(_o[0].metadata.papermill['status'], 'completed')
 #| export
 ZYGOTE_PRELOAD = ('numpy', 'scipy.stats', 'pandas', 'sklearn.linear_model', 'torch', 'matplotlib.pyplot', 'ipykernel.kernelapp',
                   'ipykernel.ipkernel')   # not transformers: huggingface_hub reads its cache folders at import
-_ZYGOTE_FIXED = ('PYTHON', 'OMP_', 'MKL_', 'OPENBLAS_', 'KMP_', 'GOMP_', 'LD_', 'MALLOC_', 'TORCH', 'CUDA', 'MPL', 'HOME',
-                 'XDG_', 'TRUSTLIB_NO_NETWORK')   # read by the interpreter or by a preloaded library when it starts
+_ZYGOTE_FIXED = ('PYTHON', 'OMP_', 'MKL_', 'OPENBLAS_', 'KMP_', 'GOMP_', 'LD_', 'MALLOC_', 'TORCH_USE_RTLD_GLOBAL', 'TORCH_CPP_',
+                 'TORCH_SHOW_CPP', 'TORCH_LOGS', 'CUDA', 'MPL', 'HOME', 'XDG_', 'TRUSTLIB_NO_NETWORK')   # read by the interpreter or
+# by a preloaded library when it starts (not TORCHINDUCTOR_CACHE_DIR and the like, which torch reads when it compiles)
 
 def _zygote_fixed(env) -> dict: return {k: v for k, v in env.items() if k.startswith(_ZYGOTE_FIXED)}
 
