@@ -919,8 +919,7 @@ def _zygote_launch(cmd:list, kw:dict) -> _ZygoteKernel|None:
     "Launch kernel command `cmd` through the zygote named by $TRUSTLIB_KERNEL_ZYGOTE; None (launch it the usual way) when there is none or it declines."
     path = os.environ.get(ZYGOTE_ENV)
     if not path or os.name == 'nt': return None
-    env = dict(kw.get('env') or os.environ)
-    env.pop(ZYGOTE_ENV, None)
+    env = dict(kw.get('env') or os.environ)   # kernel_sockets has taken the zygote's address out of it
     if not kw.get('independent'): env['JPY_PARENT_PID'] = str(os.getpid())   # as jupyter_client's launch_kernel sets it
     msg = dict(op='launch', cmd=list(cmd), env=env, cwd=str(kw.get('cwd') or os.getcwd()), client=os.getpid())
     fd = lambda v, default: v if isinstance(v, int) and v >= 0 else v.fileno() if hasattr(v, 'fileno') else default
@@ -1004,7 +1003,7 @@ def zygote_serve(path:str, # the Unix socket to listen on
                 data, fds, *_ = socket.recv_fds(conn, 1 << 22, 3)
                 while chunk := conn.recv(1 << 22): data += chunk
                 msg = json.loads(data)
-                if msg.get('op') == 'status': ans = dict(exit=done.get(msg.get('pid')), cpu=cpu[0], live=len(live))
+                if msg.get('op') == 'status': ans = dict(exit=done.get(msg.get('pid')), cpu=cpu[0])
                 elif msg.get('op') != 'launch': ans = dict(error=f"unknown op {msg.get('op')!r}")
                 elif len(fds) != 3: ans = dict(error='a launch passes stdin, stdout and stderr')
                 elif msg['cmd'][:len(prefix) + 2] != [*prefix, '-m', 'ipykernel_launcher']: ans = dict(error='another interpreter or command')
