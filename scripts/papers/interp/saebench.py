@@ -28,7 +28,8 @@
 #   MiniLM's WordPiece vocabulary (a ground-truth linear probe for the first letter, main latents by
 #   k-sparse probing, the SAEBench absorption fraction); **sparse probing** on six binary text tasks; **SCR**
 #   with a planted spurious cue (the phrase "Sent from my iPhone." appended to every positive training text of
-#   the biased probe); **TPP** on a four-class emotion task. The paper's main claim is graded as the rank
+#   the biased probe); **TPP** on AG News's four topic classes (SAEBench's TPP uses topic and profession classes). The
+#   paper's main claim is graded as the rank
 #   correlation, at matched $L_0$, between the proxy metric and the practical metrics over the SAEs.
 # - **A synthetic ground-truth benchmark as the mechanism check** (the toy model of feature absorption):
 #   activations are sums of known feature directions with a parent–child hierarchy, each architecture is trained
@@ -149,7 +150,7 @@ ARCHS = ("relu", "topk", "batchtopk", "jumprelu", "gated", "panneal", "matryoshk
 PROBE_DATASETS = ("113_movie_sent", "96_spam_is", "5_hist_fig_ismale", "139_news_class_Politics", "149_twt_emotion_happiness", "159_code_Python")
 SCR_DATASETS = ("92_glue_sst2", "21_headline_istrump")   # both classes of each have texts short enough to carry the cue (AG News negatives do not)
 SCR_MARKER = " Sent from my iPhone."
-TPP_DATASET = "102_twt_emotion"
+TPP_DATASET = "97_news_class"   # AG News: World, Sports, Business, Sci/Tech (SAEBench: Amazon review categories, Bias in Bios professions)
 FULL_LM = "EleutherAI/pythia-160m"            # the paper's smaller model (its suite uses the deduplicated twin); layer 9 = blocks.8.hook_resid_post
 FULL_CORPUS = "monology/pile-uncopyrighted"   # The Pile (without its copyrighted parts), the SAE training text of the paper's Pythia suite
 _BYTES_PER_FLOAT = 4
@@ -1636,6 +1637,12 @@ _LETTERS_CHANGE = Change(_DATE, "condition: at least 10 letters whose first-lett
                          "condition: at least 10 letters whose first-letter probe has F1 ≥ 0.6 on held-out validation words, from all 21,358 eligible vocabulary words (half train, a quarter validation, a quarter test)",
                          "the letters are chosen on the probe's own validation words, not on the words absorption is graded on; more words per letter give the probe enough data (decided before any graded number of this run)")
 
+_TPP_CHANGE = Change("2026-12-03", "TPP on the four-class tweet-emotion task (102_twt_emotion); condition: class-probe accuracy ≥ 0.7 on balanced test sets",
+                     "TPP on AG News's four topic classes (97_news_class); the same condition",
+                     "the emotion task failed the condition on the published run (class probes 0.585): its probes did not read the classes, so ablating "
+                     "a class's latents could not be measured against them; SAEBench's TPP uses topic and profession classes, and AG News is the wheel's "
+                     "four-class topic task (chosen on the probes' accuracy, before any S_TPP of this run)")
+
 _BEST_OLD = ("reproduced if the 95% interval over seeds of Matryoshka's gap to the best other architecture is > 0; partially if the interval "
              "of its gap to BatchTopK is > 0; inconclusive if that interval straddles 0 with a positive mean")
 _BEST_WHY = ("graded by the one grader: Matryoshka against each other architecture with Bonferroni-adjusted paired intervals (the private rule "
@@ -1665,7 +1672,7 @@ CLAIMS = [
     _claim("matryoshka_tpp", "Matryoshka SAEs are best on targeted probe perturbation (TPP)", "best S_TPP at n = 20 among the 7 architectures",
            BestAmong(_m("tpp", "matryoshka"), tuple(_m("tpp", a) for a in _OTHERS), what="S_TPP"),
            requires=(_MATCHED, AtLeast("minilm/tpp_probe_acc", 0.7, what="accuracy of the class probes on balanced test sets")),
-           old=_BEST_OLD, why=_BEST_WHY + "; TPP on a four-class emotion task"),
+           old=_BEST_OLD, why=_BEST_WHY + "; TPP on a four-class emotion task", more=(_TPP_CHANGE,)),
     _claim("matryoshka_probing", "Matryoshka SAEs are near-best on sparse probing", "near-best top-1 sparse-probing accuracy",
            Above("minilm/matryoshka_probe_gap", -0.02, what="top-1 accuracy(Matryoshka) − best other"), requires=_MATCHED,
            old="reproduced if top-1 accuracy(Matryoshka) − best other > -0.02; interval must clear the threshold",
