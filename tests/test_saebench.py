@@ -191,9 +191,9 @@ def test_hierarchy_creates_absorption_at_the_cpu_configuration():
     assert all(r["absorption_excess"] > 0.02 for r in rows), rows
 
 
-@pytest.mark.xfail(strict=True, reason="the published cpu run is at matched L0 (largest |L0/target − 1| = 0.050) but misses the first-letter probe "
-                   "(0 letters < 10), seed-to-seed rank agreement (0.10 < 0.5) and TPP's class probes (0.585 < 0.7): those claims are inconclusive, "
-                   "condition not met, on the page")
+@pytest.mark.xfail(strict=True, reason="the published cpu run is at matched L0 (largest |L0/target − 1| = 0.047) and its TPP class probes work "
+                   "(0.85), but it misses the first-letter probe (0 letters < 10) and seed-to-seed rank agreement (0.42 < 0.5): those claims are "
+                   "inconclusive, condition not met, on the page")
 def test_conditions_hold_on_the_published_run():
     """The page is a cpu run, and every graded claim with a condition was graded with it met: the SAEs at matched L0,
     the first-letter probe, the SCR cue that misleads the biased probe, TPP's class probes, properly trained ReLU SAEs,
