@@ -74,8 +74,7 @@ def kill_first_worker(runs: Path, thread: threading.Thread, timeout=120) -> tupl
 
 def died_run(df, candidates: set[str], retries: int):
     "The row of the one run whose worker was killed: failed (no retry) or run again (a retry), among the candidates."
-    note = df['note'].fillna('') if 'note' in df else ''
-    died = df[df.run_id.isin(candidates) & ((df.status == 'failed') if retries == 0 else note.str.contains('ran again after its worker died'))]
+    died = df[df.run_id.isin(candidates) & ((df.status == 'failed') if retries == 0 else df.note.str.contains('ran again after its worker died'))]
     assert len(died) == 1, ('the killed worker held none or several of these runs', candidates, df.to_dict('records'))
     return died.iloc[0]
 
