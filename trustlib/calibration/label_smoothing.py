@@ -284,19 +284,34 @@ def _take_label_share_(P, rows, cols, share):
     "In place P[rows, cols] −= share (the label's part of the target; a number or one value per row), computed in float32 or better."
     P.index_put_((rows, cols), (P[rows, cols].to(acc_dtype(P.dtype)) - share).to(P.dtype))
 
-def _downcast_(x, dtype, block:int=1 << 20):
-    "A contiguous float32 tensor converted to a 2-byte `dtype` in its own storage, block by block (no second buffer of its size); returns the view."
-    import torch
-    flat = x.reshape(-1); n = flat.numel()
-    out = flat.view(dtype)[:n]                            # the first half of the bytes: element i sits at or before its float32 source
-    for a in range(0, n, block):
-        out[a:a + block].copy_(flat[a:a + block].to(dtype))   # the block is read whole before it is written
-    return out.view(x.shape)
-
 def _col_sum(Cw, adt):
     "Σ_v C_v (a D-vector): one matrix-vector product in the compute dtype, returned in the accumulation dtype."
     import torch
     return torch.mv(Cw.T, torch.ones(Cw.shape[0], dtype=Cw.dtype, device=Cw.device)).to(adt)
+
+def _grads_by_vocab_blocks(Ew, Cw, y, valid, lse, w, beta:float, cs:int, need_E:bool, need_C:bool, edt, cdt):
+    """dE, dC of Σ_i w_i·loss_i from the saved LSE, by blocks of the vocabulary (as many logits per block as half a token chunk has):
+    every dC block comes out of one matmul over all N tokens (accumulated inside it), and only the N×D sum for dE is carried across blocks."""
+    import torch
+    N, D = Ew.shape; V = Cw.shape[0]; wdt, adt = Ew.dtype, lse.dtype
+    cv = max(1, min(V, cs * V // (2 * N)))
+    dC = torch.empty(V, D, dtype=wdt, device=Ew.device) if need_C else None
+    dE_acc = torch.zeros(N, D, dtype=adt, device=Ew.device) if need_E else None
+    part = torch.empty(min(N, _ACC_ROWS), D, dtype=wdt, device=Ew.device) if need_E and wdt != adt else None
+    zflat = torch.empty(N * cv, dtype=wdt, device=Ew.device)
+    for v0 in range(0, V, cv):
+        Cb = Cw[v0:v0 + cv]; nb = len(Cb)
+        z = torch.mm(Ew, Cb.T, out=zflat[:N * nb].view(N, nb))
+        g = _probs_minus_(z, lse, w, adt, beta / V)             # w·(softmax − β/V) on this block's columns
+        rows = torch.nonzero(valid & (y >= v0) & (y < v0 + nb))[:, 0]
+        _take_label_share_(g, rows, y[rows] - v0, (1.0 - beta) * w[rows])
+        if need_C: torch.mm(g.T, Ew, out=dC[v0:v0 + nb])
+        if need_E:
+            if part is None: dE_acc.addmm_(g, Cb)
+            else:
+                for r in range(0, N, _ACC_ROWS): dE_acc[r:r + _ACC_ROWS].add_(torch.mm(g[r:r + _ACC_ROWS], Cb, out=part[:min(_ACC_ROWS, N - r)]))
+    del zflat, part
+    return (dE_acc.to(edt) if need_E else None), (None if dC is None else dC.to(cdt))
 
 def _make_function():
     import torch
@@ -313,35 +328,32 @@ def _make_function():
             c_sum = _col_sum(Cw, adt)
             lse = torch.empty(N, dtype=adt, device=E.device); loss = torch.empty(N, dtype=adt, device=E.device)
             fused = bool(fused and reduction != "none" and (ctx.needs_input_grad[0] or ctx.needs_input_grad[1]))
+            two_pass = fused and wdt != adt    # half precision: no float32 V×D sum; gradients by blocks of the vocabulary after the LSE pass
             cs = max(1, min(chunk_size, N))
             zbuf = torch.empty(cs, V, dtype=wdt, device=E.device)
-            if fused:   # gradients of the scalar loss, accumulated over token chunks (dC in the accumulation dtype)
+            one_pass = fused and not two_pass
+            if one_pass:   # gradients of the scalar loss, accumulated over token chunks (dC in the compute dtype, which is the accumulation dtype)
                 w = valid.to(adt) * scale
                 dE = torch.empty(N, D, dtype=wdt, device=E.device) if ctx.needs_input_grad[0] else None
-                dC = torch.zeros(V, D, dtype=adt, device=E.device) if ctx.needs_input_grad[1] else None
-                part = torch.empty(min(V, _ACC_ROWS), D, dtype=wdt, device=E.device) if dC is not None and wdt != adt else None
+                dC = torch.zeros(V, D, dtype=wdt, device=E.device) if ctx.needs_input_grad[1] else None
             for s in range(0, N, cs):
                 sl = slice(s, s + cs); e, yc, vc = Ew[sl], ys[sl], valid[sl]; n = len(e)
                 z = torch.mm(e, Cw.T, out=zbuf[:n])                 # the only V-sized buffer
                 zy = z.gather(1, yc[:, None])[:, 0].to(adt)
-                m, tot = _row_lse_(z, adt, shift=beta / V if fused else None)   # fused: z ← softmax(z) − β/V
+                m, tot = _row_lse_(z, adt, shift=beta / V if one_pass else None)   # one pass: z ← softmax(z) − β/V
                 lse[sl] = m + tot.log()
                 loss[sl] = torch.where(vc, lse[sl] - (1 - beta) * zy - (beta / V) * (e.to(adt) @ c_sum), 0.0)
-                if fused:                                           # z ← softmax − q; rows scaled by w through the small operands
+                if one_pass:                                        # z ← softmax − q; rows scaled by w through the small operands
                     _take_label_share_(z, torch.arange(n, device=E.device), yc, 1.0 - beta)
                     if dE is not None: torch.mm(z, Cw, out=dE[sl]).mul_(w[sl, None].to(wdt))
-                    if dC is not None:
-                        we = (e.to(adt) * w[sl, None]).to(wdt)
-                        if part is None: dC.addmm_(z.T, we)
-                        else:   # blocks of the vocabulary: a half-precision matmul each, added to the float32 sum
-                            for r in range(0, V, _ACC_ROWS):
-                                dC[r:r + _ACC_ROWS].add_(torch.mm(z[:, r:r + _ACC_ROWS].T, we, out=part[:min(_ACC_ROWS, V - r)]))
+                    if dC is not None: dC.addmm_(z.T, (e * w[sl, None]))
             out = loss if reduction == "none" else loss.sum() * scale
             ctx.meta = (beta, ignore_index, reduction, cs, scale, fused, E.dtype, C.dtype)
-            if fused:
-                z = zbuf = None                                     # free the logits chunk before the float32 sum is converted
-                if dC is not None and wdt != adt: dC = _downcast_(dC, wdt)   # in place: no second V×D buffer at the peak
-                ctx.save_for_backward(dE, dC)
+            if two_pass:
+                z = zbuf = None                                     # free the logits chunk before the vocabulary pass
+                dE, dC = _grads_by_vocab_blocks(Ew, Cw, y, valid, lse, valid.to(adt) * scale, beta, cs, ctx.needs_input_grad[0],
+                                                ctx.needs_input_grad[1], wdt, wdt)
+            if fused: ctx.save_for_backward(dE, dC)
             else: ctx.save_for_backward(E, C, y, lse)
             return out
 
@@ -355,33 +367,11 @@ def _make_function():
                 scaled = lambda t, dt: (t if one else t * grad_out.to(t.dtype)).to(dt)
                 return (scaled(dE, edt) if ctx.needs_input_grad[0] else None, scaled(dC, cdt) if ctx.needs_input_grad[1] else None, *none)
             E, C, y, lse = ctx.saved_tensors
-            N, D = E.shape; V = C.shape[0]
             wdt = torch.promote_types(E.dtype, C.dtype); adt = lse.dtype
-            Ew, Cw = E.to(wdt), C.to(wdt)
             valid = y != ignore_index
-            w = (grad_out.to(adt).expand(N) if reduction != "none" else grad_out.to(adt)) * scale * valid.to(adt)
-            need_E, need_C = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-            # blocks of the vocabulary (as many logits per block as a token chunk has): every dC block comes out of one matmul over
-            # all N tokens (accumulated inside it), and only the N×D sum for dE is carried across blocks
-            cv = max(1, min(V, cs * V // (2 * N)))
-            dC = torch.empty(V, D, dtype=wdt, device=E.device) if need_C else None
-            dE_acc = torch.zeros(N, D, dtype=adt, device=E.device) if need_E else None
-            part = torch.empty(min(N, _ACC_ROWS), D, dtype=wdt, device=E.device) if need_E and wdt != adt else None
-            zflat = torch.empty(N * cv, dtype=wdt, device=E.device)
-            for v0 in range(0, V, cv):
-                Cb = Cw[v0:v0 + cv]; nb = len(Cb)
-                z = torch.mm(Ew, Cb.T, out=zflat[:N * nb].view(N, nb))
-                g = _probs_minus_(z, lse, w, adt, beta / V)             # w·(softmax − β/V) on this block's columns
-                rows = torch.nonzero(valid & (y >= v0) & (y < v0 + nb))[:, 0]
-                _take_label_share_(g, rows, y[rows] - v0, (1.0 - beta) * w[rows])
-                if need_C: torch.mm(g.T, Ew, out=dC[v0:v0 + nb])
-                if need_E:
-                    if part is None: dE_acc.addmm_(g, Cb)
-                    else:
-                        for r in range(0, N, _ACC_ROWS): dE_acc[r:r + _ACC_ROWS].add_(torch.mm(g[r:r + _ACC_ROWS], Cb, out=part[:min(_ACC_ROWS, N - r)]))
-            del zflat, part
-            dE = dE_acc.to(edt) if need_E else None
-            return dE, (None if dC is None else dC.to(cdt)), *none
+            w = (grad_out.to(adt).expand(len(y)) if reduction != "none" else grad_out.to(adt)) * scale * valid.to(adt)
+            return *_grads_by_vocab_blocks(E.to(wdt), C.to(wdt), y, valid, lse, w, beta, cs, ctx.needs_input_grad[0], ctx.needs_input_grad[1],
+                                           edt, cdt), *none
     return LinearSmoothCE
 
 _FN = None
@@ -401,9 +391,10 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
     if tuple(y.shape) != tuple(E.shape[:-1]): raise ValueError(f"y must have shape {tuple(E.shape[:-1])}, got {tuple(y.shape)}")
     V = C.shape[0]; yf = y.reshape(-1).long()
     if bool(((yf != ignore_index) & ((yf < 0) | (yf >= V))).any()): raise ValueError(f"targets must lie in 0..{V-1} or equal ignore_index={ignore_index}")
-    if chunk_size is None:   # fused: larger chunks at large V (fewer passes over its V×D float32 sum), still far below the naive logits
-        item = torch.promote_types(E.dtype, C.dtype).itemsize
-        chunk_size = auto_chunk_size(V, max(16 * 2**20, V * C.shape[1] * item // 4) if fused else 32 * 2**20, itemsize=item)
+    if chunk_size is None:   # one-pass fused (float32/float64): larger chunks at large V (fewer passes over its V×D sum), still far below the naive logits
+        wdt = torch.promote_types(E.dtype, C.dtype); item = wdt.itemsize
+        one_pass = fused and acc_dtype(wdt) == wdt
+        chunk_size = auto_chunk_size(V, max(16 * 2**20, V * C.shape[1] * item // 4) if one_pass else 32 * 2**20, itemsize=item)
     chunk_size = int(chunk_size)
     if chunk_size < 1: raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if _FN is None: _FN = _make_function()
