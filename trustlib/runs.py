@@ -744,28 +744,86 @@ def inject_parameters(nb:dict, params:dict) -> dict:
 # %% ../nbs/core/05_runs.ipynb #17f2c068
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
+def _end(node) -> tuple: return (node.end_lineno, node.end_col_offset)
+
+def _scope_locals(node) -> set:
+    "The names local to function, lambda, class body or comprehension `node`: its parameters and what it binds (not inside nested scopes), less its globals."
+    names, glob = set(), set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        names |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        todo = list(node.body) if isinstance(node.body, list) else [node.body]
+    elif isinstance(node, ast.ClassDef): todo = list(node.body)
+    else: todo = list(node.generators)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)): names.add(n.id)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)): glob |= set(n.names)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)): names |= {(x.asname or x.name).split('.')[0] for x in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name: names.add(n.name)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.add(n.name)
+        if not isinstance(n, _SCOPES): todo.extend(ast.iter_child_nodes(n))
+    return names - glob
+
 def _names(src:str) -> tuple[set, set, bool]|None:
-    """`(bound, read, sets_state)` of code `src`: the names its top level binds, the names it reads (also inside its
-    functions) other than the private names it binds itself, and whether it assigns an attribute or item of anything
-    but a private object it binds, or declares a global. None when it does not parse."""
+    """`(bound, read, sets_state)` of code `src`: the names its top level binds; the names it reads from outside (also
+    inside its functions, other than their parameters and locals), that is other than the private names it binds
+    itself and the names it binds before it first reads them (an assignment binds when its statement ends, a loop's or
+    `with`'s target after its iterable or context expression); and whether it assigns an attribute or item of anything
+    but an object it binds itself, declares a global or imports `*`. None when it does not parse."""
     try: tree = ast.parse(src)
     except SyntaxError: return None   # IPython magics and the like
-    bound, state, stores = set(), False, []
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split('.')[0] for a in node.names}
-        elif isinstance(node, (ast.Global, ast.Nonlocal)): state = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(node.name)
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): stores.append(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)): bound.add(node.id)
-        if not isinstance(node, _SCOPES): todo.extend(ast.iter_child_nodes(node))
-    own = {n for n in bound if n.startswith('_')}
-    for node in stores:   # `_x[0] = 1` changes a private object this cell made; `cfg.x = 1` changes shared state
+    binds, loads, stores, state = {}, [], [], False
+    def bind(name, at): binds[name] = min(binds.get(name, at), at)
+    def visit(node, at, top, local):   # at: where a Name stored here becomes bound; top: the cell's own scope; local: names of enclosing scopes
+        nonlocal state
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                if node.id not in local: loads.append(((node.lineno, node.col_offset), node.id))
+            elif top: bind(node.id, at)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if top:
+                for a in node.names: bind((a.asname or a.name).split('.')[0], _end(node))
+                state = state or any(a.name == '*' for a in node.names)   # binds names no one can list
+            return
+        if isinstance(node, (ast.Global, ast.Nonlocal)): state = True; return
+        if top and isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): stores.append(node)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.NamedExpr)): at = _end(node)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id not in local:
+            loads.append(((node.lineno, node.col_offset), node.target.id))
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            visit(node.iter, at, top, local); visit(node.target, _end(node.iter), top, local)
+            for c in node.body + node.orelse: visit(c, at, top, local)
+            return
+        if isinstance(node, ast.withitem):
+            visit(node.context_expr, at, top, local)
+            if node.optional_vars is not None: visit(node.optional_vars, _end(node.context_expr), top, local)
+            return
+        if isinstance(node, ast.ExceptHandler) and node.name and top: bind(node.name, (node.lineno, node.col_offset))
+        if isinstance(node, _SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if top: bind(node.name, _end(node))
+                outer = node.decorator_list + (node.bases + [k.value for k in node.keywords] if isinstance(node, ast.ClassDef)
+                                               else node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+                for c in outer: visit(c, at, top, local)
+                inner = node.body
+            elif isinstance(node, ast.Lambda):
+                for c in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]: visit(c, at, top, local)
+                inner = [node.body]
+            else: inner = [node.elt] if not isinstance(node, ast.DictComp) else [node.key, node.value]; inner = node.generators + inner
+            scope = local | _scope_locals(node)
+            for c in inner: visit(c, at, False, scope)
+            return
+        for c in ast.iter_child_nodes(node): visit(c, at, top, local)
+    for stmt in tree.body: visit(stmt, _end(stmt), True, frozenset())
+    first = {}
+    for pos, n in loads: first[n] = min(first.get(n, pos), pos)
+    own = {n for n, at in binds.items() if n.startswith('_') or n not in first or at <= first[n]}
+    for node in stores:   # `_x[0] = 1`, `Y[::4] = -100` after `Y = ...` change an object this cell made; `cfg.x = 1` changes shared state
         while isinstance(node, (ast.Attribute, ast.Subscript)): node = node.value
         state = state or not (isinstance(node, ast.Name) and node.id in own)
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
-    return bound, read, state
+    return set(binds), set(first) - own, state
 
 def example_cells(nb:dict) -> list[int]:
     "Indices of notebook `nb`'s example cells: see above. Empty when it has no parameters cell or no `run_experiment(` cell."
@@ -778,13 +836,7 @@ def example_cells(nb:dict) -> list[int]:
     info = {i: _names(_cell_source(cells[i])) for i in code}
     plain = [i for i in code if first < i < last and 'injected-parameters' not in tags(cells[i])
              and not re.search(r'^\s*#\|', _cell_source(cells[i]), re.M) and info[i] is not None]
-    drop = {i for i in plain if not info[i][2] and all(n.startswith('_') for n in info[i][0])}
-    changed = True
-    while changed:   # a cell that reads what only dropped examples bind is an example too
-        bound_kept = set().union(*(info[i][0] for i in code if i not in drop and info[i] is not None))
-        bound_drop = set().union(*(info[i][0] for i in drop)) - bound_kept
-        more = {i for i in plain if i not in drop and not info[i][2] and info[i][1] & bound_drop}
-        drop |= more; changed = bool(more)
+    drop = {i for i in plain if not info[i][2]}   # every cell that changes no shared state, ...
     changed = True
     while changed:   # ... unless a kept cell needs it: then it is kept, with what it needs in turn
         kept_reads = set().union(*(info[i][1] for i in code if i not in drop and info[i] is not None))

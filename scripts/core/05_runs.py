@@ -1105,38 +1105,99 @@ test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', '
 # A paper notebook explains its method with small examples, each right after the function it shows; the smoke test
 # runs them. A rehearsal (`rehearse=True`) checks the `full` profile's code path, so it leaves them out.
 # `example_cells` finds them among the plain code cells (no `#|` directive) between the parameters cell and the cell
-# that runs the experiment (`run_experiment(`): a cell whose top level binds only private names (`_x = ...`) and sets
-# no attribute or item of anything but the private objects it made itself (a check such as `test_eq(...)` binds
-# nothing), and a cell that reads a name only such a cell binds and sets no other attribute or item. A cell that
-# another kept cell needs (reads a name it binds, other than the private names the reader binds itself) is kept,
-# with what it needs in turn; so are cells that cannot be parsed, and every cell from the experiment on.
+# that runs the experiment (`run_experiment(`): a cell that sets no attribute or item of anything but the private
+# objects it made itself (`_d[0] = 1`, not `cfg.x = 1`), declares no global, imports no `*`, and binds no name that
+# a kept cell reads (a check such as `test_eq(...)` binds nothing; an example's `_x`, `rng` or `import tempfile`
+# that nothing kept reads is the example's own). A cell that a kept cell needs (reads a name it binds, other than
+# the private names the reader binds itself) is kept, with what it needs in turn; so are cells that cannot be
+# parsed, and every cell from the experiment on. Names read only through `globals()` are not seen: the
+# configuration cell reads the parameters that way, and they come from the parameters cell, which is always kept.
+# If a kept cell needed a dropped one after all, the rehearsal fails with a `NameError`: loudly, never silently.
 
 # %%
 #| export
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
+def _end(node) -> tuple: return (node.end_lineno, node.end_col_offset)
+
+def _scope_locals(node) -> set:
+    "The names local to function, lambda, class body or comprehension `node`: its parameters and what it binds (not inside nested scopes), less its globals."
+    names, glob = set(), set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        names |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        todo = list(node.body) if isinstance(node.body, list) else [node.body]
+    elif isinstance(node, ast.ClassDef): todo = list(node.body)
+    else: todo = list(node.generators)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)): names.add(n.id)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)): glob |= set(n.names)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)): names |= {(x.asname or x.name).split('.')[0] for x in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name: names.add(n.name)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.add(n.name)
+        if not isinstance(n, _SCOPES): todo.extend(ast.iter_child_nodes(n))
+    return names - glob
+
 def _names(src:str) -> tuple[set, set, bool]|None:
-    """`(bound, read, sets_state)` of code `src`: the names its top level binds, the names it reads (also inside its
-    functions) other than the private names it binds itself, and whether it assigns an attribute or item of anything
-    but a private object it binds, or declares a global. None when it does not parse."""
+    """`(bound, read, sets_state)` of code `src`: the names its top level binds; the names it reads from outside (also
+    inside its functions, other than their parameters and locals), that is other than the private names it binds
+    itself and the names it binds before it first reads them (an assignment binds when its statement ends, a loop's or
+    `with`'s target after its iterable or context expression); and whether it assigns an attribute or item of anything
+    but an object it binds itself, declares a global or imports `*`. None when it does not parse."""
     try: tree = ast.parse(src)
     except SyntaxError: return None   # IPython magics and the like
-    bound, state, stores = set(), False, []
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split('.')[0] for a in node.names}
-        elif isinstance(node, (ast.Global, ast.Nonlocal)): state = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(node.name)
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): stores.append(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)): bound.add(node.id)
-        if not isinstance(node, _SCOPES): todo.extend(ast.iter_child_nodes(node))
-    own = {n for n in bound if n.startswith('_')}
-    for node in stores:   # `_x[0] = 1` changes a private object this cell made; `cfg.x = 1` changes shared state
+    binds, loads, stores, state = {}, [], [], False
+    def bind(name, at): binds[name] = min(binds.get(name, at), at)
+    def visit(node, at, top, local):   # at: where a Name stored here becomes bound; top: the cell's own scope; local: names of enclosing scopes
+        nonlocal state
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                if node.id not in local: loads.append(((node.lineno, node.col_offset), node.id))
+            elif top: bind(node.id, at)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if top:
+                for a in node.names: bind((a.asname or a.name).split('.')[0], _end(node))
+                state = state or any(a.name == '*' for a in node.names)   # binds names no one can list
+            return
+        if isinstance(node, (ast.Global, ast.Nonlocal)): state = True; return
+        if top and isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store): stores.append(node)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.NamedExpr)): at = _end(node)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id not in local:
+            loads.append(((node.lineno, node.col_offset), node.target.id))
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            visit(node.iter, at, top, local); visit(node.target, _end(node.iter), top, local)
+            for c in node.body + node.orelse: visit(c, at, top, local)
+            return
+        if isinstance(node, ast.withitem):
+            visit(node.context_expr, at, top, local)
+            if node.optional_vars is not None: visit(node.optional_vars, _end(node.context_expr), top, local)
+            return
+        if isinstance(node, ast.ExceptHandler) and node.name and top: bind(node.name, (node.lineno, node.col_offset))
+        if isinstance(node, _SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if top: bind(node.name, _end(node))
+                outer = node.decorator_list + (node.bases + [k.value for k in node.keywords] if isinstance(node, ast.ClassDef)
+                                               else node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+                for c in outer: visit(c, at, top, local)
+                inner = node.body
+            elif isinstance(node, ast.Lambda):
+                for c in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]: visit(c, at, top, local)
+                inner = [node.body]
+            else: inner = [node.elt] if not isinstance(node, ast.DictComp) else [node.key, node.value]; inner = node.generators + inner
+            scope = local | _scope_locals(node)
+            for c in inner: visit(c, at, False, scope)
+            return
+        for c in ast.iter_child_nodes(node): visit(c, at, top, local)
+    for stmt in tree.body: visit(stmt, _end(stmt), True, frozenset())
+    first = {}
+    for pos, n in loads: first[n] = min(first.get(n, pos), pos)
+    own = {n for n, at in binds.items() if n.startswith('_') or n not in first or at <= first[n]}
+    for node in stores:   # `_x[0] = 1`, `Y[::4] = -100` after `Y = ...` change an object this cell made; `cfg.x = 1` changes shared state
         while isinstance(node, (ast.Attribute, ast.Subscript)): node = node.value
         state = state or not (isinstance(node, ast.Name) and node.id in own)
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
-    return bound, read, state
+    return set(binds), set(first) - own, state
 
 def example_cells(nb:dict) -> list[int]:
     "Indices of notebook `nb`'s example cells: see above. Empty when it has no parameters cell or no `run_experiment(` cell."
@@ -1149,13 +1210,7 @@ def example_cells(nb:dict) -> list[int]:
     info = {i: _names(_cell_source(cells[i])) for i in code}
     plain = [i for i in code if first < i < last and 'injected-parameters' not in tags(cells[i])
              and not re.search(r'^\s*#\|', _cell_source(cells[i]), re.M) and info[i] is not None]
-    drop = {i for i in plain if not info[i][2] and all(n.startswith('_') for n in info[i][0])}
-    changed = True
-    while changed:   # a cell that reads what only dropped examples bind is an example too
-        bound_kept = set().union(*(info[i][0] for i in code if i not in drop and info[i] is not None))
-        bound_drop = set().union(*(info[i][0] for i in drop)) - bound_kept
-        more = {i for i in plain if i not in drop and not info[i][2] and info[i][1] & bound_drop}
-        drop |= more; changed = bool(more)
+    drop = {i for i in plain if not info[i][2]}   # every cell that changes no shared state, ...
     changed = True
     while changed:   # ... unless a kept cell needs it: then it is kept, with what it needs in turn
         kept_reads = set().union(*(info[i][1] for i in code if i not in drop and info[i] is not None))
@@ -1179,13 +1234,15 @@ _ex = dict(cells=[dict(cell_type='code', source=s, metadata=m) for s, m in [
     ('def _g(): return 1', {}), ('def g(): return 1', {}), ('%time _a = 1', {}), ('[k for k in range(3)]', {}),
     ('w = _z + 1', {}), ('_m = 2', {}), ('test_eq(_y, 6)', {}),
     ('result = run_experiment(f, cfg, _m)', {}), ('_after = 1', {})]])
-test_eq(example_cells(_ex), [3, 5, 7, 10, 11, 13])   # `w = _z + 1` reads an example's name; `_m` is needed later
-test_eq([c['source'] for c in drop_examples(_ex)['cells']][3:6], ['import math', 'cfg.x = 1', 'def g(): return 1'])
+test_eq(example_cells(_ex), [3, 4, 5, 7, 8, 10, 11, 13])   # `math`, `g` and `w` are read by no kept cell; `_m` is needed later
+test_eq([c['source'] for c in drop_examples(_ex)['cells']][3:6], ['cfg.x = 1', '%time _a = 1', '_m = 2'])
 test_eq(len(_ex['cells']), 16)   # the input is left as it was
 _ex['cells'].insert(12, dict(cell_type='code', source='v = w * 2', metadata={}))   # reads only what examples bind: an example
-test_eq(example_cells(_ex), [3, 5, 7, 10, 11, 12, 14])
+test_eq(example_cells(_ex), [3, 4, 5, 7, 8, 10, 11, 12, 14])
 _ex['cells'][12]['source'] = 'cfg.w = w'   # a kept cell (it sets state) reads w: w's cell and _z's come back
-test_eq(example_cells(_ex), [3, 7, 10, 14])
+test_eq(example_cells(_ex), [3, 4, 7, 8, 10, 14])
+_ex['cells'][14]['source'] = 'from math import *'   # binds names no one can list: kept, like a cell that sets state
+test_eq(example_cells(_ex), [3, 4, 7, 8, 10])
 test_eq(example_cells(dict(cells=_ex['cells'][:-2])), [])   # no experiment cell: nothing is dropped
 _ex2 = dict(cells=[dict(cell_type='code', source=s, metadata=m) for s, m in [
     ('seed = 0', {'tags': ['parameters']}), ('cfg = dict(seed=seed)', {}),
@@ -1193,6 +1250,12 @@ _ex2 = dict(cells=[dict(cell_type='code', source=s, metadata=m) for s, m in [
     ('for _d in range(2): cfg["d"] = _d', {}),              # sets shared state; reads only the `_d` it binds itself
     ('result = run_experiment(f, cfg)', {})]])
 test_eq(example_cells(_ex2), [2])
+test_eq(_names("x = x + 1")[1], {"x"}); test_eq(_names("x += 1")[1], {"x"})                 # reads the x from outside
+test_eq(_names("rng = f(0)\ny = rng.random()")[1], {"f"})                               # reads only its own rng
+test_eq(_names("for b in bs: g(b)")[1], {"bs", "g"}); test_eq(_names("with o() as t: t.x = 1")[1:], ({"o"}, False))
+test_eq(_names("def h(): return z\nz = 1")[1], {"z"})                                   # h may run before z is bound here
+test_eq(_names("def h(b, *, c=d):\n    e = b + c\n    return [e * k for k in q]")[1], {"d", "q"})   # parameters, locals, comprehension targets
+test_eq(_names("Y = f()\nY[::4] = 0")[2], False); test_eq(_names("cfg.x = 1")[2], True); test_eq(_names("Y[0] = 1\nY = f()")[2], True)
 
 # %% [markdown]
 # ### The kernel's sockets

@@ -766,15 +766,10 @@ assert _st["fvu"] < 0.5 * _sr["fvu"], (_st, _sr)
 import os, tempfile, dataclasses
 
 # %%
-_old = os.environ.get("TRUSTLIB_DATA")
-with tempfile.TemporaryDirectory() as _d:
-    os.environ["TRUSTLIB_DATA"] = _d
-    try:
-        _cf = Config.from_params("smoke", pool_rows=4, pool_datasets=6, d_sae=64, sae_k=8, sae_steps=3, sae_batch_size=64, max_length=16)
-        _g1, _g2 = generic_sae(_cf), generic_sae(_cf)
-    finally:
-        if _old is None: os.environ.pop("TRUSTLIB_DATA")
-        else: os.environ["TRUSTLIB_DATA"] = _old
+from unittest.mock import patch as _patch
+with tempfile.TemporaryDirectory() as _d, _patch.dict(os.environ, TRUSTLIB_DATA=_d):   # the data folder, restored afterwards
+    _cf = Config.from_params("smoke", pool_rows=4, pool_datasets=6, d_sae=64, sae_k=8, sae_steps=3, sae_batch_size=64, max_length=16)
+    _g1, _g2 = generic_sae(_cf), generic_sae(_cf)
 test_eq((_g1["cached"], _g2["cached"]), (False, True)); assert not set(_g1["pool"]) & set(_cf.datasets)
 test_eq(_g1["stats"], _g2["stats"]); _Xr = np.random.default_rng(0).standard_normal((5, 384)).astype(np.float32)
 test_eq(sae_encode(_g1["saes"]["sae"], _Xr), sae_encode(_g2["saes"]["sae"], _Xr))

@@ -1539,18 +1539,14 @@ from trustlib.rehearse import write_imagenet_s
 from transformers.utils import logging as _hl
 
 # %%
-with tempfile.TemporaryDirectory() as _t:
-    _env = os.environ.get("TRUSTLIB_DATA"); os.environ["TRUSTLIB_DATA"] = _t
-    try:
-        write_imagenet_s(_t, n_train=1, n_val=1)
-        _hl.disable_progress_bar(); _vit.save_pretrained(Path(_t) / "vit")
-        _ce = Config.from_params("smoke", real_data=True, vit=str(Path(_t) / "vit"), proj_layers=1, num_masks_sample=3, pos_scale=0.0,
-                                 imagenet_train_per_class=1, imagenet_test_per_class=1, ig_steps=2, shap_samples=8, curve_steps=2, batch_size=2)
-        _vv, _tv, _pp = _imagenet_setup(_ce)
-        _ei = evaluate_imagenet_seed(_ce, 0, _vv, _tv, _pp)
-    finally:
-        if _env is None: os.environ.pop("TRUSTLIB_DATA")
-        else: os.environ["TRUSTLIB_DATA"] = _env
+from unittest.mock import patch as _patch
+with tempfile.TemporaryDirectory() as _t, _patch.dict(os.environ, TRUSTLIB_DATA=_t):   # the data folder, restored afterwards
+    write_imagenet_s(_t, n_train=1, n_val=1)
+    _hl.disable_progress_bar(); _vit.save_pretrained(Path(_t) / "vit")
+    _ce = Config.from_params("smoke", real_data=True, vit=str(Path(_t) / "vit"), proj_layers=1, num_masks_sample=3, pos_scale=0.0,
+                             imagenet_train_per_class=1, imagenet_test_per_class=1, ig_steps=2, shap_samples=8, curve_steps=2, batch_size=2)
+    _vv, _tv, _pp = _imagenet_setup(_ce)
+    _ei = evaluate_imagenet_seed(_ce, 0, _vv, _tv, _pp)
 test_eq(_tv.X.shape, (3, 64, 64, 3)); test_eq(sorted(_tv.y.tolist()), [1, 222, 992])
 test_eq([r["method"] for r in _ei["rows"]], ["SOP", "IG-F", "Occlusion-F", "KernelSHAP-F"])
 assert _ei["rows"][0]["fidelity_error"] < 1e-4 and all(0 <= r["purity"] <= 1 and 0 <= r["iou"] <= 1 for r in _ei["rows"])
