@@ -47,11 +47,11 @@ def test_notebook_command_copies_the_shipped_notebook(wheel_env):
 def test_sweep_and_report_outside_a_checkout(wheel_env):
     "A one-point smoke sweep of a paper and the report over it, from the wheel's own notebooks."
     site, work, env = wheel_env
-    (work/"spec.yaml").write_text("paper: random_features\nprofile: smoke\n")
+    (work/"spec.yaml").write_text("paper: l2h\nprofile: smoke\n")
     r = cli(env, work, "sweep", "spec.yaml", "-q")
     assert "1 complete" in r.stdout, r.stdout
-    [m] = [json.loads(p.read_text()) for p in (work/"runs"/"random_features").glob("*/metrics.json")]
+    [m] = [json.loads(p.read_text()) for p in (work/"runs"/"l2h").glob("*/metrics.json")]
     assert m["status"] == "complete" and m["versions"].get("trustlib-icml25")
     assert "not inside a trustlib checkout" not in r.stderr
     rep = cli(env, work, "report", "--runs-dir", "runs", "--profile", "smoke")
-    assert "random_features" in rep.stdout
+    assert "l2h" in rep.stdout
