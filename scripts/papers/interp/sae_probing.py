@@ -764,9 +764,9 @@ assert _st["fvu"] < 0.5 * _sr["fvu"], (_st, _sr)
 
 # %%
 import os, tempfile, dataclasses
+from unittest.mock import patch as _patch
 
 # %%
-from unittest.mock import patch as _patch
 with tempfile.TemporaryDirectory() as _d, _patch.dict(os.environ, TRUSTLIB_DATA=_d):   # the data folder, restored afterwards
     _cf = Config.from_params("smoke", pool_rows=4, pool_datasets=6, d_sae=64, sae_k=8, sae_steps=3, sae_batch_size=64, max_length=16)
     _g1, _g2 = generic_sae(_cf), generic_sae(_cf)

@@ -1537,9 +1537,9 @@ def make_figures(cfg:Config, theory, tables, example) -> dict:
 import os
 from trustlib.rehearse import write_imagenet_s
 from transformers.utils import logging as _hl
+from unittest.mock import patch as _patch
 
 # %%
-from unittest.mock import patch as _patch
 with tempfile.TemporaryDirectory() as _t, _patch.dict(os.environ, TRUSTLIB_DATA=_t):   # the data folder, restored afterwards
     write_imagenet_s(_t, n_train=1, n_val=1)
     _hl.disable_progress_bar(); _vit.save_pretrained(Path(_t) / "vit")
