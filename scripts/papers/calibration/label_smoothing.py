@@ -129,7 +129,7 @@ precision: Optional[str] = None  # LLM precision: auto (bf16-mixed on CUDA, fp32
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `561c128`, 1130 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `7d699a7`, 497 s, 2026-12-03). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
@@ -2038,7 +2038,11 @@ result.verdict_table()
 # bounds only the logits the loss sees, not the raw logits used at evaluation, so it need not reduce
 # over-confidence at all. Every graded row carries a 95% interval over SFT seeds, and where that interval
 # straddles the threshold the verdict says the data cannot tell (inconclusive) rather than picking a word
-# that a rerun on another machine could flip. The memory result is structural (one chunk of logits instead
+# that a rerun on another machine could flip. One verdict still depends on the machine: the temperature part of the
+# temperature / soft-cap claim clears its recorded tolerance with this machine's kernels, but a run of the same toy on
+# a CPU with another instruction set (the ledger keeps both publications) put its interval's upper end within the
+# tolerance of 0, which reads inconclusive; both runs put the temperature-trained model's ΔECE below 0, and the
+# soft-capped part straddles 0 on both. The memory result is structural (one chunk of logits instead
 # of several N×V buffers; what remains is mostly the gradients themselves and, in bfloat16, the float32
 # sum for ∂E) and does not depend on the CPU; the speed comparison is in CPU time on one thread against the
 # naive PyTorch loss, not against the paper's GPU kernels. Of the official fork's two smoothed backward
