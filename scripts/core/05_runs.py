@@ -1108,9 +1108,10 @@ test_eq([o['text'] for o in _sn['cells'][0]['outputs']], ['a plain warning\n', '
 # that runs the experiment (`run_experiment(`): a cell that sets no attribute or item of anything but the private
 # objects it made itself (`_d[0] = 1`, not `cfg.x = 1`), declares no global, imports no `*`, and binds no name that
 # a kept cell reads (a check such as `test_eq(...)` binds nothing; an example's `_x`, `rng` or `import tempfile`
-# that nothing kept reads is the example's own). A cell that a kept cell needs (reads a name it binds, other than
-# the private names the reader binds itself) is kept, with what it needs in turn; so are cells that cannot be
-# parsed, and every cell from the experiment on. Names read only through `globals()` are not seen: the
+# that nothing kept reads is the example's own). A cell that a kept cell needs is kept, with what it needs in turn;
+# so are cells that cannot be parsed, and every cell from the experiment on. A cell *needs* a name it reads from
+# outside: not a function's parameter or local, not a comprehension's target, not a private name it binds itself,
+# and not a name it binds before it first reads it (`rng = ...; rng.random()` reads no outside `rng`). Names read only through `globals()` are not seen: the
 # configuration cell reads the parameters that way, and they come from the parameters cell, which is always kept.
 # If a kept cell needed a dropped one after all, the rehearsal fails with a `NameError`: loudly, never silently.
 
