@@ -656,7 +656,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      beta:float=0.0, # label smoothing β ∈ [0, 1]
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
                      chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: a quarter of C's bytes, at least 16 MiB)
-                     fused:bool=False): # compute the gradients in the forward (scalar reductions; no recomputation)
+                     fused:bool=False): # compute the gradients in the forward (scalar reductions; float32/float64 without recomputing the logits)
     "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
     import torch
