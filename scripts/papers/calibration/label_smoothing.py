@@ -2040,7 +2040,7 @@ result.verdict_table()
 # straddles the threshold the verdict says the data cannot tell (inconclusive) rather than picking a word
 # that a rerun on another machine could flip. One verdict still depends on the machine: the temperature part of the
 # temperature / soft-cap claim clears its recorded tolerance with this machine's kernels, but a run of the same toy on
-# a CPU with another instruction set (the ledger keeps both publications) put its interval's upper end within the
+# another CPU model (the ledger keeps both publications) put its interval's upper end within the
 # tolerance of 0, which reads inconclusive; both runs put the temperature-trained model's ΔECE below 0, and the
 # soft-capped part straddles 0 on both. The memory result is structural (one chunk of logits instead
 # of several N×V buffers; what remains is mostly the gradients themselves and, in bfloat16, the float32
