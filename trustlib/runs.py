@@ -811,7 +811,7 @@ def _names(src:str) -> tuple[set, set, bool]|None:
             elif isinstance(node, ast.Lambda):
                 for c in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]: visit(c, at, top, local)
                 inner = [node.body]
-            else: inner = [node.elt] if not isinstance(node, ast.DictComp) else [node.key, node.value]; inner = node.generators + inner
+            else: inner = node.generators + ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt])
             scope = local | _scope_locals(node)
             for c in inner: visit(c, at, False, scope)
             return

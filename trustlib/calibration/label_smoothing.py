@@ -328,10 +328,9 @@ def _make_function():
             c_sum = _col_sum(Cw, adt)
             lse = torch.empty(N, dtype=adt, device=E.device); loss = torch.empty(N, dtype=adt, device=E.device)
             fused = bool(fused and reduction != "none" and (ctx.needs_input_grad[0] or ctx.needs_input_grad[1]))
-            two_pass = fused and wdt != adt    # half precision: no float32 V×D sum; gradients by blocks of the vocabulary after the LSE pass
+            one_pass = fused and wdt == adt    # half precision: no float32 V×D sum; gradients by blocks of the vocabulary after the LSE pass
             cs = max(1, min(chunk_size, N))
             zbuf = torch.empty(cs, V, dtype=wdt, device=E.device)
-            one_pass = fused and not two_pass
             if one_pass:   # gradients of the scalar loss, accumulated over token chunks (dC in the compute dtype, which is the accumulation dtype)
                 w = valid.to(adt) * scale
                 dE = torch.empty(N, D, dtype=wdt, device=E.device) if ctx.needs_input_grad[0] else None
@@ -346,10 +345,10 @@ def _make_function():
                 if one_pass:                                        # z ← softmax − q; rows scaled by w through the small operands
                     _take_label_share_(z, torch.arange(n, device=E.device), yc, 1.0 - beta)
                     if dE is not None: torch.mm(z, Cw, out=dE[sl]).mul_(w[sl, None].to(wdt))
-                    if dC is not None: dC.addmm_(z.T, (e * w[sl, None]))
+                    if dC is not None: dC.addmm_(z.T, e * w[sl, None])
             out = loss if reduction == "none" else loss.sum() * scale
             ctx.meta = (beta, ignore_index, reduction, cs, scale, fused, E.dtype, C.dtype)
-            if two_pass:
+            if fused and not one_pass:
                 z = zbuf = None                                     # free the logits chunk before the vocabulary pass
                 dE, dC = _grads_by_vocab_blocks(Ew, Cw, y, valid, lse, valid.to(adt) * scale, beta, cs, ctx.needs_input_grad[0],
                                                 ctx.needs_input_grad[1], wdt, wdt)
@@ -380,7 +379,7 @@ def linear_smooth_ce(E, # [..., D] hidden states (float64, float32, bfloat16 or 
                      y, # [...] integer targets, or ignore_index
                      beta:float=0.0, # label smoothing β ∈ [0, 1]
                      *, ignore_index:int=-100, reduction:str="mean", # 'mean' (over non-ignored rows), 'sum' or 'none'
-                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused: a quarter of C's bytes, at least 16 MiB)
+                     chunk_size:int|None=None, # tokens per chunk; None: about 32 MiB of logits per chunk (fused in float32/float64: a quarter of C's bytes, at least 16 MiB)
                      fused:bool=False): # compute the gradients in the forward (scalar reductions; float32/float64 without recomputing the logits)
     "Label-smoothed cross-entropy of the logits `E @ C.T`, computed chunk by chunk without storing them, in the inputs' precision."
     global _FN
