@@ -105,7 +105,7 @@ text_max_tokens: Optional[int] = None  # text path: T_max tokens per synthetic d
 text_example_tokens: Optional[int] = None  # text path: keep the first this many tokens (of text_lm's tokenizer) of each news text: private examples, real demonstrations, queries; 0: whole texts, as the paper
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6e7e8d2`, 2418 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `8bf6ad4`, 170 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run pta --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
