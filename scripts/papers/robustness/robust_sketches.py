@@ -97,7 +97,7 @@ bench_items: Optional[int] = None  # throughput benchmark: keys per update
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `e30c3f7`, 1893 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `2af1f2b`, 131 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
