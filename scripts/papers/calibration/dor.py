@@ -127,7 +127,7 @@ image_batch: Optional[int] = None  # clip-vit-b16 backbone: images per batch thr
 n_threads: Optional[int] = None  # torch CPU threads
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `345fe1d`, 453 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dor --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `a0b5127`, 195 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dor --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## The documents and their classes
