@@ -116,7 +116,7 @@ match_tolerance: Optional[float] = None  # random features 'match' bSGD when the
 sq_bits: Optional[list[int]] = None  # cube sizes n of the SQ-dimension toy
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `9a9d147`, 2380 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run random_features --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `933cdce`, 114 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run random_features --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
