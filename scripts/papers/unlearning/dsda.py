@@ -125,7 +125,7 @@ curve_every: Optional[int] = None  # accuracy-vs-compute curves (first task of e
 n_threads: Optional[int] = None  # torch threads inside run
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `0864674`, 2119 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `f65e572`, 95 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
