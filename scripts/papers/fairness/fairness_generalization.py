@@ -82,7 +82,7 @@ newton_iter: Optional[int] = None  # maximum (Gauss-)Newton iterations of the lo
 min_info_masks: Optional[int] = None  # cells whose information terms come from fewer masks are left out of the bound comparison
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `fffa9cb`, 277 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run fairness_generalization --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `60c11db`, 161 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run fairness_generalization --profile cpu` repeats the run shown here.
 
 # %%
 #| export
