@@ -97,7 +97,7 @@ methods: Optional[list[str]] = None  # learning methods to run
 n_threads: Optional[int] = None  # torch CPU threads during training (1 is fastest on a shared, loaded CPU)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `3eb4e05`, 249 s, 2026-12-03). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run noisy_signsgd --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `89cf103`, 108 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run noisy_signsgd --profile cpu` repeats the run shown here.
 
 # %%
 #| export
