@@ -109,7 +109,7 @@ lm_path: Optional[str] = None  # local folder of a Hugging Face model (config.js
 n_threads: Optional[int] = None  # torch CPU threads used by the encoder
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `4d1ab67`, 1767 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run ecolevels --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `5aebefa`, 116 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run ecolevels --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # The stimulus sets and the probe catalogue come first, since the configuration refers to them.
