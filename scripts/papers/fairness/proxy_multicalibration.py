@@ -99,7 +99,7 @@ ablation_variants: Optional[list[str]] = None  # other proxy variants: no_countr
 crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `85e2fc5`, 111 s, 2026-12-03). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b02a1dc`, 56 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
 
 # %%
 #| export
