@@ -96,7 +96,7 @@ max_new_tokens: Optional[int] = None  # generation length of the lm baseline
 n_threads: Optional[int] = None  # torch threads (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `2914686`, 850 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sns_bench --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `9e86ae9`, 40 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sns_bench --profile cpu` repeats the run shown here.
 
 # %%
 #| export
