@@ -88,7 +88,7 @@ n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy/scikit-learn in
 logits_path: Optional[str] = None  # full profile: .npz with `logits` (N, K), `labels` (N,), optional `coarse_labels`; empty: $TRUSTLIB_DATA/l2h/logits.npz
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `761268d`, 71 s, 2026-12-02). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run l2h --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `1411d20`, 45 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run l2h --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
