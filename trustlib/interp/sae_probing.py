@@ -12,8 +12,8 @@ from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive
 
 # %% auto #0
 __all__ = ['BASELINES', 'REGIMES', 'ENGLISH_OOD', 'CPU_DATASETS', 'ALL_OOD', 'PAPER_DATASETS', 'POOL_MAX_TOKENS', 'C_GRID',
-           'CLAIMS', 'Config', 'name_key', 'representations', 'cv_splits', 'rank_latents', 'Probe', 'fit_probe',
-           'sample_balanced', 'sample_imbalanced', 'flip_labels', 'subsample', 'quiver', 'train_probe_sae',
+           'CONTROL_TOL', 'CLAIMS', 'Config', 'name_key', 'representations', 'cv_splits', 'rank_latents', 'Probe',
+           'fit_probe', 'sample_balanced', 'sample_imbalanced', 'flip_labels', 'subsample', 'quiver', 'train_probe_sae',
            'sae_encode', 'sae_fit_stats', 'sae_cache_key', 'generic_sae', 'probing_texts', 'HubLM', 'lm_hidden',
            'lm_activations', 'lm_representations', 'lm_pool', 'sae_stats_batched', 'pretrained_sae', 'LazyCodes',
            'probe_cell', 'run_probes', 'regime_auc', 'quiver_deltas', 'claim_metrics', 'run']
@@ -708,23 +708,31 @@ def claim_metrics(df, cfg) -> dict:
 from ..results import Claim, Change, Above, Below, AtMost, Diff, Each
 
 _FVU = AtMost("sae/token_fvu", 0.15, what="FVU of the SAE on held-out pool tokens")
-_CONTROL = lambda k: Above(f"control/gain/k{k}", 0.01, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
+CONTROL_TOL = 0.004   # the largest change of the k = 128 control's mean or interval ends between two machines' runs of the same code
+_CONTROL = lambda k: Above(f"control/gain/k{k}", 0.01, tol=CONTROL_TOL, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
+_CONTROL_OLD = lambda k: Above(f"control/gain/k{k}", 0.01, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
 _DATE = "2026-12-02"
+_TOL_CHANGE = lambda ks: Change("2026-12-04", "condition on the control: " + " and ".join(_CONTROL_OLD(k).text() for k in ks),
+                                "condition on the control: " + " and ".join(_CONTROL(k).text() for k in ks),
+                                "two publications of the same code on two machines put the k = 128 control at 0.028 [0.0089, 0.047] and "
+                                "0.0315 [0.012, 0.051]: its lower end is within their difference (0.004) of the threshold, so the condition read "
+                                "not met on one machine and met on the other; with the recorded tolerance it reads not met on both (a stricter "
+                                "condition, decided from those two runs' control numbers only)")
 _OLD_NO_GAIN = "reproduced if Δ AUC < 0.01; interval must clear the threshold"
 _WHY_REGIME = ("graded by the one grader on per-dataset paired differences (a t-interval over datasets); the claim now requires a usable "
                "SAE: FVU ≤ 0.15 on held-out generic tokens and probes that beat the random-init SAE at the graded k = 128 (the control "
                "was graded at k = 16 only); 32 datasets, logistic regression without standardisation and the official holdout")
 
-def _claim(id, claim, paper, rule, *, old=None, why="", **kw) -> Claim:
-    "A claim whose change log records the legacy page's rule `old` and the rule written from `rule` now."
+def _claim(id, claim, paper, rule, *, old=None, why="", more=(), **kw) -> Claim:
+    "A claim whose change log records the legacy page's rule `old` and the rule written from `rule` now, then the later changes `more`."
     c = Claim(id, claim, paper, rule, **kw)
-    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text(), why)])
+    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text(), why), *more])
 
 def _regime(reg:str, paper:str) -> Claim:
     k = 128; what = f"AUC(SAE probe, k = {k}) − AUC(logistic regression)"
     name = "covariate shift" if reg == "ood" else reg
     return _claim(f"regime_{reg}", f"SAE probes (k = {k}) do not beat logistic regression: {name}", paper,
-                  Below(Diff(f"auc/{reg}/sae_k{k}", f"auc/{reg}/logreg"), 0.01, what=what), requires=(_FVU, _CONTROL(k)),
+                  Below(Diff(f"auc/{reg}/sae_k{k}", f"auc/{reg}/logreg"), 0.01, what=what), requires=(_FVU, _CONTROL(k)), more=(_TOL_CHANGE((k,)),),
                   reason="out-of-distribution AUC of the standard-regime probes, English OOD sets" if reg == "ood" else "",
                   old=_OLD_NO_GAIN, why=_WHY_REGIME)
 
@@ -732,7 +740,7 @@ CLAIMS = [
     _claim("quiver", "Adding SAE probes to a validation-selected quiver of baselines does not raise mean test AUC",
            "0.9400 → 0.9367 (standard regime, Gemma-2-9B, 113 datasets); an SAE probe is chosen on 14.2 % of datasets",
            Below("quiver/delta", 0.01, what="quiver(baselines + SAE probes) − quiver(baselines), test AUC"),
-           requires=(_FVU, _CONTROL(16), _CONTROL(128)), headline=True,
+           requires=(_FVU, _CONTROL(16), _CONTROL(128)), headline=True, more=(_TOL_CHANGE((16, 128)),),
            reason="standard regime; the SAE probes in the quiver are the graded k = 16 and 128", ours="Δ {quiver/delta:+.4f}; SAE chosen on {quiver/standard/sae_chosen_share:.1%} of datasets",
            old=_OLD_NO_GAIN, why="graded on the standard regime (the paper's headline number) over 32 datasets, paired per dataset; requires a usable SAE "
                                  "(FVU ≤ 0.15; beats the random-init SAE at every k the quiver offers, 16 and 128)"),

@@ -1101,29 +1101,44 @@ test_eq((_cm["noise/logreg_clean"], _cm["noise/logreg_noisiest"]), ([0.9, 0.9], 
 # Δ AUC < 0.01: reproduced when the whole interval lies below one AUC point, not reproduced when it lies wholly above
 # it. Every claim about SAE probes requires the SAE to be usable: FVU ≤ 0.15 on held-out tokens, and SAE probes that
 # beat the random-init control by more than 0.01 at each k they are graded at.
+#
+# **A recorded tolerance on the control.** The same code on two machines (the ledger keeps both publications)
+# trained SAEs with the same token FVU (0.128) whose advantage over the random-init control at k = 128 differed by up
+# to 0.004 (mean 0.028 vs 0.0315; interval ends 0.0089 vs 0.012 and 0.047 vs 0.051): different summation orders in
+# the CPU's kernels change every probe a little. The lower end sits within that difference of the 0.01 threshold, so
+# the control carries the tolerance (`CONTROL_TOL`: its interval is widened by it) and reads *not met* on both
+# machines, instead of a verdict that flips between them.
 
 # %%
 #| export
 from trustlib.results import Claim, Change, Above, Below, AtMost, Diff, Each
 
 _FVU = AtMost("sae/token_fvu", 0.15, what="FVU of the SAE on held-out pool tokens")
-_CONTROL = lambda k: Above(f"control/gain/k{k}", 0.01, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
+CONTROL_TOL = 0.004   # the largest change of the k = 128 control's mean or interval ends between two machines' runs of the same code
+_CONTROL = lambda k: Above(f"control/gain/k{k}", 0.01, tol=CONTROL_TOL, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
+_CONTROL_OLD = lambda k: Above(f"control/gain/k{k}", 0.01, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
 _DATE = "2026-12-02"
+_TOL_CHANGE = lambda ks: Change("2026-12-04", "condition on the control: " + " and ".join(_CONTROL_OLD(k).text() for k in ks),
+                                "condition on the control: " + " and ".join(_CONTROL(k).text() for k in ks),
+                                "two publications of the same code on two machines put the k = 128 control at 0.028 [0.0089, 0.047] and "
+                                "0.0315 [0.012, 0.051]: its lower end is within their difference (0.004) of the threshold, so the condition read "
+                                "not met on one machine and met on the other; with the recorded tolerance it reads not met on both (a stricter "
+                                "condition, decided from those two runs' control numbers only)")
 _OLD_NO_GAIN = "reproduced if Δ AUC < 0.01; interval must clear the threshold"
 _WHY_REGIME = ("graded by the one grader on per-dataset paired differences (a t-interval over datasets); the claim now requires a usable "
                "SAE: FVU ≤ 0.15 on held-out generic tokens and probes that beat the random-init SAE at the graded k = 128 (the control "
                "was graded at k = 16 only); 32 datasets, logistic regression without standardisation and the official holdout")
 
-def _claim(id, claim, paper, rule, *, old=None, why="", **kw) -> Claim:
-    "A claim whose change log records the legacy page's rule `old` and the rule written from `rule` now."
+def _claim(id, claim, paper, rule, *, old=None, why="", more=(), **kw) -> Claim:
+    "A claim whose change log records the legacy page's rule `old` and the rule written from `rule` now, then the later changes `more`."
     c = Claim(id, claim, paper, rule, **kw)
-    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text(), why)])
+    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text(), why), *more])
 
 def _regime(reg:str, paper:str) -> Claim:
     k = 128; what = f"AUC(SAE probe, k = {k}) − AUC(logistic regression)"
     name = "covariate shift" if reg == "ood" else reg
     return _claim(f"regime_{reg}", f"SAE probes (k = {k}) do not beat logistic regression: {name}", paper,
-                  Below(Diff(f"auc/{reg}/sae_k{k}", f"auc/{reg}/logreg"), 0.01, what=what), requires=(_FVU, _CONTROL(k)),
+                  Below(Diff(f"auc/{reg}/sae_k{k}", f"auc/{reg}/logreg"), 0.01, what=what), requires=(_FVU, _CONTROL(k)), more=(_TOL_CHANGE((k,)),),
                   reason="out-of-distribution AUC of the standard-regime probes, English OOD sets" if reg == "ood" else "",
                   old=_OLD_NO_GAIN, why=_WHY_REGIME)
 
@@ -1131,7 +1146,7 @@ CLAIMS = [
     _claim("quiver", "Adding SAE probes to a validation-selected quiver of baselines does not raise mean test AUC",
            "0.9400 → 0.9367 (standard regime, Gemma-2-9B, 113 datasets); an SAE probe is chosen on 14.2 % of datasets",
            Below("quiver/delta", 0.01, what="quiver(baselines + SAE probes) − quiver(baselines), test AUC"),
-           requires=(_FVU, _CONTROL(16), _CONTROL(128)), headline=True,
+           requires=(_FVU, _CONTROL(16), _CONTROL(128)), headline=True, more=(_TOL_CHANGE((16, 128)),),
            reason="standard regime; the SAE probes in the quiver are the graded k = 16 and 128", ours="Δ {quiver/delta:+.4f}; SAE chosen on {quiver/standard/sae_chosen_share:.1%} of datasets",
            old=_OLD_NO_GAIN, why="graded on the standard regime (the paper's headline number) over 32 datasets, paired per dataset; requires a usable SAE "
                                  "(FVU ≤ 0.15; beats the random-init SAE at every k the quiver offers, 16 and 128)"),
@@ -1150,6 +1165,18 @@ CLAIMS = [
     Claim("newer_architectures", "Newer SAE architectures (SAEBench SAEs on Gemma-2-2B) do not close the gap", "Section 6",
           status="not_testable_offline", reason="needs Gemma-2-2B and the SAEBench SAEs (hub downloads, GPU)"),
 ]
+
+# %% [markdown]
+# The tolerance at work: 32 per-dataset control gains with mean 0.0315 and a 95 % interval of about [0.012, 0.051]
+# (the second machine's numbers) meet the condition without it and are within noise of it with it; a gain of 0.05
+# with the same spread meets it either way.
+
+# %%
+_g = lambda m: [m + (0.0532 if i % 2 else -0.0532) for i in range(32)]
+test_eq(_CONTROL_OLD(128).evaluate({"control/gain/k128": _g(0.0315)}).verdict, "reproduced")
+test_eq(_CONTROL(128).evaluate({"control/gain/k128": _g(0.0315)}).verdict, "inconclusive")
+test_eq(_CONTROL(128).evaluate({"control/gain/k128": _g(0.05)}).verdict, "reproduced")
+assert all(any(ch.date == "2026-12-04" for ch in c.log) for c in CLAIMS if any("control/gain" in str(t.spec()) for t in c.requires))
 
 
 # %% [markdown]
