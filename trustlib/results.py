@@ -16,9 +16,9 @@ __all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_
            'correlation_ci', 'fisher_z_ci', 'Rule', 'judge', 'check_headline', 'side', 'settle', 'joint_ci',
            'verdict_flags', 'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below',
            'AtLeast', 'AtMost', 'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash',
-           'ours_text', 'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result', 'deterministic_metrics',
-           'record', 'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger', 'check_preregistration',
-           'verdict_history', 'verdict_counts', 'run_experiment']
+           'logged_claim', 'ours_text', 'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result',
+           'deterministic_metrics', 'record', 'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger',
+           'check_preregistration', 'verdict_history', 'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -664,6 +664,11 @@ def check_claims(claims) -> list[Claim]:
 def claims_hash(claims) -> str:
     "A short content hash of a whole claims table (the claims' hashes, in order)."
     return hashlib.sha256("|".join(f"{c.id}:{c.hash()}" for c in check_claims(claims)).encode()).hexdigest()[:12]
+
+def logged_claim(date:str, id, claim, paper, rule=None, *, old:str|None=None, why:str="", more=(), **kw) -> Claim:
+    "A `Claim` whose log starts on `date` with its rule before (`old`) and the rule written from `rule` now (an ungraded claim's status), then the later changes `more`; without `old`, just the claim."
+    c = Claim(id, claim, paper, rule, **kw)
+    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(date, old, c.rule_text() or c.status, why), *more])
 
 # %% ../nbs/core/04_results.ipynb #cc85045d
 class _Fields(dict):

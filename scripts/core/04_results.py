@@ -1118,6 +1118,11 @@ def claims_hash(claims) -> str:
     "A short content hash of a whole claims table (the claims' hashes, in order)."
     return hashlib.sha256("|".join(f"{c.id}:{c.hash()}" for c in check_claims(claims)).encode()).hexdigest()[:12]
 
+def logged_claim(date:str, id, claim, paper, rule=None, *, old:str|None=None, why:str="", more=(), **kw) -> Claim:
+    "A `Claim` whose log starts on `date` with its rule before (`old`) and the rule written from `rule` now (an ungraded claim's status), then the later changes `more`; without `old`, just the claim."
+    c = Claim(id, claim, paper, rule, **kw)
+    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(date, old, c.rule_text() or c.status, why), *more])
+
 
 # %%
 c1 = Claim("gaps_grow", "Fairness gaps grow under ensembling", "SPD 0.173 → 0.194", grow, headline=True,
@@ -1140,6 +1145,12 @@ test_fail(lambda: Claim("x", "c", "p", grow, requires=rho2), contains="no partia
 test_fail(lambda: Claim("x", "c", "p", grow, status="reproduced"), contains="status must be")
 test_fail(lambda: Change("yesterday", "a", "b", "c"), contains="ISO date")
 test_fail(lambda: Claim("x", "c", "p", grow, log=[Change("2026-12-02", "a", "b", "c"), Change("2026-12-01", "a", "b", "c")]), contains="oldest first")
+_later = Change("2026-12-04", "a", "b", "c")
+_lc = logged_claim("2026-12-02", "gaps_grow", "c", "p", grow, old="reproduced if spd > 0", why="w", more=(_later,), headline=True)
+test_eq([e.date for e in _lc.log], ["2026-12-02", "2026-12-04"]); test_eq(_lc.log[0].new, _lc.rule_text()); test_eq(_lc.log[1], _later)
+test_eq(_lc.log[0].old, "reproduced if spd > 0"); test_eq(_lc.hash(), Claim("gaps_grow", "c", "p", grow, headline=True).hash())   # the log is not graded
+test_eq(logged_claim("2026-12-02", "real_data", "c", "p", status="not_testable_offline", reason="r", old="graded before", why="w").log[0].new, "not_testable_offline")
+test_eq(logged_claim("2026-12-02", "x", "c", "p", grow).log, ())
 
 
 # %%

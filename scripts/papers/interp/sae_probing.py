@@ -1111,14 +1111,14 @@ test_eq((_cm["noise/logreg_clean"], _cm["noise/logreg_noisiest"]), ([0.9, 0.9], 
 
 # %%
 #| export
-from trustlib.results import Claim, Change, Above, Below, AtMost, Diff, Each
+from functools import partial
+from trustlib.results import Claim, Change, Above, Below, AtMost, Diff, Each, logged_claim
 
 _FVU = AtMost("sae/token_fvu", 0.15, what="FVU of the SAE on held-out pool tokens")
 CONTROL_TOL = 0.004   # the largest change of the k = 128 control's mean or interval ends between two machines' runs of the same code
-_CONTROL = lambda k: Above(f"control/gain/k{k}", 0.01, tol=CONTROL_TOL, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
-_CONTROL_OLD = lambda k: Above(f"control/gain/k{k}", 0.01, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
+_CONTROL = lambda k, tol=CONTROL_TOL: Above(f"control/gain/k{k}", 0.01, tol=tol, what=f"AUC(trained SAE) − AUC(random-init SAE), k = {k}")
 _DATE = "2026-12-02"
-_TOL_CHANGE = lambda ks: Change("2026-12-04", "condition on the control: " + " and ".join(_CONTROL_OLD(k).text() for k in ks),
+_TOL_CHANGE = lambda ks: Change("2026-12-04", "condition on the control: " + " and ".join(_CONTROL(k, 0.0).text() for k in ks),
                                 "condition on the control: " + " and ".join(_CONTROL(k).text() for k in ks),
                                 "two publications of the same code on two machines put the k = 128 control at 0.028 [0.0089, 0.047] and "
                                 "0.0315 [0.012, 0.051]: its lower end is within their difference (0.004) of the threshold, so the condition read "
@@ -1129,10 +1129,7 @@ _WHY_REGIME = ("graded by the one grader on per-dataset paired differences (a t-
                "SAE: FVU ≤ 0.15 on held-out generic tokens and probes that beat the random-init SAE at the graded k = 128 (the control "
                "was graded at k = 16 only); 32 datasets, logistic regression without standardisation and the official holdout")
 
-def _claim(id, claim, paper, rule, *, old=None, why="", more=(), **kw) -> Claim:
-    "A claim whose change log records the legacy page's rule `old` and the rule written from `rule` now, then the later changes `more`."
-    c = Claim(id, claim, paper, rule, **kw)
-    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text(), why), *more])
+_claim = partial(logged_claim, _DATE)   # a claim whose log starts with the legacy page's rule (`old=`), then the later changes (`more=`)
 
 def _regime(reg:str, paper:str) -> Claim:
     k = 128; what = f"AUC(SAE probe, k = {k}) − AUC(logistic regression)"
@@ -1173,7 +1170,7 @@ CLAIMS = [
 
 # %%
 _g = lambda m: [m + (0.0532 if i % 2 else -0.0532) for i in range(32)]
-test_eq(_CONTROL_OLD(128).evaluate({"control/gain/k128": _g(0.0315)}).verdict, "reproduced")
+test_eq(_CONTROL(128, 0.0).evaluate({"control/gain/k128": _g(0.0315)}).verdict, "reproduced")
 test_eq(_CONTROL(128).evaluate({"control/gain/k128": _g(0.0315)}).verdict, "inconclusive")
 test_eq(_CONTROL(128).evaluate({"control/gain/k128": _g(0.05)}).verdict, "reproduced")
 assert all(any(ch.date == "2026-12-04" for ch in c.log) for c in CLAIMS if any("control/gain" in str(t.spec()) for t in c.requires))

@@ -1619,7 +1619,7 @@ def _fig_synthetic(sy):
 
 # %%
 #| export
-from trustlib.results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, BestAmong
+from trustlib.results import Claim, Change, Above, Below, AtLeast, AtMost, Diff, BestAmong, logged_claim
 
 _OTHERS = tuple(a for a in ARCHS if a != "matryoshka")
 _NOT_RELU = tuple(a for a in ARCHS if a != "relu")
@@ -1628,10 +1628,7 @@ _MATCHED = AtMost("minilm/l0_mismatch", 0.15, what="largest |L0/target − 1| of
 _LETTERS = AtLeast("minilm/letters", 10, what="letters whose first-letter probe has F1 ≥ 0.6 on the validation words")
 _DATE = "2026-12-02"
 
-def _claim(id, claim, paper, rule, *, old:str|None=None, why:str="", more:tuple=(), **kw) -> Claim:
-    "A claim whose change log records the legacy page's rule `old` (if any) and the rule written from `rule` now, then the later changes `more`."
-    c = Claim(id, claim, paper, rule, **kw)
-    return c if old is None else Claim(id, claim, paper, rule, **kw, log=[Change(_DATE, old, c.rule_text() or c.status, why), *more])
+_claim = functools.partial(logged_claim, _DATE)   # a claim whose log starts with the legacy page's rule (`old=`), then the later changes (`more=`)
 
 _LETTERS_CHANGE = Change(_DATE, "condition: at least 10 letters whose first-letter probe has F1 ≥ 0.6 on the test words (the words absorption is scored on), from 3,000 vocabulary words",
                          "condition: at least 10 letters whose first-letter probe has F1 ≥ 0.6 on held-out validation words, from all 21,358 eligible vocabulary words (half train, a quarter validation, a quarter test)",
