@@ -18,8 +18,8 @@ __all__ = ['VERDICT_STYLE', 'STATUS_STYLE', 'HEADLINE_MARK', 'AREA_TITLES', 'TAB
            'collect_runs', 'latest_runs', 'verdict_table', 'stored_verdict_table', 'run_note_facts', 'paper_claims',
            'find_published_run', 'published_record', 'published_table', 'verdict_label', 'verdict_color',
            'verdict_badge', 'md_table', 'verdict_chart', 'html_block', 'page_href', 'short_name', 'claims_table_html',
-           'papers_chart', 'code_html', 'summary_box', 'claims_csv', 'audit_trail', 'config_table', 'write_pair',
-           'inconclusive_cause', 'verdict_totals', 'inconclusive_note', 'build_dashboard', 'sweep_table',
+           'papers_chart', 'run_cost', 'code_html', 'summary_box', 'claims_csv', 'audit_trail', 'config_table',
+           'write_pair', 'inconclusive_cause', 'verdict_totals', 'inconclusive_note', 'build_dashboard', 'sweep_table',
            'build_sweep_report', 'paper_summary', 'papers_index_html', 'build_papers_index', 'get_notebook',
            'find_root_or']
 
@@ -499,6 +499,15 @@ def _fmt_s(x) -> str:
     x = float(x)
     return f"{x:.0f} s" if x < 120 else f"{x:.0f} s ({x / 60:.1f} min)"
 
+def run_cost(pub:dict) -> str:
+    "A publication's cost as recorded: CPU time, and where the run recorded them, wall time, the 1-minute load average at its start and end, and the cores (CPU time grows when other work shares the cores)."
+    out = f"{_fmt_s(pub.get('cpu_seconds'))} CPU" if pub.get('cpu_seconds') is not None else "CPU time not recorded"
+    extra = [f"{_fmt_s(pub['wall_seconds'])} wall"] if pub.get('wall_seconds') is not None else []
+    if pub.get('load'):
+        cores = (pub.get('machine') or {}).get('cores')
+        extra.append(f"load {pub['load'][0]:g} → {pub['load'][1]:g}" + (f" on {cores} cores" if cores else ""))
+    return out + (f" ({'; '.join(extra)})" if extra else "")
+
 def code_html(p) -> str:
     "The paper's official code as a link, or what exists instead."
     if p.code:
@@ -541,7 +550,7 @@ def summary_box(rec:dict) -> str:
         out.append(f'<div class="tl-others"><span class="tl-label">Other claims</span> {" ".join(_mini_badge(r) for r in others)}</div>')
     cpu = _fmt_s(pub.get('cpu_seconds'))
     wall = (rec.get('page') or {}).get('wall_seconds') if (rec.get('page') or {}).get('run_id') == pub.get('run_id') else None
-    compute = f"{cpu} CPU" if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
+    compute = run_cost(pub) if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
     hash_ = (f'claims hash <code>{_e(pub["claims_hash"])}</code>' if pub.get('claims_hash')
              else 'claims hash: none (published before claims tables; rules as prose)')
     out.append(f'<div class="tl-run">Published run <code>{_e(pub.get("run_id"))}</code> · profile <code>{_e(pub.get("profile"))}</code> · '
@@ -601,7 +610,7 @@ def audit_trail(rec:dict, # from `published_record`
         prow = ''.join(f'<tr><td data-label="Date">{_e(x.get("date"))}</td><td data-label="Run"><code>{_e(x.get("run_id"))}</code></td>'
                        f'<td data-label="Commit"><code>{_e((x.get("commit") or "")[:10])}</code></td>'
                        f'<td data-label="Claims hash">{"<code>" + _e(x["claims_hash"]) + "</code>" if x.get("claims_hash") else "legacy (prose rules)"}</td>'
-                       f'<td data-label="CPU">{_e(_fmt_s(x.get("cpu_seconds")) or "not recorded")}</td><td data-label="Verdicts">{_pub_counts(x)}</td></tr>'
+                       f'<td data-label="CPU">{_e(run_cost(x) if x.get("cpu_seconds") is not None else "not recorded")}</td><td data-label="Verdicts">{_pub_counts(x)}</td></tr>'
                        for x in reversed(pubs))
         hist = rec['history']
         if hist:
@@ -714,7 +723,7 @@ def _publications_html(records:dict) -> str:
             continue
         rows.append(f'<tr><td data-label="#">{p.number}</td><td data-label="Paper">{name}</td><td data-label="Date">{_e(pub.get("date"))}</td>'
                     f'<td data-label="Run"><code>{_e(pub.get("run_id"))}</code></td><td data-label="Commit"><code>{_e((pub.get("commit") or "")[:10])}</code></td>'
-                    f'<td data-label="CPU">{_e(_fmt_s(pub.get("cpu_seconds")) or "not recorded")}</td>'
+                    f'<td data-label="CPU">{_e(run_cost(pub) if pub.get("cpu_seconds") is not None else "not recorded")}</td>'
                     f'<td data-label="Claims hash">{"<code>" + _e(pub["claims_hash"]) + "</code>" if pub.get("claims_hash") else "legacy (prose rules)"}'
                     f' · {len(rec["publications"])} publication{"s" if len(rec["publications"]) != 1 else ""}</td></tr>')
         for h in rec['history']:

@@ -861,13 +861,17 @@ def load_ledger(paper:str, root:str|Path|None=None) -> list[dict]:
 
 def ledger_entry(run:dict) -> dict:
     "A ledger entry from a complete run's `metrics.json` (or `result.json` plus run facts): run, commit, date, claims hash, per-claim verdicts."
-    vs = run.get('verdicts') or []
+    vs, t = run.get('verdicts') or [], run.get('timings') or {}
     return dict(run_id=run.get('run_id'), date=(run.get('finished') or run.get('started') or '')[:10] or None,
                 commit=run.get('git_commit'), profile=run.get('profile'), claims_hash=run.get('claims_hash') or None,
-                cpu_seconds=(run.get('timings') or {}).get('cpu_seconds'),
+                cpu_seconds=t.get('cpu_seconds'), wall_seconds=t.get('wall_seconds'), load=_load_pair(t), machine=run.get('machine') or None,
                 verdicts=[dict(id=v.get('id') or None, claim_hash=v.get('claim_hash') or None, verdict=v.get('verdict'),
                                claim=v.get('claim'), rule=v.get('rule', ''), ours=v.get('ours', ''), headline=bool(v.get('headline')))
                           for v in vs])
+
+def _load_pair(t:dict) -> list|None:
+    "[1-minute load average at the start, at the end] of a run, from its timings (None where the run did not record them)."
+    return [t['load_start'], t['load_end']] if 'load_start' in t and 'load_end' in t else None
 
 def append_ledger(paper:str, entry:dict, root:str|Path|None=None) -> Path:
     "Append a publication to `paper`'s ledger (atomically); the same run published twice is recorded once."
@@ -917,6 +921,11 @@ def _cpu_now() -> float:
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
 
+def _load1() -> float|None:
+    "The 1-minute load average now (None where the platform has none)."
+    try: return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError): return None
+
 def verdict_counts(verdicts) -> str:
     "'6 claims: 4 reproduced, 1 partially, 1 not_testable_offline' (counts in the order of `VERDICTS`)."
     names = [v.verdict for v in verdicts]
@@ -927,7 +936,7 @@ def verdict_counts(verdicts) -> str:
 def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
     "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
-    w0, c0 = time.perf_counter(), _cpu_now()
+    w0, c0, l0 = time.perf_counter(), _cpu_now(), _load1()
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
@@ -936,6 +945,7 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
                                              "run() returns measurements and the claims table is graded here")
         result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
+    if l0 is not None: result.timings.update(load_start=l0, load_end=_load1())   # other work on the machine inflates CPU time too
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")
     record(result)

@@ -722,6 +722,15 @@ def _fmt_s(x) -> str:
     x = float(x)
     return f"{x:.0f} s" if x < 120 else f"{x:.0f} s ({x / 60:.1f} min)"
 
+def run_cost(pub:dict) -> str:
+    "A publication's cost as recorded: CPU time, and where the run recorded them, wall time, the 1-minute load average at its start and end, and the cores (CPU time grows when other work shares the cores)."
+    out = f"{_fmt_s(pub.get('cpu_seconds'))} CPU" if pub.get('cpu_seconds') is not None else "CPU time not recorded"
+    extra = [f"{_fmt_s(pub['wall_seconds'])} wall"] if pub.get('wall_seconds') is not None else []
+    if pub.get('load'):
+        cores = (pub.get('machine') or {}).get('cores')
+        extra.append(f"load {pub['load'][0]:g} → {pub['load'][1]:g}" + (f" on {cores} cores" if cores else ""))
+    return out + (f" ({'; '.join(extra)})" if extra else "")
+
 def code_html(p) -> str:
     "The paper's official code as a link, or what exists instead."
     if p.code:
@@ -764,7 +773,7 @@ def summary_box(rec:dict) -> str:
         out.append(f'<div class="tl-others"><span class="tl-label">Other claims</span> {" ".join(_mini_badge(r) for r in others)}</div>')
     cpu = _fmt_s(pub.get('cpu_seconds'))
     wall = (rec.get('page') or {}).get('wall_seconds') if (rec.get('page') or {}).get('run_id') == pub.get('run_id') else None
-    compute = f"{cpu} CPU" if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
+    compute = run_cost(pub) if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
     hash_ = (f'claims hash <code>{_e(pub["claims_hash"])}</code>' if pub.get('claims_hash')
              else 'claims hash: none (published before claims tables; rules as prose)')
     out.append(f'<div class="tl-run">Published run <code>{_e(pub.get("run_id"))}</code> · profile <code>{_e(pub.get("profile"))}</code> · '
@@ -781,6 +790,10 @@ assert _box.startswith('<div class="tl-summary" data-paper="disparate_benefits" 
 assert 'SPD 0.173 → 0.194' in _box and '123 s (2.1 min) CPU' in _box and 'commit <code>def5678</code>' in _box
 assert 'ml-jku/disparate-benefits' in _box and 'Kajetan Schweighofer' in _box and 'href="#claim-fairface"' in _box
 assert 'no official code published' in summary_box(published_record('dsda', _root))      # no publication yet, no official code
+test_eq(run_cost(dict(cpu_seconds=123.4)), '123 s (2.1 min) CPU')                        # a run from before load was recorded
+test_eq(run_cost(dict(cpu_seconds=179.3, wall_seconds=180.1, load=[0.2, 1.15], machine=dict(cores=2))),
+        '179 s (3.0 min) CPU (180 s (3.0 min) wall; load 0.2 → 1.15 on 2 cores)')
+test_eq(run_cost(dict(wall_seconds=5.0)), 'CPU time not recorded (5 s wall)')
 HTML(_box)
 
 # %% [markdown]
@@ -844,7 +857,7 @@ def audit_trail(rec:dict, # from `published_record`
         prow = ''.join(f'<tr><td data-label="Date">{_e(x.get("date"))}</td><td data-label="Run"><code>{_e(x.get("run_id"))}</code></td>'
                        f'<td data-label="Commit"><code>{_e((x.get("commit") or "")[:10])}</code></td>'
                        f'<td data-label="Claims hash">{"<code>" + _e(x["claims_hash"]) + "</code>" if x.get("claims_hash") else "legacy (prose rules)"}</td>'
-                       f'<td data-label="CPU">{_e(_fmt_s(x.get("cpu_seconds")) or "not recorded")}</td><td data-label="Verdicts">{_pub_counts(x)}</td></tr>'
+                       f'<td data-label="CPU">{_e(run_cost(x) if x.get("cpu_seconds") is not None else "not recorded")}</td><td data-label="Verdicts">{_pub_counts(x)}</td></tr>'
                        for x in reversed(pubs))
         hist = rec['history']
         if hist:
@@ -994,7 +1007,7 @@ def _publications_html(records:dict) -> str:
             continue
         rows.append(f'<tr><td data-label="#">{p.number}</td><td data-label="Paper">{name}</td><td data-label="Date">{_e(pub.get("date"))}</td>'
                     f'<td data-label="Run"><code>{_e(pub.get("run_id"))}</code></td><td data-label="Commit"><code>{_e((pub.get("commit") or "")[:10])}</code></td>'
-                    f'<td data-label="CPU">{_e(_fmt_s(pub.get("cpu_seconds")) or "not recorded")}</td>'
+                    f'<td data-label="CPU">{_e(run_cost(pub) if pub.get("cpu_seconds") is not None else "not recorded")}</td>'
                     f'<td data-label="Claims hash">{"<code>" + _e(pub["claims_hash"]) + "</code>" if pub.get("claims_hash") else "legacy (prose rules)"}'
                     f' · {len(rec["publications"])} publication{"s" if len(rec["publications"]) != 1 else ""}</td></tr>')
         for h in rec['history']:
