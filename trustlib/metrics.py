@@ -10,7 +10,7 @@ import numpy as np
 __all__ = ['as_prob_matrix', 'check_sensitive_features', 'accuracy', 'nll', 'brier', 'calibration_bins', 'ece', 'mce', 'rms_ce',
            'ace', 'binary_ece', 'reliability_diagram', 'knn_proximity', 'piece', 'group_labels', 'group_rates',
            'statistical_parity_difference', 'equal_opportunity_difference', 'average_odds_difference',
-           'demographic_parity_difference', 'equalized_odds_difference', 'fairness_report']
+           'demographic_parity_difference', 'equalized_odds_difference', 'fairness_report', 'binary_auc']
 
 # %% ../nbs/core/03_metrics.ipynb #7f180e3c
 def as_prob_matrix(probs) -> np.ndarray:
@@ -254,3 +254,20 @@ def fairness_report(y_true, y_pred, *, sensitive_features, privileged=None) -> d
     return dict(accuracy=accuracy(y_true, np.asarray(y_pred).astype(int)), spd=statistical_parity_difference(y_pred, **kw, privileged=privileged),
                 eod=equal_opportunity_difference(y_true, y_pred, **kw, privileged=privileged), aod=average_odds_difference(y_true, y_pred, **kw),
                 eq_odds=equalized_odds_difference(y_true, y_pred, **kw), dp_diff=demographic_parity_difference(y_true, y_pred, **kw))
+
+# %% ../nbs/core/03_metrics.ipynb #e46bf949
+def binary_auc(y_true, scores) -> float:
+    "ROC AUC of `scores` for binary labels `y_true` (0/1 or bool), bit-identical to scikit-learn's `roc_auc_score`; ValueError with one class."
+    y, s = np.asarray(y_true), np.asarray(scores, dtype=float)
+    if y.ndim != 1 or s.ndim != 1 or len(y) != len(s): raise ValueError(f"y_true and scores must be 1-d of the same length, got shapes {y.shape} and {s.shape}")
+    if not np.all(np.isfinite(s)): raise ValueError("scores must be finite")
+    if not np.isin(y, (0, 1)).all(): raise ValueError("y_true must hold binary labels 0/1 (or bool)")
+    n1 = int(np.count_nonzero(y))
+    if n1 == 0 or n1 == len(y): raise ValueError("the AUC needs both classes in y_true")
+    order = np.argsort(-s, kind="stable"); s = s[order]                       # descending scores
+    thr = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]                        # the last row of every distinct score
+    tps = np.cumsum(y[order].astype(np.float64))[thr]; fps = 1 + thr.astype(np.float64) - tps
+    if len(fps) > 2:                                                           # drop collinear corner points
+        keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]); fps, tps = fps[keep], tps[keep]
+    fpr, tpr = np.r_[0.0, fps] / fps[-1], np.r_[0.0, tps] / tps[-1]
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))

@@ -192,9 +192,10 @@ def cv_splits(y, rng:np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]
 C_GRID = tuple(float(c) for c in np.logspace(5, -5, 10))
 
 def _auc(y, s) -> float:
-    from sklearn.metrics import roc_auc_score
+    "ROC AUC (`trustlib.metrics.binary_auc`: scikit-learn's value to the last bit, without its per-call validation); NaN with one class."
+    from trustlib.metrics import binary_auc
     y = np.asarray(y)
-    return float(roc_auc_score(y, s)) if len(np.unique(y)) == 2 else float("nan")
+    return binary_auc(y, s) if 0 < y.sum() < len(y) else float("nan")
 
 def _lr_path(Xtr, ytr, Xva, penalty="l2", seed=0):
     "Validation scores of logistic regression for every C of C_GRID (L2: a warm-started lbfgs path)."
@@ -302,7 +303,9 @@ def fit_probe(method:str, # 'logreg', 'pca', 'knn', 'xgboost', 'mlp' or 'sae_k<k
         return [_scores(_make(method, p, seed).fit(Xtr, ytr), Xva) for p in grid]
     grid = C_GRID if (method == "logreg" or cols is not None) else _grids(method, int(min(len(tr) for tr, _ in splits)), d, rng, n_search)
     aucs = np.full((len(grid), len(splits)), np.nan)
-    with warnings.catch_warnings():
+    from sklearn import config_context
+    with warnings.catch_warnings(), config_context(assume_finite=True, skip_parameter_validation=True):   # inputs checked once here: thousands of small fits
+        if not np.isfinite(X).all(): raise ValueError(f"fit_probe({method!r}): X has NaN or infinite values")
         for w in (ConvergenceWarning, UserWarning, FutureWarning): warnings.simplefilter("ignore", w)
         for j, (tr, va) in enumerate(splits):
             if len(np.unique(y[tr])) < 2: aucs[:, j] = 0.5; continue          # a one-class training part scores 0.5 (official)
