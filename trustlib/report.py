@@ -502,11 +502,11 @@ def _fmt_s(x) -> str:
 def run_cost(pub:dict) -> str:
     "A publication's cost as recorded: CPU time, and where the run recorded them, wall time, the 1-minute load average at its start and end, and the cores (CPU time grows when other work shares the cores)."
     out = f"{_fmt_s(pub.get('cpu_seconds'))} CPU" if pub.get('cpu_seconds') is not None else "CPU time not recorded"
-    extra = [f"{_fmt_s(pub['wall_seconds'])} wall"] if pub.get('wall_seconds') is not None else []
+    if pub.get('wall_seconds') is not None: out += f" · wall {float(pub['wall_seconds']):.0f} s"
     if pub.get('load'):
         cores = (pub.get('machine') or {}).get('cores')
-        extra.append(f"load {pub['load'][0]:g} → {pub['load'][1]:g}" + (f" on {cores} cores" if cores else ""))
-    return out + (f" ({'; '.join(extra)})" if extra else "")
+        out += f" · load {pub['load'][0]:.2f} → {pub['load'][1]:.2f}" + (f" on {cores} cores" if cores else "")
+    return out
 
 def code_html(p) -> str:
     "The paper's official code as a link, or what exists instead."

@@ -725,11 +725,11 @@ def _fmt_s(x) -> str:
 def run_cost(pub:dict) -> str:
     "A publication's cost as recorded: CPU time, and where the run recorded them, wall time, the 1-minute load average at its start and end, and the cores (CPU time grows when other work shares the cores)."
     out = f"{_fmt_s(pub.get('cpu_seconds'))} CPU" if pub.get('cpu_seconds') is not None else "CPU time not recorded"
-    extra = [f"{_fmt_s(pub['wall_seconds'])} wall"] if pub.get('wall_seconds') is not None else []
+    if pub.get('wall_seconds') is not None: out += f" · wall {float(pub['wall_seconds']):.0f} s"
     if pub.get('load'):
         cores = (pub.get('machine') or {}).get('cores')
-        extra.append(f"load {pub['load'][0]:g} → {pub['load'][1]:g}" + (f" on {cores} cores" if cores else ""))
-    return out + (f" ({'; '.join(extra)})" if extra else "")
+        out += f" · load {pub['load'][0]:.2f} → {pub['load'][1]:.2f}" + (f" on {cores} cores" if cores else "")
+    return out
 
 def code_html(p) -> str:
     "The paper's official code as a link, or what exists instead."
@@ -792,8 +792,8 @@ assert 'ml-jku/disparate-benefits' in _box and 'Kajetan Schweighofer' in _box an
 assert 'no official code published' in summary_box(published_record('dsda', _root))      # no publication yet, no official code
 test_eq(run_cost(dict(cpu_seconds=123.4)), '123 s (2.1 min) CPU')                        # a run from before load was recorded
 test_eq(run_cost(dict(cpu_seconds=179.3, wall_seconds=180.1, load=[0.2, 1.15], machine=dict(cores=2))),
-        '179 s (3.0 min) CPU (180 s (3.0 min) wall; load 0.2 → 1.15 on 2 cores)')
-test_eq(run_cost(dict(wall_seconds=5.0)), 'CPU time not recorded (5 s wall)')
+        '179 s (3.0 min) CPU · wall 180 s · load 0.20 → 1.15 on 2 cores')
+test_eq(run_cost(dict(wall_seconds=5.0)), 'CPU time not recorded · wall 5 s')
 HTML(_box)
 
 # %% [markdown]
