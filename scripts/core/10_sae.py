@@ -1228,6 +1228,12 @@ def _blocks(model) -> torch.nn.ModuleList:
         if isinstance(m, torch.nn.ModuleList) and len(m) == n: return m
     raise ValueError(f"no list of {n} blocks found in {type(model).__name__}")
 
+@functools.lru_cache(1)
+def _minilm():
+    "MiniLM's tokenizer and model (`trustlib.models.load_minilm`), loaded once per process: encoding only reads them (its hooks are removed after each call)."
+    from trustlib.models import load_minilm
+    return load_minilm()
+
 @functools.lru_cache(2)
 def load_lm(name:str, # hub id or local folder of a Hugging Face causal LM
             device:str="cpu"): # 'cpu', 'cuda', or 'auto' (cuda when available)
@@ -1254,8 +1260,7 @@ def _encode_tokens(texts:list[str], layer:int, max_length:int, batch_size:int, p
     "The hidden state after `layer` (MiniLM, or the causal LM `model`) and the token ids, per text (padding removed), in the order of `texts`."
     from tqdm.auto import tqdm
     if model is None:
-        from trustlib.models import load_minilm
-        tok, net = load_minilm()
+        tok, net = _minilm()
         blocks, first = net.encoder.layer, net.embeddings
         ids = tok(texts, truncation=True, max_length=max_length)['input_ids']
     else:
@@ -1373,6 +1378,10 @@ with torch.no_grad():
 test_eq(_ta['ids'][_ta['offsets'][:-1]].tolist(), [101] * 3)             # [CLS] first, [SEP] last
 test_eq(_ta['ids'][_ta['offsets'][1:] - 1].tolist(), [102] * 3)
 test_fail(lambda: token_activations("one string"), contains="list of strings")
+_hooks = lambda net: [len(m._forward_hooks) + len(m._forward_pre_hooks) for m in net.modules()]
+_n0, _h0 = _minilm.cache_info().misses, _hooks(_minilm()[1])
+_tc = token_activations(_texts, layer=2, cache=False)                     # another layer: the loaded model is reused
+test_eq(_minilm.cache_info().misses, _n0); test_eq(_hooks(_minilm()[1]), _h0)   # and no hook of ours is left behind
 
 # %% [markdown]
 # The same function reads a Hugging Face causal LM given by hub id or folder (`model=`; the `full` profile of SAEBench

@@ -660,6 +660,12 @@ def _blocks(model) -> torch.nn.ModuleList:
         if isinstance(m, torch.nn.ModuleList) and len(m) == n: return m
     raise ValueError(f"no list of {n} blocks found in {type(model).__name__}")
 
+@functools.lru_cache(1)
+def _minilm():
+    "MiniLM's tokenizer and model (`trustlib.models.load_minilm`), loaded once per process: encoding only reads them (its hooks are removed after each call)."
+    from trustlib.models import load_minilm
+    return load_minilm()
+
 @functools.lru_cache(2)
 def load_lm(name:str, # hub id or local folder of a Hugging Face causal LM
             device:str="cpu"): # 'cpu', 'cuda', or 'auto' (cuda when available)
@@ -686,8 +692,7 @@ def _encode_tokens(texts:list[str], layer:int, max_length:int, batch_size:int, p
     "The hidden state after `layer` (MiniLM, or the causal LM `model`) and the token ids, per text (padding removed), in the order of `texts`."
     from tqdm.auto import tqdm
     if model is None:
-        from trustlib.models import load_minilm
-        tok, net = load_minilm()
+        tok, net = _minilm()
         blocks, first = net.encoder.layer, net.embeddings
         ids = tok(texts, truncation=True, max_length=max_length)['input_ids']
     else:
