@@ -129,7 +129,7 @@ sae_repo: Optional[str] = None  # a pretrained SAE in Gemma Scope's layout, by h
 sae_folder: Optional[str] = None  # the pretrained SAE's subfolder (full: layer_20/width_16k/average_l0_408, the paper's 16k SAE)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `8da64a5`, 175 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `4582c6e`, 425 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run sae_probing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
