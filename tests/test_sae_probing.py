@@ -184,9 +184,9 @@ def test_ood_sets_are_english():
     assert set(cfg.ood_datasets) == set(sp.ENGLISH_OOD) and not {"66_living-room", "67_social-security", "73_control-group"} & set(cfg.ood_datasets)
 
 
-@pytest.mark.xfail(strict=True, reason="on the published cpu run the trained SAE beats its random-init control at k = 128 by 0.028 "
-                   "[0.0089, 0.047], an interval that reaches below the 0.01 threshold (within noise): the SAE claims are "
-                   "inconclusive, condition not met, on the page (the run before, on another CPU model, cleared it)")
+@pytest.mark.xfail(strict=True, reason="on the published cpu run the trained SAE beats its random-init control at k = 128 by 0.0315 "
+                   "[0.0119, 0.0511], within the recorded tolerance (0.004) of the 0.01 threshold: the SAE claims are "
+                   "inconclusive, condition not met, on the page (two machines put this gain on either side of the threshold)")
 def test_conditions_hold_on_the_published_run():
     """The page is a cpu run, and every claim about SAE probes was graded with a usable SAE: FVU ≤ 0.15 on held-out
     generic tokens and a trained SAE that beats its random-init control at every graded k."""
