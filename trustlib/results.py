@@ -934,7 +934,7 @@ def verdict_counts(verdicts) -> str:
     return head + (": " + ", ".join(parts) if parts else "")
 
 def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
-    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
+    "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
     w0, c0, l0 = time.perf_counter(), _cpu_now(), _load1()
     result = run(cfg, **kwargs)

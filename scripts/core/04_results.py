@@ -1553,8 +1553,10 @@ _h
 # The experiment cell of every paper notebook is `result = run_experiment(run, cfg)`. It calls
 # `run(cfg, **kwargs)`, measures the wall time and the CPU time (this process's threads, plus child
 # processes that have finished and been waited for, such as a `multiprocessing` pool that was joined),
-# stores them in `result.timings` as `wall_seconds` and `cpu_seconds`, prints one line with the profile,
-# the times and the verdict counts, records the result and returns it.
+# stores them in `result.timings` as `wall_seconds` and `cpu_seconds` with the 1-minute load average at the start
+# and the end (`load_start`, `load_end`: on a shared machine, other work inflates CPU time too), prints one line with
+# the profile, the times and the verdict counts, records the result and returns it. A publication keeps the wall time,
+# the load and the machine next to the CPU time in the ledger.
 
 # %%
 #| export
@@ -1575,7 +1577,7 @@ def verdict_counts(verdicts) -> str:
     return head + (": " + ", ".join(parts) if parts else "")
 
 def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
-    "`run(cfg, **kwargs)`, timed (wall and CPU seconds into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
+    "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
     w0, c0, l0 = time.perf_counter(), _cpu_now(), _load1()
     result = run(cfg, **kwargs)
