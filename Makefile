@@ -72,3 +72,4 @@ bench: install
 	$(BIN)/python tools/bench_smoke.py --out runs/bench
 	$(BIN)/python tools/bench_sweep_cpu.py --out-dir runs/bench
 	$(BIN)/python tools/bench_import.py --out runs/bench
+	$(BIN)/python tools/bench_checks.py --out runs/bench
