@@ -921,11 +921,6 @@ def _cpu_now() -> float:
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
 
-def _load1() -> float|None:
-    "The 1-minute load average now (None where the platform has none)."
-    try: return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError): return None
-
 def verdict_counts(verdicts) -> str:
     "'6 claims: 4 reproduced, 1 partially, 1 not_testable_offline' (counts in the order of `VERDICTS`)."
     names = [v.verdict for v in verdicts]
@@ -936,7 +931,8 @@ def verdict_counts(verdicts) -> str:
 def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
     "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
-    w0, c0, l0 = time.perf_counter(), _cpu_now(), _load1()
+    from trustlib.bench import load_average                      # the 1-minute load average (NaN where the platform has none)
+    w0, c0, l0 = time.perf_counter(), _cpu_now(), load_average()[0]
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
@@ -945,7 +941,7 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
                                              "run() returns measurements and the claims table is graded here")
         result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
-    if l0 is not None: result.timings.update(load_start=l0, load_end=_load1())   # other work on the machine inflates CPU time too
+    if math.isfinite(l0): result.timings.update(load_start=l0, load_end=load_average()[0])   # other work on the machine inflates CPU time too
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")
     record(result)

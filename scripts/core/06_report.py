@@ -771,9 +771,8 @@ def summary_box(rec:dict) -> str:
     others = [r for r in rec['claims'] if r is not h]
     if others:
         out.append(f'<div class="tl-others"><span class="tl-label">Other claims</span> {" ".join(_mini_badge(r) for r in others)}</div>')
-    cpu = _fmt_s(pub.get('cpu_seconds'))
     wall = (rec.get('page') or {}).get('wall_seconds') if (rec.get('page') or {}).get('run_id') == pub.get('run_id') else None
-    compute = run_cost(pub) if cpu else (f"CPU time not recorded ({_fmt_s(wall)} wall)" if wall else "CPU time not recorded")
+    compute = run_cost({**pub, 'wall_seconds': pub.get('wall_seconds') if pub.get('wall_seconds') is not None else wall})
     hash_ = (f'claims hash <code>{_e(pub["claims_hash"])}</code>' if pub.get('claims_hash')
              else 'claims hash: none (published before claims tables; rules as prose)')
     out.append(f'<div class="tl-run">Published run <code>{_e(pub.get("run_id"))}</code> · profile <code>{_e(pub.get("profile"))}</code> · '

@@ -391,9 +391,10 @@ test_fail(lambda: cv_splits(np.zeros(20, int), _rng), contains="both classes")
 #| export
 C_GRID = tuple(float(c) for c in np.logspace(5, -5, 10))
 
+from trustlib.metrics import binary_auc
+
 def _auc(y, s) -> float:
     "ROC AUC (`trustlib.metrics.binary_auc`: scikit-learn's value to the last bit, without its per-call validation); NaN with one class."
-    from trustlib.metrics import binary_auc
     y = np.asarray(y)
     return binary_auc(y, s) if 0 < y.sum() < len(y) else float("nan")
 
