@@ -67,6 +67,7 @@ class Config(BaseConfig):
     match_tolerance: float = param(0.02, "random features 'match' bSGD when their error <= bSGD error + match_tolerance", ge=0, le=1)
     # SQ-dimension toy (4)
     sq_bits: tuple[int, ...] = param((4, 6), "cube sizes n of the SQ-dimension toy", ge=1, le=12)
+    n_threads: int = param(1, "BLAS/OpenMP threads for numpy inside run (small matrices: threads mostly add overhead on a shared CPU)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_bits=16, width=128, steps=3000, parity_size=8, rf_dims=(16, 64, 256, 1024),
                     rf_kinds=("relu", "rbf"), n_seeds=5,
@@ -817,11 +818,13 @@ def _figures(cfg:Config, prim, sep, scal, sq) -> dict:
 
 def run(cfg:Config, progress:bool=True) -> Result:
     "Run the four experiments of the random-features companion; returns measurements (metrics, tables, figures), no verdicts."
+    from threadpoolctl import threadpool_limits
     t = {}
-    t0 = time.perf_counter(); prim = run_primitive(cfg, progress); t["primitive"] = time.perf_counter() - t0
-    t0 = time.perf_counter(); sep = run_separation(cfg, progress); t["separation"] = time.perf_counter() - t0
-    t0 = time.perf_counter(); scal = run_scaling(cfg, progress); t["scaling"] = time.perf_counter() - t0
-    t0 = time.perf_counter(); sq = run_sq_toy(cfg, progress); t["sq_toy"] = time.perf_counter() - t0
+    with threadpool_limits(limits=cfg.n_threads):
+        t0 = time.perf_counter(); prim = run_primitive(cfg, progress); t["primitive"] = time.perf_counter() - t0
+        t0 = time.perf_counter(); sep = run_separation(cfg, progress); t["separation"] = time.perf_counter() - t0
+        t0 = time.perf_counter(); scal = run_scaling(cfg, progress); t["scaling"] = time.perf_counter() - t0
+        t0 = time.perf_counter(); sq = run_sq_toy(cfg, progress); t["sq_toy"] = time.perf_counter() - t0
     import pandas as pd
     m = _summaries(cfg, prim, sep, scal, sq)
     timings = pd.DataFrame(dict(experiment=list(t), seconds=[round(v, 1) for v in t.values()]))

@@ -94,6 +94,7 @@ wrapper_eps: Optional[float] = None  # private-median wrapper: epsilon of the ex
 privacy_instances: Optional[int] = None  # exact privacy check: number of random small instances
 bench_ks: Optional[list[int]] = None  # throughput benchmark: sketch sizes k (powers of two)
 bench_items: Optional[int] = None  # throughput benchmark: keys per update
+n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy inside run (the experiments multiply small matrices, where threads only add overhead)
 
 
 # %% [markdown] tags=["injected-parameters"]
@@ -150,6 +151,7 @@ class Config(BaseConfig):
     privacy_instances: int = param(30, "exact privacy check: number of random small instances", ge=1, max=100_000)
     bench_ks: tuple[int, ...] = param((32, 64), "throughput benchmark: sketch sizes k (powers of two)", ge=16, le=4096)
     bench_items: int = param(20_000, "throughput benchmark: keys per update", ge=1000, max=10**8)
+    n_threads: int = param(1, "BLAS/OpenMP threads for numpy inside run (the experiments multiply small matrices, where threads only add overhead)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n=20_000, ks=(32, 64, 128, 256), query_mults=(4, 16, 64), n_seeds=6, n_adaptive=5000,
                     ks_adaptive=(16, 32, 64), n_adaptive_seeds=5, n_skew=10_000, k_skew=32, pareto_alphas=(1.2, 2.0), k_capped=128, block_n=2560, n_blocks=64,
@@ -1577,13 +1579,15 @@ def _figures(tp, ex1, ex2, ex3, curves, cfg):
 def run(cfg:Config, progress:bool=True) -> Result:
     "Run the benchmark, the privacy check and the three experiments; return measurements (metrics, tables, figures), never verdicts."
     import pandas as pd
+    from threadpoolctl import threadpool_limits
     T = {}; t0 = time.process_time()
-    tp = throughput(cfg.bench_ks, cfg.bench_items, repeats=6); T['throughput'] = time.process_time() - t0
-    t = time.process_time(); pc = selection_privacy_check(cfg.privacy_instances, seed=derive_seed(cfg.seed, 'privacy')); T['privacy'] = time.process_time() - t
-    t = time.process_time(); ex1, ex1_honest = experiment1(cfg, progress); T['exp1'] = time.process_time() - t
-    t = time.process_time(); ex2 = experiment2(cfg, progress=progress); T['exp2'] = time.process_time() - t
-    slopes = fit_slopes(ex2)
-    t = time.process_time(); ex3, curves = experiment3(cfg, progress=progress); ex3h = pd.DataFrame(capped_honest(cfg)); T['exp3'] = time.process_time() - t
+    with threadpool_limits(limits=cfg.n_threads):
+        tp = throughput(cfg.bench_ks, cfg.bench_items, repeats=6); T['throughput'] = time.process_time() - t0
+        t = time.process_time(); pc = selection_privacy_check(cfg.privacy_instances, seed=derive_seed(cfg.seed, 'privacy')); T['privacy'] = time.process_time() - t
+        t = time.process_time(); ex1, ex1_honest = experiment1(cfg, progress); T['exp1'] = time.process_time() - t
+        t = time.process_time(); ex2 = experiment2(cfg, progress=progress); T['exp2'] = time.process_time() - t
+        slopes = fit_slopes(ex2)
+        t = time.process_time(); ex3, curves = experiment3(cfg, progress=progress); ex3h = pd.DataFrame(capped_honest(cfg)); T['exp3'] = time.process_time() - t
     ex3s = skew_summary(ex3)
     metrics = {f"throughput/ratio_{_slug(r.ours)}_vs_{_slug(r.datasketch)}_{_slug(r.input)}_k{r.k}": Estimate(r.ratio, r.ratio_lo, r.ratio_hi, r.repeats)
                for r in tp.itertuples()}
