@@ -98,7 +98,7 @@ n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy inside run (the
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `2af1f2b`, 131 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `6d59cb2`, 146 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run robust_sketches --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
