@@ -117,7 +117,7 @@ sq_bits: Optional[list[int]] = None  # cube sizes n of the SQ-dimension toy
 n_threads: Optional[int] = None  # BLAS/OpenMP threads for numpy inside run (small matrices: threads mostly add overhead on a shared CPU)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `933cdce`, 114 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run random_features --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `d61d2a3`, 129 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run random_features --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
