@@ -1975,6 +1975,12 @@ result.figures['pretraining'] if 'pretraining' in result.figures else "not in th
 # time, the number the claim uses, because wall time on a shared machine grows with the load of other processes;
 # `time_s` (wall) is shown for reference, with the load average before and after. `cpu_vs_naive` is the median of the
 # per-round ratios to the naive loss, with its 95 % interval (`_lo`, `_hi`).
+#
+# On a CPU the time ratio also depends on the memory allocator. glibc's default returns large freed blocks to the
+# operating system, so every naive call pays again for fresh zeroed pages to hold its logits (counted as system CPU
+# time). An allocator that keeps freed memory makes the naive loss cheaper and brings the chunked loss's time ratio
+# closer to 1, while the memory ratio barely moves. The table is for the default allocator of the machine in the
+# page's header.
 
 # %%
 bt = result.tables.get('benchmark')
