@@ -135,16 +135,20 @@ def make_ioi(n:int, rng:np.random.Generator, vocab:dict|None=None, corruption:st
     "`n` IOI prompts with their counterfactuals (`abc` or `s2_io_flip`)."
     if corruption not in ("abc", "s2_io_flip"): raise ValueError(f"corruption must be 'abc' or 's2_io_flip', got {corruption!r}")
     vocab = vocab or ioi_vocab(); names = NAMES[:n_names or len(NAMES)]
-    clean, corr, labels, tmpl = [], [], [], []
-    for _ in range(n):
-        t = int(rng.integers(2 * len(FRAMES))); f, order = FRAMES[t // 2], t % 2
-        A, B, C = rng.choice(names, 3, replace=False); P = rng.choice(PLACES); O = rng.choice(OBJECTS)
-        X, Y = (A, B) if order == 0 else (B, A)
-        s = f.format(X=X, Y=Y, S=B, P=P, O=O).split()
-        c = f.format(X=X, Y=Y, S=C if corruption == "abc" else A, P=P, O=O).split()
-        clean.append([vocab[w] for w in s]); corr.append([vocab[w] for w in c])
-        labels.append([vocab[A], vocab[B]]); tmpl.append(t)
-    return IOIData(torch.tensor(clean), torch.tensor(corr), torch.tensor(labels), np.array(tmpl))
+    # each frame as token ids, its slots as letters; the draws are indices (the same random stream as drawing the words)
+    frames = [[w[1] if w.startswith("{") else vocab[w] for w in f.split()] for f in FRAMES]
+    nid, pid, oid = [vocab[w] for w in names], [vocab[w] for w in PLACES], [vocab[w] for w in OBJECTS]
+    T = len(frames[0]); clean, corr = np.empty((n, T), np.int64), np.empty((n, T), np.int64)
+    labels, tmpl = np.empty((n, 2), np.int64), np.empty(n, np.int64)
+    for r in range(n):
+        t = int(rng.integers(2 * len(FRAMES)))
+        a, b, c = rng.choice(len(nid), 3, replace=False); slot = dict(P=pid[rng.choice(len(pid))], O=oid[rng.choice(len(oid))])
+        A, B, C = nid[a], nid[b], nid[c]
+        slot["X"], slot["Y"] = (A, B) if t % 2 == 0 else (B, A)
+        slot["S"] = B; clean[r] = [slot.get(w, w) for w in frames[t // 2]]
+        slot["S"] = C if corruption == "abc" else A; corr[r] = [slot.get(w, w) for w in frames[t // 2]]
+        labels[r] = (A, B); tmpl[r] = t
+    return IOIData(torch.from_numpy(clean), torch.from_numpy(corr), torch.from_numpy(labels), tmpl)
 
 # %% ../../nbs/papers/interp/mib.ipynb #05458ca8
 class CircuitGraph:

@@ -284,16 +284,20 @@ def make_ioi(n:int, rng:np.random.Generator, vocab:dict|None=None, corruption:st
     "`n` IOI prompts with their counterfactuals (`abc` or `s2_io_flip`)."
     if corruption not in ("abc", "s2_io_flip"): raise ValueError(f"corruption must be 'abc' or 's2_io_flip', got {corruption!r}")
     vocab = vocab or ioi_vocab(); names = NAMES[:n_names or len(NAMES)]
-    clean, corr, labels, tmpl = [], [], [], []
-    for _ in range(n):
-        t = int(rng.integers(2 * len(FRAMES))); f, order = FRAMES[t // 2], t % 2
-        A, B, C = rng.choice(names, 3, replace=False); P = rng.choice(PLACES); O = rng.choice(OBJECTS)
-        X, Y = (A, B) if order == 0 else (B, A)
-        s = f.format(X=X, Y=Y, S=B, P=P, O=O).split()
-        c = f.format(X=X, Y=Y, S=C if corruption == "abc" else A, P=P, O=O).split()
-        clean.append([vocab[w] for w in s]); corr.append([vocab[w] for w in c])
-        labels.append([vocab[A], vocab[B]]); tmpl.append(t)
-    return IOIData(torch.tensor(clean), torch.tensor(corr), torch.tensor(labels), np.array(tmpl))
+    # each frame as token ids, its slots as letters; the draws are indices (the same random stream as drawing the words)
+    frames = [[w[1] if w.startswith("{") else vocab[w] for w in f.split()] for f in FRAMES]
+    nid, pid, oid = [vocab[w] for w in names], [vocab[w] for w in PLACES], [vocab[w] for w in OBJECTS]
+    T = len(frames[0]); clean, corr = np.empty((n, T), np.int64), np.empty((n, T), np.int64)
+    labels, tmpl = np.empty((n, 2), np.int64), np.empty(n, np.int64)
+    for r in range(n):
+        t = int(rng.integers(2 * len(FRAMES)))
+        a, b, c = rng.choice(len(nid), 3, replace=False); slot = dict(P=pid[rng.choice(len(pid))], O=oid[rng.choice(len(oid))])
+        A, B, C = nid[a], nid[b], nid[c]
+        slot["X"], slot["Y"] = (A, B) if t % 2 == 0 else (B, A)
+        slot["S"] = B; clean[r] = [slot.get(w, w) for w in frames[t // 2]]
+        slot["S"] = C if corruption == "abc" else A; corr[r] = [slot.get(w, w) for w in frames[t // 2]]
+        labels[r] = (A, B); tmpl[r] = t
+    return IOIData(torch.from_numpy(clean), torch.from_numpy(corr), torch.from_numpy(labels), tmpl)
 
 
 # %%
@@ -307,6 +311,16 @@ assert _c[9] not in (_inv[int(_d.labels[0, 0])], _inv[int(_d.labels[0, 1])])  # 
 _f = make_ioi(4, np.random.default_rng(0), _voc, corruption="s2_io_flip")
 test_eq(_f.corrupt[:, 9], _f.labels[:, 0])                                   # the flip puts the IO name at S2
 print(" ".join(_s), "→", _inv[int(_d.labels[0, 0])], "| corrupted:", " ".join(_c))
+# every prompt spells its frame with the drawn words: rebuilt from the words and their frame, for 300 prompts of each corruption
+for _corr in ("abc", "s2_io_flip"):
+    _g = make_ioi(300, np.random.default_rng(1), _voc, corruption=_corr)
+    for _i in range(len(_g)):
+        _w = [_inv[int(t)] for t in _g.clean[_i]]; _fr = FRAMES[int(_g.template[_i]) // 2].split()
+        _A, _B = (_inv[int(t)] for t in _g.labels[_i]); _X, _Y = (_A, _B) if _g.template[_i] % 2 == 0 else (_B, _A)
+        _slots = dict(zip(_fr, _w))
+        test_eq(" ".join(_w), FRAMES[int(_g.template[_i]) // 2].format(X=_X, Y=_Y, S=_B, P=_slots["{P}"], O=_slots["{O}"]))
+        test_eq(_inv[int(_g.corrupt[_i, 9])] == _A, _corr == "s2_io_flip"); assert len({_A, _B, _inv[int(_g.corrupt[_i, 9])]}) == (3 if _corr == "abc" else 2)
+test_eq(make_ioi(0, np.random.default_rng(0), _voc).clean.shape, (0, 14))
 
 
 # %% [markdown]
