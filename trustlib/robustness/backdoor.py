@@ -91,7 +91,7 @@ class Config(BaseConfig):
     n_down_train: int = param(40, "training rows of each downstream head", ge=20, max=5000, le=1_000_000)
     n_down_test: int = param(30, "test rows of each downstream task (evaluated clean and triggered)", ge=20, max=5000, le=1_000_000)
     eps: float = param(1e-6, "ε added to every class share before the KL divergence", gt=0, le=0.01)
-    n_threads: Optional[int] = param(1, "torch CPU threads (None: leave as is)", ge=1, le=1024)
+    n_threads: Optional[int] = param(1, "torch and BLAS CPU threads inside run (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=6, n_backdoor_train=640, n_backdoor_test=300, max_length=16, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
                     n_aux_rows=160, downstream_tasks=DOWNSTREAM_TASKS, n_down_train=100, n_down_test=100),
@@ -501,7 +501,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
         raise ConfigError(f"parameter 'n_frozen': {cfg.n_frozen} is out of range; {cfg.ptlm} has {len(model.encoder.layer)} layers and at least one must train")
     bd_rows, comp_rows, feats, hists, speed = [], [], {}, {}, {}
     proj = cfg.downstream_tasks[0]
-    with torch_threads(cfg.n_threads):
+    from threadpoolctl import threadpool_limits
+    with torch_threads(cfg.n_threads), threadpool_limits(limits=cfg.n_threads):
         t0 = time.process_time()
         data = prepare_data(cfg, tok, model, progress)
         speed["speed/cache_cpu_seconds"] = time.process_time() - t0

@@ -97,6 +97,7 @@ n_ablation_seeds: Optional[int] = None  # repetitions of the ablation (first see
 ablation_fracs: Optional[list[float]] = None  # fractions of the train split used to train weaker proxies
 ablation_variants: Optional[list[str]] = None  # other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)
 crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed
+n_threads: Optional[int] = None  # CPU threads inside run: the forests' n_jobs and BLAS (1: every number independent of the machine's core count)
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b02a1dc`, 56 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
@@ -134,6 +135,7 @@ class Config(BaseConfig):
     ablation_variants: tuple[str, ...] = param(("unbalanced",), "other proxy variants: no_country (race-informative features dropped), unbalanced (no class weights)",
                                                choices=ABLATION_VARIANTS)
     crosscheck: bool = param(True, "cross-check MCBoost against the `multicalibration` package's HKRR (first seed, ablation model) if installed")
+    n_threads: int = param(1, "CPU threads inside run: the forests' n_jobs and BLAS (1: every number independent of the machine's core count)", ge=1, max=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(subsample=1.0, n_seeds=5, models=MODELS, groups=(), proxy_trees=50, n_ablation_seeds=2,
                     ablation_fracs=(0.02, 0.1, 0.3), ablation_variants=ABLATION_VARIANTS),
@@ -722,7 +724,7 @@ def _label_model(name:str, cfg:Config, seed:int):
     from sklearn.ensemble import RandomForestClassifier
     if name == "lr": return make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
     if name == "tree": return DecisionTreeClassifier(max_depth=cfg.max_depth, random_state=seed)
-    if name == "rf": return RandomForestClassifier(n_estimators=cfg.rf_trees, max_depth=cfg.max_depth, random_state=seed, n_jobs=-1)
+    if name == "rf": return RandomForestClassifier(n_estimators=cfg.rf_trees, max_depth=cfg.max_depth, random_state=seed, n_jobs=cfg.n_threads)
     raise ConfigError(f"unknown label model {name!r}; choose one of {list(MODELS)}")
 
 def train_proxies(X_train, G_train, X_eval:list, cfg:Config, seed:int, balanced:bool=True) -> list[np.ndarray]:
@@ -735,7 +737,7 @@ def train_proxies(X_train, G_train, X_eval:list, cfg:Config, seed:int, balanced:
             for o in outs: o[:, j] = bool(g.all()) if len(g) else False
             continue
         rf = RandomForestClassifier(n_estimators=cfg.proxy_trees, max_depth=cfg.max_depth, class_weight="balanced" if balanced else None,
-                                    random_state=derive_seed(seed, 'proxy', j), n_jobs=-1).fit(X_train, g)
+                                    random_state=derive_seed(seed, 'proxy', j), n_jobs=cfg.n_threads).fit(X_train, g)
         for o, X in zip(outs, X_eval): o[:, j] = rf.predict(X).astype(bool)
     return outs
 
@@ -877,15 +879,17 @@ def run(cfg:Config, progress:bool=True) -> Result:
     "The whole experiment: repetitions, ablation, cross-check; returns measurements (metrics, tables, figures), no verdicts."
     import pandas as pd
     from tqdm.auto import tqdm
+    from threadpoolctl import threadpool_limits
     X, y, G, strat, names = load_experiment_data(cfg)   # full profile: raises DataUnavailable when ACS is missing
     per, diag, abl, xc = [], [], [], []
-    for s in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
-        T, D, split, fs = run_seed(cfg, s, X, y, G, strat)
-        per.append(T); diag.append(D)
-        if s < cfg.n_ablation_seeds and cfg.ablation_model in cfg.models: abl.append(ablation_seed(cfg, s, X, y, G, names, split, fs))
-        if s == 0 and cfg.crosscheck and cfg.ablation_model in cfg.models:
-            c = hkrr_crosscheck(cfg, s, y, G, split, fs)
-            if c is not None: xc.append(c)
+    with threadpool_limits(limits=cfg.n_threads):
+        for s in tqdm(range(cfg.n_seeds), desc="seeds", disable=not progress):
+            T, D, split, fs = run_seed(cfg, s, X, y, G, strat)
+            per.append(T); diag.append(D)
+            if s < cfg.n_ablation_seeds and cfg.ablation_model in cfg.models: abl.append(ablation_seed(cfg, s, X, y, G, names, split, fs))
+            if s == 0 and cfg.crosscheck and cfg.ablation_model in cfg.models:
+                c = hkrr_crosscheck(cfg, s, y, G, split, fs)
+                if c is not None: xc.append(c)
     per = pd.concat(per, ignore_index=True); diag = pd.concat(diag, ignore_index=True)
     abl = pd.concat(abl, ignore_index=True) if abl else pd.DataFrame()
     xc = pd.concat(xc, ignore_index=True) if xc else pd.DataFrame()

@@ -118,7 +118,7 @@ downstream_tasks: Optional[list[str]] = None  # downstream tasks of the user (sa
 n_down_train: Optional[int] = None  # training rows of each downstream head
 n_down_test: Optional[int] = None  # test rows of each downstream task (evaluated clean and triggered)
 eps: Optional[float] = None  # ε added to every class share before the KL divergence
-n_threads: Optional[int] = None  # torch CPU threads (None: leave as is)
+n_threads: Optional[int] = None  # torch and BLAS CPU threads inside run (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `f9b7f62`, 69 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
@@ -197,7 +197,7 @@ class Config(BaseConfig):
     n_down_train: int = param(40, "training rows of each downstream head", ge=20, max=5000, le=1_000_000)
     n_down_test: int = param(30, "test rows of each downstream task (evaluated clean and triggered)", ge=20, max=5000, le=1_000_000)
     eps: float = param(1e-6, "ε added to every class share before the KL divergence", gt=0, le=0.01)
-    n_threads: Optional[int] = param(1, "torch CPU threads (None: leave as is)", ge=1, le=1024)
+    n_threads: Optional[int] = param(1, "torch and BLAS CPU threads inside run (None: leave as is)", ge=1, le=1024)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=6, n_backdoor_train=640, n_backdoor_test=300, max_length=16, n_frozen=3, aux_batch_size=4, aux_tasks=AUX_TASKS,
                     n_aux_rows=160, downstream_tasks=DOWNSTREAM_TASKS, n_down_train=100, n_down_test=100),
@@ -895,7 +895,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
         raise ConfigError(f"parameter 'n_frozen': {cfg.n_frozen} is out of range; {cfg.ptlm} has {len(model.encoder.layer)} layers and at least one must train")
     bd_rows, comp_rows, feats, hists, speed = [], [], {}, {}, {}
     proj = cfg.downstream_tasks[0]
-    with torch_threads(cfg.n_threads):
+    from threadpoolctl import threadpool_limits
+    with torch_threads(cfg.n_threads), threadpool_limits(limits=cfg.n_threads):
         t0 = time.process_time()
         data = prepare_data(cfg, tok, model, progress)
         speed["speed/cache_cpu_seconds"] = time.process_time() - t0

@@ -122,7 +122,7 @@ gkt_penalty: Optional[float] = None  # GKT-style baseline: weight of the generat
 gkt_lr: Optional[float] = None  # GKT-style baseline: Adam learning rate of the generator and the student
 match_tol: Optional[float] = None  # cost comparison: GKT matches DSDA when within this accuracy of DSDA's retain and forget accuracy
 curve_every: Optional[int] = None  # accuracy-vs-compute curves (first task of each seed): evaluate every this many unlearning steps; 0: no curves
-n_threads: Optional[int] = None  # torch threads inside run
+n_threads: Optional[int] = None  # torch and BLAS threads inside run (1: every number independent of the machine's core count)
 
 # %% [markdown] tags=["injected-parameters"]
 # **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `f65e572`, 95 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
@@ -208,7 +208,7 @@ class Config(BaseConfig):
     gkt_lr: float = param(1e-3, "GKT-style baseline: Adam learning rate of the generator and the student", gt=0, le=1)
     match_tol: float = param(0.01, "cost comparison: GKT matches DSDA when within this accuracy of DSDA's retain and forget accuracy", ge=0, le=1)
     curve_every: int = param(2, "accuracy-vs-compute curves (first task of each seed): evaluate every this many unlearning steps; 0: no curves", ge=0, le=10_000)
-    n_threads: int = param(1, "torch threads inside run", ge=1, le=256)
+    n_threads: int = param(1, "torch and BLAS threads inside run (1: every number independent of the machine's core count)", ge=1, le=256)
     PROFILE_DEFAULTS = {
         "cpu": dict(n_seeds=5, forget_classes=tuple(range(N_CLASSES)), tasks_per_seed=2, multi_sizes=(4,), n_multi_sets=1, train_epochs=15,
                     n_per_class=40, aegds_steps=8, egds_steps=40, finetune_epochs=5, neggrad_epochs=3, damo_max_steps=100,
@@ -1701,7 +1701,8 @@ def run(cfg:Config, progress:bool=True) -> Result:
     "The whole reproduction (single- and multi-class forgetting, the sampler benchmark, the GKT-style baseline): measurements, tables and figures."
     import pandas as pd
     from tqdm.auto import tqdm
-    with torch_threads(cfg.n_threads):
+    from threadpoolctl import threadpool_limits
+    with torch_threads(cfg.n_threads), threadpool_limits(limits=cfg.n_threads):
         recs, multi, bench, brows, curves, sil, sel, cost, synrows = [], [], [], [], [], [], [], [], []
         for si in tqdm(range(cfg.n_seeds), desc="dsda seeds", disable=not progress):
             S = _prepare_seed(cfg, si)
