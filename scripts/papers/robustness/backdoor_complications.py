@@ -121,7 +121,7 @@ eps: Optional[float] = None  # ε added to every class share before the KL diver
 n_threads: Optional[int] = None  # torch and BLAS CPU threads inside run (None: leave as is)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `f9b7f62`, 69 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b7b2422`, 69 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run backdoor_complications --profile cpu` repeats the run shown here.
 
 # %%
 #| export
