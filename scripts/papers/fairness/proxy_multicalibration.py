@@ -100,7 +100,7 @@ crosscheck: Optional[bool] = None  # cross-check MCBoost against the `multicalib
 n_threads: Optional[int] = None  # CPU threads inside run: the forests' n_jobs and BLAS (1: every number independent of the machine's core count)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `b02a1dc`, 56 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `52199d3`, 80 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run proxy_multicalibration --profile cpu` repeats the run shown here.
 
 # %%
 #| export
