@@ -14,7 +14,7 @@ __all__ = ['PROFILES', 'HUB_ID', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError
            'MissingDependency', 'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'did_you_mean',
            'injected_names', 'BaseConfig', 'check_cost', 'in_test', 'in_papermill', 'resolve_profile',
            'parameters_cell', 'check_parameters_cell', 'canonical_params', 'seed_everything', 'torch_generator',
-           'derive_seed', 'torch_threads', 'get_device', 'Paper', 'get_paper']
+           'derive_seed', 'torch_threads', 'numpy_global_seed', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -598,6 +598,14 @@ def torch_threads(n:int|None):
     old = torch.get_num_threads(); torch.set_num_threads(int(n))
     try: yield
     finally: torch.set_num_threads(old)
+
+@contextlib.contextmanager
+def numpy_global_seed(seed:int=0):
+    "Seed numpy's legacy global generator for the block and restore its state after: for libraries that draw from it (seaborn's strip-plot jitter), so a figure is the same every run."
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0: raise ConfigError(f"seed must be a non-negative int, got {_short(seed)}")
+    state = np.random.get_state(); np.random.seed(int(seed) % 2**32)
+    try: yield
+    finally: np.random.set_state(state)
 
 def get_device(preference:str="auto") -> str:
     "'cpu', 'cuda' or 'mps'; `auto` picks CUDA when present. Asking for a missing device raises `ResourceUnavailable`."

@@ -1036,6 +1036,14 @@ def torch_threads(n:int|None):
     try: yield
     finally: torch.set_num_threads(old)
 
+@contextlib.contextmanager
+def numpy_global_seed(seed:int=0):
+    "Seed numpy's legacy global generator for the block and restore its state after: for libraries that draw from it (seaborn's strip-plot jitter), so a figure is the same every run."
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0: raise ConfigError(f"seed must be a non-negative int, got {_short(seed)}")
+    state = np.random.get_state(); np.random.seed(int(seed) % 2**32)
+    try: yield
+    finally: np.random.set_state(state)
+
 def get_device(preference:str="auto") -> str:
     "'cpu', 'cuda' or 'mps'; `auto` picks CUDA when present. Asking for a missing device raises `ResourceUnavailable`."
     if preference not in ("auto", "cpu", "cuda", "mps"): raise ConfigError(f"parameter 'device': {_short(preference)} is not allowed; choose one of ['auto', 'cpu', 'cuda', 'mps']")
@@ -1067,6 +1075,12 @@ with torch_threads(1): test_eq(torch.get_num_threads(), 1)
 test_eq(torch.get_num_threads(), _n)
 with torch_threads(None): test_eq(torch.get_num_threads(), _n)
 test_fail(lambda: torch_threads(0).__enter__(), contains="threads must be")
+np.random.seed(11); _after = np.random.random(2); np.random.seed(11)
+with numpy_global_seed(3): _in = np.random.random(2)
+test_eq(_in, np.random.RandomState(3).random_sample(2))              # the block draws from the seeded generator ...
+test_eq(np.random.random(2), _after)                                 # ... and the caller's stream continues where it was
+with numpy_global_seed(3): test_eq(np.random.random(2), _in)         # the same draws every time
+test_fail(lambda: numpy_global_seed(-1).__enter__(), contains="non-negative")
 
 
 # %% [markdown]

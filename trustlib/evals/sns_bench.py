@@ -1202,7 +1202,7 @@ def _figures(scores, corr) -> dict:
     short = lambda s: s.removeprefix("Note-")
     d = scores.assign(subset=scores.subset.map(short))
     fig1, ax = plt.subplots(figsize=(12, 4.5))
-    sns.barplot(data=d, x="subset", y="score", hue="baseline", errorbar=("ci", 95), ax=ax)
+    sns.barplot(data=d, x="subset", y="score", hue="baseline", errorbar=("ci", 95), seed=0, ax=ax)
     ax.set(xlabel="subset", ylabel="score (0–100, the subset's reported metric)", title="Baselines per subset (test splits; bars: mean over seeds, 95 % CI)")
     ax.tick_params(axis="x", rotation=35); ax.legend(title="baseline", ncol=3, fontsize=8); fig1.tight_layout()
     figs = dict(baselines=fig1)

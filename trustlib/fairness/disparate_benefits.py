@@ -917,7 +917,7 @@ def make_figures(points, curves, summary, top=None) -> dict:
     fig.tight_layout(); figs['mechanism'] = fig
     E = summary[summary.metric == 'ece'].copy(); E['config'] = E.variant + np.where(E.variant == 'noise', ' σ₁=' + E.level.astype(str), '')
     E = E.melt(id_vars=['config'], value_vars=['member', 'ensemble'], var_name='model', value_name='ECE')
-    fig, ax = plt.subplots(figsize=(8, 3.2)); sns.barplot(data=E, x='config', y='ECE', hue='model', ax=ax)
+    fig, ax = plt.subplots(figsize=(8, 3.2)); sns.barplot(data=E, x='config', y='ECE', hue='model', seed=0, ax=ax)
     ax.set(ylabel='ECE (10 equal-width bins)', xlabel='configuration', title='calibration: mean member vs ensemble'); ax.tick_params(axis='x', rotation=20)
     fig.tight_layout(); figs['calibration'] = fig
     plt.close('all')

@@ -8,7 +8,7 @@ import functools, math, os, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_hub_name
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_hub_name, numpy_global_seed
 
 # %% auto #0
 __all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'FULL_LM', 'FULL_CORPUS', 'PRACTICAL',
@@ -1026,7 +1026,7 @@ def _fig_synthetic(sy):
     long = sy.melt(id_vars=["seed", "architecture"], value_vars=["absorption", "absorption_flat", "absorption_excess"], var_name="data", value_name="value")
     long["data"] = long["data"].map(dict(absorption="hierarchy", absorption_flat="flat control", absorption_excess="excess (hierarchy − flat)"))
     fig, ax = plt.subplots(figsize=(9, 3.8))
-    sns.stripplot(long, x="architecture", y="value", hue="data", dodge=True, ax=ax, size=5)
+    with numpy_global_seed(0): sns.stripplot(long, x="architecture", y="value", hue="data", dodge=True, ax=ax, size=5)   # seaborn jitters with numpy's global generator
     ax.axhline(0, color="grey", lw=0.8); ax.set_ylabel("absorption fraction"); ax.set_xlabel("")
     ax.set_title("Synthetic hierarchy: absorption on the hierarchy, on the flat control and their difference, one point per seed")
     ax.legend(fontsize=8); fig.tight_layout(); plt.close(fig); return fig

@@ -777,7 +777,7 @@ def _figures(cfg:Config, prim, sep, scal, sq) -> dict:
     fig, axes = plt.subplots(1, len(cfg.roundings), figsize=(5.2 * len(cfg.roundings), 3.8), sharey=True, squeeze=False)
     for ax, r in zip(axes[0], cfg.roundings):
         g = prim[prim.rounding == r]
-        sns.lineplot(data=g, x="c_log2", y="error", hue="batch", marker="o", ax=ax,
+        sns.lineplot(data=g, x="c_log2", y="error", hue="batch", marker="o", seed=0, ax=ax,
                      hue_order=[str(b) for b in cfg.prim_batch_sizes] + ["SQ oracle"])
         ax.set(title=f"{r} rounding", xlabel="log2 precision c", ylabel="test error under D (0-1)")
         ax.legend(title="batch size b", fontsize=8)

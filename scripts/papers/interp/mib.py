@@ -82,7 +82,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_cost, numpy_global_seed
 from trustlib.models import TinyTransformer
 
 # %%
@@ -1957,7 +1957,8 @@ def make_figures(curves, tab, cv, seeds) -> dict:
     if seeds and "planted" in seeds[0]:
         au = pd.DataFrame([{"seed": s["seed"], **s["planted"]["auroc"]} for s in seeds]).melt(id_vars="seed", var_name="scorer", value_name="auroc")
         fig, ax = plt.subplots(figsize=(6.5, 3.4))
-        sns.stripplot(data=au, y="scorer", x="auroc", ax=ax); sns.pointplot(data=au, y="scorer", x="auroc", errorbar=("ci", 95), color="k", markers="|", ax=ax)
+        with numpy_global_seed(0): sns.stripplot(data=au, y="scorer", x="auroc", ax=ax)   # seaborn jitters with numpy's global generator
+        sns.pointplot(data=au, y="scorer", x="auroc", errorbar=("ci", 95), seed=0, color="k", markers="|", ax=ax)
         ax.set_xlabel("AUROC against the planted circuit (one dot per seed)"); ax.set_ylabel(""); ax.set_xlim(0, 1); ax.axvline(0.5, color="grey", ls=":")
         fig.tight_layout(); figs["planted"] = fig
     if len(cv):

@@ -1258,7 +1258,7 @@ def _fig_k(ks, std):
     import matplotlib.pyplot as plt; import seaborn as sns
     fig, ax = plt.subplots(figsize=(6.5, 4))
     if len(ks):
-        sns.lineplot(ks, x="k", y="test_auc", hue="sae", style="sae", markers=True, errorbar=("ci", 95), ax=ax)   # 95 % bootstrap interval over datasets
+        sns.lineplot(ks, x="k", y="test_auc", hue="sae", style="sae", markers=True, errorbar=("ci", 95), seed=0, ax=ax)   # 95 % bootstrap interval over datasets (seeded: the same figure every run)
     lr = std[std.method == "logreg"]["test_auc"]
     ax.axhline(lr.mean(), color="k", ls="--", label=f"logistic regression ({lr.mean():.3f})")
     ax.set_xscale("log", base=2); ax.set_xlabel("k (SAE latents kept by the probe)"); ax.set_ylabel("test AUC (mean over datasets and seeds)")
@@ -1272,7 +1272,7 @@ def _fig_regimes(df):
     lab = dict(scarcity="training examples (balanced)", imbalance="positive share of the training set", noise="share of flipped training labels")
     for ax, r in zip(axes[0], regs):
         d = df[df.regime == r]
-        sns.lineplot(d, x="level", y="test_auc", hue="method", marker="o", errorbar=("ci", 95), ax=ax, legend=(r == regs[-1]))
+        sns.lineplot(d, x="level", y="test_auc", hue="method", marker="o", errorbar=("ci", 95), seed=0, ax=ax, legend=(r == regs[-1]))
         if r == "scarcity": ax.set_xscale("log", base=2)
         ax.set_xlabel(lab[r]); ax.set_ylabel("test AUC"); ax.set_title(r)
     if not regs: axes[0][0].text(0.5, 0.5, "no hard regime run at this profile", ha="center"); axes[0][0].set_axis_off()

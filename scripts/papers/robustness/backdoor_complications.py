@@ -942,7 +942,7 @@ def make_figures(cfg:Config, comp, feats:dict, proj:str, hists:dict) -> dict:
             r = c0[(c0.model == m) & (c0.task == t)].iloc[0]
             long = pd.DataFrame([dict(cls=k, share=v, inputs=w) for w, col in (("clean", "p_clean"), ("triggered", "p_trig")) for k, v in enumerate(r[col])])
             ax = axes[i, j]
-            sns.barplot(data=long, x="cls", y="share", hue="inputs", ax=ax, legend=(i == 0 and j == 0))
+            sns.barplot(data=long, x="cls", y="share", hue="inputs", seed=0, ax=ax, legend=(i == 0 and j == 0))
             ax.set_ylim(0, 1); ax.set_xlabel("predicted class"); ax.set_ylabel(f"{m}\nshare of test inputs" if j == 0 else "")
             ax.set_title(f"{t}\nKL = {r.kl_trig_clean:.2f}" if i == 0 else f"KL = {r.kl_trig_clean:.2f}", fontsize=9)
     fig.suptitle("Predicted class shares on downstream tasks, clean vs. triggered test inputs (seed 0)"); fig.tight_layout()
