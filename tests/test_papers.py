@@ -7,17 +7,19 @@ called once more, in this pytest process (another process, another hash seed, ot
 and RNGs already used), and every deterministic metric (timings, named per `trustlib.results.TIMING_MARKERS`, are
 left out) and every verdict must be equal. That catches unseeded or global RNGs, set/dict-order dependence,
 state carried over from earlier code in the process and time-dependent logic — more than two back-to-back
-in-process runs did. When the notebook item did not run in this session (e.g. `-k same_seed`), the notebook is
-executed here first."""
+in-process runs did. Every figure must also come out byte for byte as the notebook recorded it, except those that
+plot measured times (`TIMING_FIGURES`). When the notebook item did not run in this session (e.g. `-k same_seed`),
+the notebook is executed here first."""
 import importlib, json
 from pathlib import Path
 import pytest
 from trustlib.config import PAPERS, ConfigError, BaseConfig
-from trustlib.results import Result, VERDICTS, to_jsonable, deterministic_metrics
+from trustlib.results import Result, VERDICTS, to_jsonable, deterministic_metrics, figure_png
 from conftest import execute_smoke, smoke_record_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPLEMENTED = [p for p in PAPERS if (ROOT / "nbs" / p.notebook).exists()]
+TIMING_FIGURES = {"robust_sketches": {"throughput"}, "label_smoothing": {"benchmark"}}   # bars of measured CPU time
 
 def _module(p):
     return importlib.import_module(p.module)
@@ -56,4 +58,8 @@ def test_same_seed_same_metrics(paper, offline_env, smoke_records, tmp_path):
     assert m1 == m0, {k: (m0.get(k), m1.get(k)) for k in set(m0) | set(m1) if m0.get(k) != m1.get(k)}
     assert r.verdicts and all(v.verdict in VERDICTS for v in r.verdicts)
     assert [v.verdict for v in r.verdicts] == [v["verdict"] for v in saved["verdicts"]]
+    figs = rec.parent / "figures"
+    assert sorted(p.stem for p in figs.glob("*.png")) == sorted(r.figures), "the recorded figures differ from run()'s"
+    moved = [n for n, f in r.figures.items() if n not in TIMING_FIGURES.get(paper.name, ()) and figure_png(f) != (figs / f"{n}.png").read_bytes()]
+    assert not moved, f"figures differ between two runs with the same seed (an unseeded random draw?): {moved}"
     json.dumps(r.to_json())                                                      # JSON-serialisable

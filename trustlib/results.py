@@ -17,8 +17,8 @@ __all__ = ['VERDICTS', 'UNGRADED', 'POSITIONS', 'TIMING_MARKERS', 'atomic_write_
            'verdict_flags', 'Outcome', 'as_estimate', 'short_repr', 'Diff', 'Test', 'Compare', 'Above', 'Below',
            'AtLeast', 'AtMost', 'AllOf', 'AnyOf', 'BestAmong', 'Each', 'Change', 'Claim', 'check_claims', 'claims_hash',
            'logged_claim', 'ours_text', 'grade_claim', 'grade', 'claims_table', 'synthetic_metrics', 'Result',
-           'deterministic_metrics', 'record', 'ledger_path', 'load_ledger', 'ledger_entry', 'append_ledger',
-           'check_preregistration', 'verdict_history', 'verdict_counts', 'run_experiment']
+           'deterministic_metrics', 'figure_png', 'record', 'ledger_path', 'load_ledger', 'ledger_entry',
+           'append_ledger', 'check_preregistration', 'verdict_history', 'verdict_counts', 'run_experiment']
 
 # %% ../nbs/core/04_results.ipynb #a51a46de
 def _umask() -> int:
@@ -829,6 +829,11 @@ def deterministic_metrics(metrics:dict) -> dict:
     "`metrics` without timings (names containing one of `TIMING_MARKERS`): what must repeat exactly for a seed."
     return {k: v for k, v in metrics.items() if not any(m in k for m in TIMING_MARKERS)}
 
+def figure_png(fig) -> bytes:
+    "The PNG bytes a run records for a matplotlib figure (110 dpi, tight bounding box); two runs with the same seed must give the same bytes."
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=110, bbox_inches='tight'); return buf.getvalue()
+
 def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     "Write `result` into `run_dir` (default: `$TRUSTLIB_RUN_DIR`); return the folder, or None outside a run."
     run_dir = run_dir or os.environ.get('TRUSTLIB_RUN_DIR')
@@ -837,10 +842,8 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     if run_dir.name.startswith('.tmp-') and not run_dir.is_dir():   # a runner's temporary folder, deleted: its runner was killed
         raise FileNotFoundError(f"the run's temporary folder {run_dir.name} is gone (the process running it was stopped and the folder cleaned); nothing recorded")
     run_dir.mkdir(parents=True, exist_ok=True)
-    import io
     for name, df in result.tables.items(): atomic_write_text(run_dir/'tables'/f'{name}.csv', df.to_csv(index=True))
-    for name, fig in result.figures.items():
-        buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=110, bbox_inches='tight'); atomic_write_bytes(run_dir/'figures'/f'{name}.png', buf.getvalue())
+    for name, fig in result.figures.items(): atomic_write_bytes(run_dir/'figures'/f'{name}.png', figure_png(fig))
     payload = result.to_json()
     if os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'): payload['rehearsal'] = True   # stand-ins: never published
     write_json(run_dir/'result.json', payload)

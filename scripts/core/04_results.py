@@ -1381,6 +1381,11 @@ def deterministic_metrics(metrics:dict) -> dict:
     "`metrics` without timings (names containing one of `TIMING_MARKERS`): what must repeat exactly for a seed."
     return {k: v for k, v in metrics.items() if not any(m in k for m in TIMING_MARKERS)}
 
+def figure_png(fig) -> bytes:
+    "The PNG bytes a run records for a matplotlib figure (110 dpi, tight bounding box); two runs with the same seed must give the same bytes."
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=110, bbox_inches='tight'); return buf.getvalue()
+
 def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     "Write `result` into `run_dir` (default: `$TRUSTLIB_RUN_DIR`); return the folder, or None outside a run."
     run_dir = run_dir or os.environ.get('TRUSTLIB_RUN_DIR')
@@ -1389,10 +1394,8 @@ def record(result:Result, run_dir:str|Path|None=None) -> Path|None:
     if run_dir.name.startswith('.tmp-') and not run_dir.is_dir():   # a runner's temporary folder, deleted: its runner was killed
         raise FileNotFoundError(f"the run's temporary folder {run_dir.name} is gone (the process running it was stopped and the folder cleaned); nothing recorded")
     run_dir.mkdir(parents=True, exist_ok=True)
-    import io
     for name, df in result.tables.items(): atomic_write_text(run_dir/'tables'/f'{name}.csv', df.to_csv(index=True))
-    for name, fig in result.figures.items():
-        buf = io.BytesIO(); fig.savefig(buf, format='png', dpi=110, bbox_inches='tight'); atomic_write_bytes(run_dir/'figures'/f'{name}.png', buf.getvalue())
+    for name, fig in result.figures.items(): atomic_write_bytes(run_dir/'figures'/f'{name}.png', figure_png(fig))
     payload = result.to_json()
     if os.environ.get('TRUSTLIB_REHEARSE', '').strip().lower() in ('1', 'true', 'yes'): payload['rehearsal'] = True   # stand-ins: never published
     write_json(run_dir/'result.json', payload)
@@ -1415,6 +1418,10 @@ test_eq(_j['metrics'], dict(acc=0.9)); test_eq(_j['timings'], dict(wall_seconds=
 test_eq(_j['verdicts'][0], dict(claim='c', paper='p', ours='o', verdict='partially', reason='r', rule='partially if acc > 0.8', headline=False,
                                  id='', claim_hash='', conditions='', condition_met=None, changes=[]))
 assert (out/'figures'/'f.png').stat().st_size > 100 and (out/'tables'/'t.csv').exists()
+test_eq((out/'figures'/'f.png').read_bytes(), figure_png(fig))                  # what a run records, byte for byte
+assert figure_png(fig)[:8] == b'\x89PNG\r\n\x1a\n'
+_g, _ax = plt.subplots(figsize=(2, 2)); _ax.plot([1, 0]); plt.close(_g)
+assert figure_png(_g) != figure_png(fig)                                        # another drawing, other bytes
 test_eq(deterministic_metrics(dict(acc=0.9, train_seconds=1.2, throughput_ratio=3.0, bench_peak_mib=5.0)), dict(acc=0.9))
 test_eq(Result('demo', {}).timings, {})
 vt = r.verdict_table()
