@@ -14,7 +14,7 @@ __all__ = ['PROFILES', 'HUB_ID', 'DIST_NAME', 'OPTIONAL', 'PAPERS', 'ConfigError
            'MissingDependency', 'install_hint', 'require', 'param', 'allow_large_env', 'param_docs', 'did_you_mean',
            'injected_names', 'BaseConfig', 'check_cost', 'in_test', 'in_papermill', 'resolve_profile',
            'parameters_cell', 'check_parameters_cell', 'canonical_params', 'seed_everything', 'torch_generator',
-           'derive_seed', 'torch_threads', 'numpy_global_seed', 'get_device', 'Paper', 'get_paper']
+           'derive_seed', 'torch_threads', 'cpu_threads', 'numpy_global_seed', 'get_device', 'Paper', 'get_paper']
 
 # %% ../nbs/core/00_config.ipynb #142c5da7
 PROFILES = ("smoke", "cpu", "full")
@@ -598,6 +598,12 @@ def torch_threads(n:int|None):
     old = torch.get_num_threads(); torch.set_num_threads(int(n))
     try: yield
     finally: torch.set_num_threads(old)
+
+@contextlib.contextmanager
+def cpu_threads(n:int|None):
+    "`torch_threads(n)` plus the same cap on the BLAS/OpenMP thread pools (threadpoolctl, imported lazily); restores both. With n = 1 a run's numbers do not depend on the machine's core count (None: leave both as they are)."
+    from threadpoolctl import threadpool_limits
+    with torch_threads(n), threadpool_limits(limits=None if n is None else int(n)): yield
 
 @contextlib.contextmanager
 def numpy_global_seed(seed:int=0):

@@ -1037,6 +1037,12 @@ def torch_threads(n:int|None):
     finally: torch.set_num_threads(old)
 
 @contextlib.contextmanager
+def cpu_threads(n:int|None):
+    "`torch_threads(n)` plus the same cap on the BLAS/OpenMP thread pools (threadpoolctl, imported lazily); restores both. With n = 1 a run's numbers do not depend on the machine's core count (None: leave both as they are)."
+    from threadpoolctl import threadpool_limits
+    with torch_threads(n), threadpool_limits(limits=None if n is None else int(n)): yield
+
+@contextlib.contextmanager
 def numpy_global_seed(seed:int=0):
     "Seed numpy's legacy global generator for the block and restore its state after: for libraries that draw from it (seaborn's strip-plot jitter), so a figure is the same every run."
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0: raise ConfigError(f"seed must be a non-negative int, got {_short(seed)}")
@@ -1059,6 +1065,9 @@ def get_device(preference:str="auto") -> str:
 import torch
 
 # %%
+from threadpoolctl import threadpool_info
+
+# %%
 a = seed_everything(7).random(3); b = seed_everything(7).random(3)
 test_eq(a, b)
 test_eq(derive_seed(1, 'member', 3), derive_seed(1, 'member', 3))
@@ -1075,6 +1084,12 @@ with torch_threads(1): test_eq(torch.get_num_threads(), 1)
 test_eq(torch.get_num_threads(), _n)
 with torch_threads(None): test_eq(torch.get_num_threads(), _n)
 test_fail(lambda: torch_threads(0).__enter__(), contains="threads must be")
+_blas = lambda: [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']
+_b = _blas()
+with cpu_threads(1): test_eq(torch.get_num_threads(), 1); assert all(t == 1 for t in _blas())
+test_eq(torch.get_num_threads(), _n); test_eq(_blas(), _b)                # both restored
+with cpu_threads(None): test_eq(torch.get_num_threads(), _n); test_eq(_blas(), _b)
+test_fail(lambda: cpu_threads(0).__enter__(), contains="threads must be")
 np.random.seed(11); _after = np.random.random(2); np.random.seed(11)
 with numpy_global_seed(3): _in = np.random.random(2)
 test_eq(_in, np.random.RandomState(3).random_sample(2))              # the block draws from the seeded generator ...

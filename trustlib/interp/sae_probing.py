@@ -8,7 +8,7 @@ import math, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, install_hint
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, cpu_threads, install_hint
 
 # %% auto #0
 __all__ = ['BASELINES', 'REGIMES', 'ENGLISH_OOD', 'CPU_DATASETS', 'ALL_OOD', 'PAPER_DATASETS', 'POOL_MAX_TOKENS', 'C_GRID',
@@ -779,10 +779,9 @@ def run(cfg:Config, progress:bool=True):
     import time
     from functools import partial
     from tqdm.auto import tqdm
-    from threadpoolctl import threadpool_limits
     cpu, lm = {}, (None if cfg.model == "minilm" else HubLM(cfg.model, cfg.lm_dtype))
     embed = representations if lm is None else partial(lm_representations, lm=lm)
-    with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
+    with cpu_threads(cfg.n_threads):
         t0 = time.process_time()
         kw = dict(layer=cfg.layer, pooling=cfg.pooling, max_length=cfg.max_length)
         reps = {n: embed(n, max_rows=cfg.max_rows, seed=derive_seed(cfg.seed, "rows", name_key(n)) % 2**31, **kw)

@@ -8,7 +8,7 @@ import functools, math, os, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, check_hub_name, numpy_global_seed
+from ..config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, cpu_threads, check_hub_name, numpy_global_seed
 
 # %% auto #0
 __all__ = ['ARCHS', 'PROBE_DATASETS', 'SCR_DATASETS', 'SCR_MARKER', 'TPP_DATASET', 'FULL_LM', 'FULL_CORPUS', 'PRACTICAL',
@@ -966,8 +966,7 @@ def run(cfg:Config, progress:bool=True):
     import pandas as pd
     from tqdm.auto import tqdm
     from trustlib.results import Result
-    from threadpoolctl import threadpool_limits
-    with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
+    with cpu_threads(cfg.n_threads):
         sy = pd.DataFrame([r for s in tqdm(range(cfg.n_seeds), desc="synthetic", disable=not progress) for r in synthetic_seed(cfg, s)])
         df, facts = run_minilm(cfg, progress) if cfg.minilm else (None, {})
     metrics = synthetic_metrics(sy, cfg.architectures)

@@ -65,7 +65,7 @@ import math, zlib
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, install_hint
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, cpu_threads, install_hint
 
 # %%
 #| hide
@@ -1202,10 +1202,9 @@ def run(cfg:Config, progress:bool=True):
     import time
     from functools import partial
     from tqdm.auto import tqdm
-    from threadpoolctl import threadpool_limits
     cpu, lm = {}, (None if cfg.model == "minilm" else HubLM(cfg.model, cfg.lm_dtype))
     embed = representations if lm is None else partial(lm_representations, lm=lm)
-    with torch_threads(cfg.n_threads), threadpool_limits(cfg.n_threads):
+    with cpu_threads(cfg.n_threads):
         t0 = time.process_time()
         kw = dict(layer=cfg.layer, pooling=cfg.pooling, max_length=cfg.max_length)
         reps = {n: embed(n, max_rows=cfg.max_rows, seed=derive_seed(cfg.seed, "rows", name_key(n)) % 2**31, **kw)

@@ -69,7 +69,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 import numpy as np
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, cpu_threads
 from trustlib.results import Result, Claim, Change, Above, Below, AtLeast, Diff, AllOf, Each
 
 # %%
@@ -895,8 +895,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
         raise ConfigError(f"parameter 'n_frozen': {cfg.n_frozen} is out of range; {cfg.ptlm} has {len(model.encoder.layer)} layers and at least one must train")
     bd_rows, comp_rows, feats, hists, speed = [], [], {}, {}, {}
     proj = cfg.downstream_tasks[0]
-    from threadpoolctl import threadpool_limits
-    with torch_threads(cfg.n_threads), threadpool_limits(limits=cfg.n_threads):
+    with cpu_threads(cfg.n_threads):
         t0 = time.process_time()
         data = prepare_data(cfg, tok, model, progress)
         speed["speed/cache_cpu_seconds"] = time.process_time() - t0

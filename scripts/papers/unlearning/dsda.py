@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, torch_threads, allow_large_env
+from trustlib.config import BaseConfig, param, ConfigError, ResourceUnavailable, derive_seed, cpu_threads, allow_large_env
 from trustlib.models import SmallCNN, fit, predict_proba
 from trustlib.results import Result, Claim, Change, Above, Below, AtLeast, Diff, AllOf, BestAmong
 
@@ -1701,8 +1701,7 @@ def run(cfg:Config, progress:bool=True) -> Result:
     "The whole reproduction (single- and multi-class forgetting, the sampler benchmark, the GKT-style baseline): measurements, tables and figures."
     import pandas as pd
     from tqdm.auto import tqdm
-    from threadpoolctl import threadpool_limits
-    with torch_threads(cfg.n_threads), threadpool_limits(limits=cfg.n_threads):
+    with cpu_threads(cfg.n_threads):
         recs, multi, bench, brows, curves, sil, sel, cost, synrows = [], [], [], [], [], [], [], [], []
         for si in tqdm(range(cfg.n_seeds), desc="dsda seeds", disable=not progress):
             S = _prepare_seed(cfg, si)
