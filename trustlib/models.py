@@ -103,8 +103,8 @@ def _fit(model, X, y, *, X_val, y_val, epochs, batch_size, lr, weight_decay, opt
     if patience is not None and not has_val: raise ValueError("patience needs X_val and y_val")
     M = getattr(model, 'n_members', None)
     g = torch.Generator().manual_seed(int(seed))
-    opts = dict(adam=lambda p: torch.optim.Adam(p, lr=lr, weight_decay=weight_decay),
-                sgd=lambda p: torch.optim.SGD(p, lr=lr, momentum=0.9, weight_decay=weight_decay))
+    opts = dict(adam=lambda p: torch.optim.Adam(p, lr=lr, weight_decay=weight_decay, foreach=True),
+                sgd=lambda p: torch.optim.SGD(p, lr=lr, momentum=0.9, weight_decay=weight_decay, foreach=True))
     if optimizer not in opts: raise ValueError(f"optimizer must be one of {list(opts)}, got {optimizer!r}")
     opt = opts[optimizer](model.parameters())
     n, h = len(X), History()

@@ -615,7 +615,7 @@ def pretrain(model, w:World, steps:int, batch:int=64, lr:float=2e-3, qa_frac:flo
     from tqdm.auto import tqdm
     from trustlib.models import pad_batch
     rng = np.random.default_rng(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, foreach=True)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     C = model.W_U; losses = []
@@ -635,7 +635,7 @@ def sft(model, w:World, qs:dict, beta:float=0.0, temperature:float|None=None, so
     import torch
     from trustlib.models import pad_batch
     g = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, foreach=True)
     C = model.W_U; letters = torch.tensor(w.letter_ids); y_all = letters[torch.as_tensor(qs['y'])]
     n = len(qs['ids']); out = []
     model.train()
@@ -1081,7 +1081,7 @@ def sft_llm(model, data, # list of (ids, labels) from `tokenize_sft`
     from tqdm.auto import tqdm
     g = torch.Generator().manual_seed(int(seed))
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=True)
     total = epochs * math.ceil(len(data) / batch); warm = max(1, round(warmup * total))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
     dev = next(model.parameters()).device; out = []

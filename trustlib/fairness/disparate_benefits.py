@@ -553,7 +553,7 @@ def _fit_redrawn(ens, train:Split, val:Split, cfg, seed:int, epochs:int, batch_s
     M_, n = ens.n_members, len(train.y)
     rng, g = np.random.default_rng(seed), torch.Generator().manual_seed(int(seed))
     y, yv = torch.as_tensor(train.y), torch.as_tensor(val.y)
-    opt = torch.optim.Adam(ens.parameters(), lr=cfg.lr)
+    opt = torch.optim.Adam(ens.parameters(), lr=cfg.lr, foreach=True)
     best = torch.full((M_,), float('inf')); best_state = copy.deepcopy(ens.state_dict())
     with torch_threads(1):
         for ep in range(epochs):

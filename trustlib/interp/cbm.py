@@ -171,7 +171,7 @@ def fit_cbm(model:ConceptBottleneck, X, C, y, *, # inputs `[M, N, d]`, (noisy) c
     N = X.shape[1]
     if z_ref is not None: z_ref = torch.as_tensor(z_ref, dtype=torch.float32).expand(M, N, C.shape[-1])
     g = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     rows, hist = torch.arange(M)[:, None], []
     stop = _EarlyStopping(model, val, patience) if val is not None else None
     model.train()

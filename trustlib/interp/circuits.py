@@ -315,7 +315,7 @@ def train_ioi(n_layers:int=4, n_heads:int=4, d_model:int=64, d_mlp:int=256, step
     from tqdm.auto import tqdm
     vocab = vocab or ioi_vocab(); rng = np.random.default_rng(derive_seed(seed, "ioi-train"))
     m = TinyTransformer(len(vocab), d_model, n_layers, n_heads, d_mlp=d_mlp, max_len=16, seed=derive_seed(seed, "init"))
-    m.train(); opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    m.train(); opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98), foreach=True)
     val = make_ioi(500, np.random.default_rng(derive_seed(seed, "ioi-val")), vocab)
     log = dict(steps=0, acc=float("nan"))
     for step in tqdm(range(steps), desc="train IOI model", disable=not progress, leave=False):
@@ -590,7 +590,7 @@ def plant_circuit(model:TinyTransformer, steps:int=300, batch_size:int=32, lr:fl
     for p in m.parameters(): p.requires_grad_(True)
     off = ~circuit_nodes(g)[:g.n_fwd]; off[0] = False
     blocks = _output_blocks(m); norms = [float(p.detach()[ix].norm()) for p, ix in blocks]
-    opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98), foreach=True)
     for _ in tqdm(range(steps), desc="plant circuit", disable=not progress, leave=False):
         b, other = make_ioi(batch_size, rng, vocab), make_ioi(batch_size, rng, vocab)
         half = batch_size // 2
@@ -744,7 +744,7 @@ def train_intervention(model, layer:int, feat:nn.Module, pairs:CounterfactualPai
     g = torch.Generator().manual_seed(seed); n = len(pairs)
     if method == "das": params = list(feat.parameters()); mlog = None
     else: mlog = torch.zeros(feat.n_features, requires_grad=True); params = [mlog]
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)
     to_h, from_h = split_mlp(model, layer)
     with torch.no_grad(): Hb, Hs = to_h(pairs.base.x), to_h(pairs.source.x)
     steps = epochs * math.ceil(n / batch_size); step = 0; worst = 0.0

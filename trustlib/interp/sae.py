@@ -481,7 +481,7 @@ def train_sae(sae:SAE, X, *, steps:int|None=None, epochs:float|None=None, batch_
     amp = (lambda: torch.autocast(X.device.type, dtype=torch.bfloat16)) if autocast else contextlib.nullcontext   # where X is (a GPU when the caller put it there)
     if isinstance(sae, JumpReLUSAE): betas = (0.0, 0.999)
     g = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.Adam(sae.parameters(), lr=lr, betas=betas)
+    opt = torch.optim.Adam(sae.parameters(), lr=lr, betas=betas, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _schedule(s, total, warm, decay_frac))
     sae.train(); sae.init_from_data(X[torch.randperm(n, generator=g)[:min(n, 4096)]])
     sae.on_train_begin(total)

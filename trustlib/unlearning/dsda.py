@@ -374,7 +374,7 @@ def damo(model_o, # the original model (not modified)
             with torch.no_grad(): S["nearest"] = S["rc_t"][model_o(x)[:, S["rc_t"]].argmax(1)]
         model = copy.deepcopy(model_o); model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)
     fl, steps = dict(setup=meter.flops, step=0, check=0, check_every=int(check_every)), 0
     for it in range(max_steps):
         with (meter if it == 0 else contextlib.nullcontext()): _damo_step(model, params, opt, S, batch, lam, c, forget_loss, delta, m, g)
@@ -479,7 +479,7 @@ def training_flops(model, # a model of the shape being trained (its weights do n
 def neggrad_plus(model_o, Xr, yr, Xf, yf, *, epochs:int, lr:float, batch:int, seed:int, on_step=None):
     "NegGrad+ on real data: descent on retain batches plus clipped ascent on forget batches."
     model = copy.deepcopy(model_o); model.train(); g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr); K = int(model.head.out_features); n = 0
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True); K = int(model.head.out_features); n = 0
     for _ in range(epochs):
         perm = torch.randperm(len(Xr), generator=g)
         for s in range(0, len(Xr), batch):
@@ -617,9 +617,9 @@ def _gkt_costs(gen, teacher, student, batch, z_dim, fc_t, threshold, penalty, be
     g2, s2 = copy.deepcopy(gen), copy.deepcopy(student)
     x1 = torch.zeros(1, teacher.in_channels, *teacher.image_size)
     with FlopCount() as fixed:
-        _gkt_generator_step(g2, teacher, s2, torch.optim.Adam(g2.parameters(), lr=lr), torch.zeros(batch, z_dim), fc_t, threshold, penalty)
+        _gkt_generator_step(g2, teacher, s2, torch.optim.Adam(g2.parameters(), lr=lr, foreach=True), torch.zeros(batch, z_dim), fc_t, threshold, penalty)
         with torch.no_grad(): teacher(g2(torch.zeros(batch, z_dim)))
-    with FlopCount() as per: _gkt_student_steps(teacher, s2, torch.optim.Adam(s2.parameters(), lr=lr), x1, beta, iters)
+    with FlopCount() as per: _gkt_student_steps(teacher, s2, torch.optim.Adam(s2.parameters(), lr=lr, foreach=True), x1, beta, iters)
     return fixed.flops, per.flops
 
 def gkt_unlearn(model_o, # the original model (the teacher; not modified)
@@ -638,7 +638,7 @@ def gkt_unlearn(model_o, # the original model (the teacher; not modified)
     student = SmallCNN(in_channels=teacher.in_channels, n_classes=int(teacher.head.out_features), width=teacher.head.in_features // 8,
                        image_size=teacher.image_size)
     gen = Generator(z_dim, teacher.in_channels, teacher.image_size)
-    opt_g, opt_s = torch.optim.Adam(gen.parameters(), lr=lr), torch.optim.Adam(student.parameters(), lr=lr)
+    opt_g, opt_s = torch.optim.Adam(gen.parameters(), lr=lr, foreach=True), torch.optim.Adam(student.parameters(), lr=lr, foreach=True)
     fixed, per = _gkt_costs(gen, teacher, student, batch, z_dim, fc_t, threshold, penalty, beta, student_iters, lr)
     student.flops_ = []
     for b in range(batches):

@@ -704,7 +704,7 @@ def train_sop(model:SOP, data:CanvasDigits, *, epochs:int=5, lr:float=2e-3, weig
     "Train the generator and selector of `model` with cross-entropy on ŷ; returns the mean loss per epoch."
     from tqdm.auto import tqdm
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
     X, y = torch.as_tensor(data.X), torch.as_tensor(data.y)
     g = torch.Generator().manual_seed(int(seed))
     losses = []
