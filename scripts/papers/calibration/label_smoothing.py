@@ -129,7 +129,7 @@ precision: Optional[str] = None  # LLM precision: auto (bf16-mixed on CUDA, fp32
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `3c27eca`, 276 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `5374f15`, 258 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run label_smoothing --profile cpu` repeats the run shown here.
 
 # %%
 #| export
