@@ -144,7 +144,7 @@ device: Optional[str] = None  # where a hub model runs: cpu, cuda or auto (cuda 
 n_threads: Optional[int] = None  # torch CPU threads
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `70a147e`, 152 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run mib --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `569516d`, 177 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run mib --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # `Config` declares every parameter with its bounds. Besides the per-field limits, `validate` estimates the
