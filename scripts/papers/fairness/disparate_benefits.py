@@ -103,7 +103,7 @@ device: Optional[str] = None  # fairface: where the ResNet-50 members train: aut
 
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `3ba3c02`, 96 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run disparate_benefits --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `5b8f956`, 112 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run disparate_benefits --profile cpu` repeats the run shown here.
 
 # %%
 #| export
