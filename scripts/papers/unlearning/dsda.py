@@ -125,7 +125,7 @@ curve_every: Optional[int] = None  # accuracy-vs-compute curves (first task of e
 n_threads: Optional[int] = None  # torch and BLAS threads inside run (1: every number independent of the machine's core count)
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `86cb467`, 94 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `19f58d1`, 102 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run dsda --profile cpu` repeats the run shown here.
 
 # %% [markdown]
 # ## Configuration
