@@ -142,7 +142,7 @@ n_words: Optional[int] = None  # vocabulary words for first-letter absorption
 top_n: Optional[int] = None  # latents ablated in SCR and TPP
 
 # %% [markdown] tags=["injected-parameters"]
-# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `9a9b64f`, 261 s, 2026-12-04). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
+# **This page shows a run with** `profile = "cpu"` (run `cpu-bf21a9e8fb`, commit `52f4eea`, 235 s, 2026-12-05). Running the notebook yourself uses the parameters cell above as written (the fast `smoke` profile unless you change it); `trustlib run saebench --profile cpu` repeats the run shown here.
 
 # %%
 #| export
