@@ -4,7 +4,7 @@ each paper's newest cpu run with `timings.cpu_seconds`, from the ledgers (`nbs/r
 
     PYTHONPATH=. python tools/bench_cpu_total.py [CHECKOUT ...]     # default: this checkout
 
-Prints a table (paper, CPU s, wall s, the 1-minute load average at the run's start and end where it was recorded, date, source), the total over measured papers, the papers without a recorded
+Prints a table (paper, CPU s, wall s, the 1-minute load average and the machine's matmul GFLOP/s at the run's start and end where they were recorded, date, source), the total over measured papers, the papers without a recorded
 CPU time, and writes a dated JSON/CSV under runs/bench/ (trustlib.bench.write_bench). Budget: <= 300 CPU s a paper."""
 import json, sys
 from pathlib import Path
@@ -16,24 +16,25 @@ BUDGET_S = 300
 def collect(roots):
     from trustlib.config import PAPERS
     best = {}
-    def offer(paper, cpu, wall, when, src, load=None):   # the newest wins; on the same date, the later one (ledgers list publications in order)
+    def offer(paper, cpu, wall, when, src, load=None, gflops=None):   # the newest wins; on the same date, the later one (ledgers list publications in order)
         if cpu is None: return
         if paper not in best or str(when) >= str(best[paper]["when"]):
             best[paper] = dict(paper=paper, cpu_s=float(cpu), wall_s=wall, load_start=(load or [None])[0], load_end=(load or [None, None])[1],
-                               when=str(when), source=src)
+                               gflops_start=(gflops or [None])[0], gflops_end=(gflops or [None, None])[1], when=str(when), source=src)
     for root in map(Path, roots):
         for f in (root/'nbs'/'results'/'ledger').glob('*.json'):
             try: d = json.loads(f.read_text())
             except (OSError, ValueError): continue
             for p in d.get('publications', []):
-                if p.get('profile') == 'cpu': offer(d.get('paper', f.stem), p.get('cpu_seconds'), p.get('wall_seconds'), p.get('date', ''), f"{root.name}:ledger", p.get('load'))
+                if p.get('profile') == 'cpu': offer(d.get('paper', f.stem), p.get('cpu_seconds'), p.get('wall_seconds'), p.get('date', ''), f"{root.name}:ledger", p.get('load'), (p.get('speed') or {}).get('matmul_gflops'))
         for f in (root/'runs').glob('*/cpu-*/metrics.json'):
             try: m = json.loads(f.read_text())
             except (OSError, ValueError): continue
             if m.get('status') != 'complete': continue
             t = m.get('timings') or {}
             offer(m.get('paper', f.parts[-3]), t.get('cpu_seconds'), t.get('wall_seconds'), m.get('finished', ''), f"{root.name}:runs",
-                  [t['load_start'], t['load_end']] if 'load_start' in t and 'load_end' in t else None)
+                  [t['load_start'], t['load_end']] if 'load_start' in t and 'load_end' in t else None,
+                  [t['gflops_start'], t['gflops_end']] if 'gflops_start' in t else None)
     names = [p.name for p in PAPERS]
     return [best[n] for n in names if n in best], [n for n in names if n not in best]
 

@@ -868,6 +868,7 @@ def ledger_entry(run:dict) -> dict:
     return dict(run_id=run.get('run_id'), date=(run.get('finished') or run.get('started') or '')[:10] or None,
                 commit=run.get('git_commit'), profile=run.get('profile'), claims_hash=run.get('claims_hash') or None,
                 cpu_seconds=t.get('cpu_seconds'), wall_seconds=t.get('wall_seconds'), load=_load_pair(t), machine=run.get('machine') or None,
+                speed=dict(matmul_gflops=[t['gflops_start'], t['gflops_end']], copy_gbps=[t['gbps_start'], t['gbps_end']]) if 'gflops_start' in t else None,
                 verdicts=[dict(id=v.get('id') or None, claim_hash=v.get('claim_hash') or None, verdict=v.get('verdict'),
                                claim=v.get('claim'), rule=v.get('rule', ''), ours=v.get('ours', ''), headline=bool(v.get('headline')))
                           for v in vs])
@@ -924,6 +925,13 @@ def _cpu_now() -> float:
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
 
+def _speed_probe() -> tuple[float, float]|None:
+    "(matmul GFLOP/s, memory-copy GB/s) of the machine now, from a short `reference_probe` (None if it fails)."
+    from trustlib.bench import reference_probe
+    try: r = reference_probe(repeats=3, n=512, mib=32)
+    except Exception: return None                                # a probe must never cost a run
+    return float(r['matmul_gflops']), float(r['copy_gbps'])
+
 def verdict_counts(verdicts) -> str:
     "'6 claims: 4 reproduced, 1 partially, 1 not_testable_offline' (counts in the order of `VERDICTS`)."
     names = [v.verdict for v in verdicts]
@@ -935,9 +943,11 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
     "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
     from trustlib.bench import load_average                      # the 1-minute load average (NaN where the platform has none)
+    p0 = _speed_probe()                                          # the machine's speed just before (not timed)
     w0, c0, l0 = time.perf_counter(), _cpu_now(), load_average()[0]
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
+    p1 = _speed_probe()
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
     if claims is not None:
         if result.verdicts: raise ValueError("run_experiment: run() returned verdicts, but a paper never grades itself: "
@@ -945,6 +955,7 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
         result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
     if math.isfinite(l0): result.timings.update(load_start=l0, load_end=load_average()[0])   # other work on the machine inflates CPU time too
+    if p0 and p1: result.timings.update(gflops_start=p0[0], gflops_end=p1[0], gbps_start=p0[1], gbps_end=p1[1])
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")
     record(result)

@@ -1468,6 +1468,7 @@ def ledger_entry(run:dict) -> dict:
     return dict(run_id=run.get('run_id'), date=(run.get('finished') or run.get('started') or '')[:10] or None,
                 commit=run.get('git_commit'), profile=run.get('profile'), claims_hash=run.get('claims_hash') or None,
                 cpu_seconds=t.get('cpu_seconds'), wall_seconds=t.get('wall_seconds'), load=_load_pair(t), machine=run.get('machine') or None,
+                speed=dict(matmul_gflops=[t['gflops_start'], t['gflops_end']], copy_gbps=[t['gbps_start'], t['gbps_end']]) if 'gflops_start' in t else None,
                 verdicts=[dict(id=v.get('id') or None, claim_hash=v.get('claim_hash') or None, verdict=v.get('verdict'),
                                claim=v.get('claim'), rule=v.get('rule', ''), ours=v.get('ours', ''), headline=bool(v.get('headline')))
                           for v in vs])
@@ -1530,6 +1531,9 @@ test_eq((_e['claims_hash'], _e['verdicts'][0]['id'], _e['verdicts'][0]['claim_ha
 test_eq((_e['cpu_seconds'], _e['wall_seconds'], _e['load'], _e['machine']), (12.5, None, None, None))   # an older run recorded no load
 _el = ledger_entry({**_run, 'timings': dict(cpu_seconds=12.5, wall_seconds=30.0, load_start=0.4, load_end=2.6), 'machine': dict(cpu='X', cores=2)})
 test_eq((_el['wall_seconds'], _el['load'], _el['machine']), (30.0, [0.4, 2.6], dict(cpu='X', cores=2)))
+test_eq(_el['speed'], None)                                           # a run without the speed probes
+_es = ledger_entry({**_run, 'timings': dict(cpu_seconds=12.5, gflops_start=170.0, gflops_end=150.0, gbps_start=14.0, gbps_end=13.0)})
+test_eq(_es['speed'], dict(matmul_gflops=[170.0, 150.0], copy_gbps=[14.0, 13.0]))
 append_ledger('toy', _e, _root); append_ledger('toy', _e, _root)          # the same run twice is recorded once
 test_eq(len(load_ledger('toy', _root)), 1); test_eq(load_ledger('absent', _root), [])
 test_eq(check_preregistration([c1, c2], load_ledger('toy', _root)), [])
@@ -1561,15 +1565,26 @@ _h
 # `run(cfg, **kwargs)`, measures the wall time and the CPU time (this process's threads, plus child
 # processes that have finished and been waited for, such as a `multiprocessing` pool that was joined),
 # stores them in `result.timings` as `wall_seconds` and `cpu_seconds` with the 1-minute load average at the start
-# and the end (`load_start`, `load_end`: on a shared machine, other work inflates CPU time too), prints one line with
+# and the end (`load_start`, `load_end`: on a shared machine, other work inflates CPU time too) and the machine's speed
+# just before and just after the run (`gflops_start`/`gflops_end`, a matrix multiply's GFLOP/s, and `gbps_start`/`gbps_end`,
+# a memory copy's GB/s: `trustlib.bench.reference_probe`, taken outside the timed span). On a shared virtual machine
+# the same code's CPU time moves by a tenth or more from one hour to the next, with the load average unchanged, when
+# the host is busy; the probe lets a reader see whether a run was timed on a slow machine. It prints one line with
 # the profile, the times and the verdict counts, records the result and returns it. A publication keeps the wall time,
-# the load and the machine next to the CPU time in the ledger.
+# the load, the speed probes and the machine next to the CPU time in the ledger.
 
 # %%
 #| export
 def _cpu_now() -> float:
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
+
+def _speed_probe() -> tuple[float, float]|None:
+    "(matmul GFLOP/s, memory-copy GB/s) of the machine now, from a short `reference_probe` (None if it fails)."
+    from trustlib.bench import reference_probe
+    try: r = reference_probe(repeats=3, n=512, mib=32)
+    except Exception: return None                                # a probe must never cost a run
+    return float(r['matmul_gflops']), float(r['copy_gbps'])
 
 def verdict_counts(verdicts) -> str:
     "'6 claims: 4 reproduced, 1 partially, 1 not_testable_offline' (counts in the order of `VERDICTS`)."
@@ -1582,9 +1597,11 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
     "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
     from trustlib.bench import load_average                      # the 1-minute load average (NaN where the platform has none)
+    p0 = _speed_probe()                                          # the machine's speed just before (not timed)
     w0, c0, l0 = time.perf_counter(), _cpu_now(), load_average()[0]
     result = run(cfg, **kwargs)
     wall, cpu = time.perf_counter() - w0, _cpu_now() - c0
+    p1 = _speed_probe()
     if not isinstance(result, Result): raise TypeError(f"run_experiment: run() must return a Result, got {type(result).__name__}")
     if claims is not None:
         if result.verdicts: raise ValueError("run_experiment: run() returned verdicts, but a paper never grades itself: "
@@ -1592,6 +1609,7 @@ def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
         result.grade(claims)
     result.timings.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
     if math.isfinite(l0): result.timings.update(load_start=l0, load_end=load_average()[0])   # other work on the machine inflates CPU time too
+    if p0 and p1: result.timings.update(gflops_start=p0[0], gflops_end=p1[0], gbps_start=p0[1], gbps_end=p1[1])
     profile = getattr(cfg, 'profile', None) or (result.config or {}).get('profile', '?')
     print(f"profile {profile} · {wall:.1f} s wall · {cpu:.1f} s CPU · {verdict_counts(result.verdicts)}")
     record(result)
@@ -1624,7 +1642,9 @@ test_eq(_line.count("\n"), 1)
 assert _line.startswith("profile smoke · ") and " s wall · " in _line, _line
 assert _line.rstrip().endswith(" s CPU · 3 claims: 1 reproduced, 1 partially, 1 not_testable_offline"), _line
 test_close(res.metrics['gap'], 0.8)                                  # kwargs reach run()
-test_eq(sorted(res.timings), ['cpu_seconds', 'load_end', 'load_start', 'wall_seconds'] if hasattr(os, 'getloadavg') else ['cpu_seconds', 'wall_seconds'])
+test_eq(sorted(res.timings), sorted(['cpu_seconds', 'wall_seconds', 'gflops_start', 'gflops_end', 'gbps_start', 'gbps_end']
+                                    + (['load_start', 'load_end'] if hasattr(os, 'getloadavg') else [])))
+assert all(res.timings[k] > 0 for k in ('gflops_start', 'gflops_end', 'gbps_start', 'gbps_end')), res.timings
 assert all(res.timings[k] >= 0 for k in res.timings), res.timings
 assert res.timings['cpu_seconds'] >= 0.45, res.timings              # includes the finished child process
 assert res.timings['wall_seconds'] >= 0.45
