@@ -7,7 +7,7 @@
 # - skip_showdoc: true
 
 # %% [markdown]
-# The headline verdict is the one of the abstract's main claim (★); the badges count all the paper's claims by verdict in its published `cpu` run. Numbers, intervals and rules: the [results dashboard](dashboard.ipynb). Built on 2026-12-05 02:13 UTC.
+# The headline verdict is the one of the abstract's main claim (★); the badges count all the paper's claims by verdict in its published `cpu` run. Numbers, intervals and rules: the [results dashboard](dashboard.ipynb). Built on 2026-12-05 05:48 UTC.
 
 # %% [markdown]
 # ## Fairness
