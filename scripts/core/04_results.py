@@ -1594,7 +1594,7 @@ def verdict_counts(verdicts) -> str:
     return head + (": " + ", ".join(parts) if parts else "")
 
 def run_experiment(run:Callable, cfg, claims=None, **kwargs) -> Result:
-    "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
+    "`run(cfg, **kwargs)`, timed (wall and CPU seconds, and the 1-minute load average and the machine's speed at its start and end, into `result.timings`), graded on `claims` (the paper's `CLAIMS`), summarised in one printed line, recorded; returns the `Result`."
     if claims is not None: check_claims(claims)
     from trustlib.bench import load_average                      # the 1-minute load average (NaN where the platform has none)
     p0 = _speed_probe()                                          # the machine's speed just before (not timed)
