@@ -15,6 +15,7 @@ BUDGET_S = 300
 
 def collect(roots):
     from trustlib.config import PAPERS
+    from trustlib.results import ledger_entry
     best = {}
     def offer(paper, cpu, wall, when, src, load=None, gflops=None):   # the newest wins; on the same date, the later one (ledgers list publications in order)
         if cpu is None: return
@@ -31,10 +32,9 @@ def collect(roots):
             try: m = json.loads(f.read_text())
             except (OSError, ValueError): continue
             if m.get('status') != 'complete': continue
-            t = m.get('timings') or {}
-            offer(m.get('paper', f.parts[-3]), t.get('cpu_seconds'), t.get('wall_seconds'), m.get('finished', ''), f"{root.name}:runs",
-                  [t['load_start'], t['load_end']] if 'load_start' in t and 'load_end' in t else None,
-                  [t['gflops_start'], t['gflops_end']] if 'gflops_start' in t else None)
+            e = ledger_entry(m)                                # the timings as a publication would keep them
+            offer(m.get('paper', f.parts[-3]), e['cpu_seconds'], e['wall_seconds'], m.get('finished', ''), f"{root.name}:runs",
+                  e['load'], (e['speed'] or {}).get('matmul_gflops'))
     names = [p.name for p in PAPERS]
     return [best[n] for n in names if n in best], [n for n in names if n not in best]
 
