@@ -1,6 +1,8 @@
 """tools/bench_cpu_total.py: which recorded cpu run counts for each paper, and what is read from it (nothing is re-run)."""
-import importlib.util, json
+import importlib.util
 from pathlib import Path
+
+from trustlib.results import ledger_path, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -12,12 +14,10 @@ def _tool():
 def _run(root:Path, paper:str, name:str, cpu:float, finished:str, status:str="complete", speed:bool=True):
     t = dict(cpu_seconds=cpu, wall_seconds=cpu + 1, load_start=0.5, load_end=1.25)
     if speed: t.update(gflops_start=200.0, gflops_end=180.0, gbps_start=10.0, gbps_end=11.0)
-    d = root / "runs" / paper / name; d.mkdir(parents=True)
-    (d / "metrics.json").write_text(json.dumps(dict(paper=paper, status=status, profile="cpu", finished=finished, run_id=name, timings=t)))
+    write_json(root / "runs" / paper / name / "metrics.json", dict(paper=paper, status=status, profile="cpu", finished=finished, run_id=name, timings=t))
 
 def _ledger(root:Path, paper:str, pubs:list):
-    d = root / "nbs" / "results" / "ledger"; d.mkdir(parents=True, exist_ok=True)
-    (d / f"{paper}.json").write_text(json.dumps(dict(paper=paper, publications=pubs)))
+    write_json(ledger_path(paper, root), dict(paper=paper, publications=pubs))          # where the tool reads ledgers
 
 def test_cpu_total_takes_each_papers_newest_complete_cpu_run(tmp_path):
     from trustlib.config import PAPERS
